@@ -1,0 +1,1 @@
+"""Code generators: render a specialized graph as source for one backend."""

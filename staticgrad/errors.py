@@ -1,0 +1,64 @@
+"""TF1-named run-time errors, and where in the user's program a node was created.
+
+Graph-construction mistakes raise `ValueError`/`TypeError` at once; mistakes that show only
+when a session runs (a missing feed, an uninitialized variable) raise an `OpError` subclass.
+Every message names the node at fault and the file and line that created it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class OpError(Exception):
+    """Base of run-time errors; `.op` is the operation at fault (may be None)."""
+
+    error_code = 2
+
+    def __init__(self, node_def, op, message: str, *args):
+        super().__init__(message)
+        self.node_def = node_def
+        self.op = op
+        self.message = message
+
+
+def _make(name: str, code: int, doc: str) -> type[OpError]:
+    return type(name, (OpError,), {"error_code": code, "__doc__": doc})
+
+
+CancelledError = _make("CancelledError", 1, "The operation was cancelled.")
+UnknownError = _make("UnknownError", 2, "An error of unknown cause.")
+InvalidArgumentError = _make("InvalidArgumentError", 3,
+                             "A bad argument: a feed of the wrong shape or dtype, a missing feed.")
+DeadlineExceededError = _make("DeadlineExceededError", 4, "A deadline passed.")
+NotFoundError = _make("NotFoundError", 5, "A named thing (file, tensor, checkpoint) is missing.")
+AlreadyExistsError = _make("AlreadyExistsError", 6, "The thing to create already exists.")
+PermissionDeniedError = _make("PermissionDeniedError", 7, "Not permitted.")
+ResourceExhaustedError = _make("ResourceExhaustedError", 8, "Out of memory or disk.")
+FailedPreconditionError = _make("FailedPreconditionError", 9,
+                                "The system is not in a state to run: an uninitialized variable.")
+AbortedError = _make("AbortedError", 10, "The operation was aborted.")
+OutOfRangeError = _make("OutOfRangeError", 11, "Iterated past a valid range.")
+UnimplementedError = _make("UnimplementedError", 12, "Not implemented.")
+InternalError = _make("InternalError", 13, "An invariant of staticgrad was broken.")
+UnavailableError = _make("UnavailableError", 14, "Temporarily unavailable.")
+DataLossError = _make("DataLossError", 15, "Unrecoverable data loss or corruption.")
+UnauthenticatedError = _make("UnauthenticatedError", 16, "Not authenticated.")
+
+
+def user_location(skip_package: str = _PACKAGE_DIR):
+    """(filename, lineno) of the innermost frame outside staticgrad: the line the user wrote."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(skip_package):
+        frame = frame.f_back
+    if frame is None:
+        return ("<unknown>", 0)
+    return (frame.f_code.co_filename, frame.f_lineno)
+
+
+def format_location(loc) -> str:
+    filename, lineno = loc
+    return f"{filename}:{lineno}"

@@ -1,0 +1,473 @@
+"""The IR: a `Graph` of `Operation`s whose edges are `Tensor`s, with TF1 names and semantics.
+
+Operations are appended in creation order, and an operation's inputs always exist before it,
+so creation order is a topological order: schedulers sort by `op._id` and need no graph search.
+Shapes and dtypes are inferred when an operation is created (see `ops.registry`), so a shape
+error surfaces at the user's line.
+
+>>> g = Graph()
+>>> with g.as_default():
+...     x = placeholder(float32, [None, 3], name="x")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+import threading
+
+from . import dtypes as _dt
+from .errors import format_location, user_location
+from .shapes import TensorShape, as_shape
+
+_VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+_VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
+
+
+class GraphKeys:
+    """Standard collection names, as in TF1."""
+
+    GLOBAL_VARIABLES = "variables"
+    VARIABLES = "variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    UPDATE_OPS = "update_ops"
+    GLOBAL_STEP = "global_step"
+    TRAIN_OP = "train_op"
+    SUMMARIES = "summaries"
+
+
+class Tensor:
+    """One output of an operation: a symbolic value with a dtype and a (partial) static shape.
+
+    `==` is object identity, as in TF1; use `sg.equal` for elementwise equality.
+    """
+
+    __slots__ = ("op", "value_index", "dtype", "_shape", "_static", "_consumers", "__weakref__")
+    __array_ufunc__ = None  # make `ndarray + tensor` call Tensor.__radd__
+
+    def __init__(self, op: Operation, value_index: int, dtype: _dt.DType, shape: TensorShape):
+        self.op = op
+        self.value_index = value_index
+        self.dtype = dtype
+        self._shape = shape
+        self._static = None  # a NumPy value when known before running (see ops.registry)
+        self._consumers = []
+
+    @property
+    def name(self) -> str:
+        return f"{self.op.name}:{self.value_index}"
+
+    @property
+    def graph(self) -> Graph:
+        return self.op.graph
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._shape
+
+    def get_shape(self) -> TensorShape:
+        return self._shape
+
+    def set_shape(self, shape) -> None:
+        """Refine the static shape (it must be compatible with what is already known)."""
+        try:
+            self._shape = self._shape.merge_with(as_shape(shape))
+        except ValueError:
+            raise ValueError(f"tensor {self.name} has shape {self._shape}, which is incompatible "
+                             f"with {as_shape(shape)} ({self.op.where()})") from None
+
+    @property
+    def device(self) -> str:
+        return ""
+
+    def consumers(self) -> list[Operation]:
+        return list(self._consumers)
+
+    def eval(self, feed_dict=None, session=None):
+        """Run this tensor in `session` (default: the default session) and return its value."""
+        from .session import _session_for
+        return _session_for(session, self).run(self, feed_dict=feed_dict)
+
+    def __repr__(self) -> str:
+        shape = "<unknown>" if self._shape.dims is None else str(self._shape)
+        return f'<Tensor "{self.name}" shape={shape} dtype={self.dtype.name}>'
+
+    __str__ = __repr__
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+    def __bool__(self):
+        raise TypeError(f"using tensor {self.name} as a Python bool is not allowed: its value is "
+                        f"only known when a session runs it; use sg.cond or a comparison op")
+
+    def __iter__(self):
+        dims = self._shape.dims
+        if dims is None or not dims or dims[0] is None:
+            raise TypeError(f"tensor {self.name} of shape {self._shape} is not iterable: "
+                            "its first dimension must be known")
+        for i in range(dims[0]):
+            yield self[i]
+
+    def __len__(self):
+        dims = self._shape.dims
+        if dims is None or not dims or dims[0] is None:
+            raise TypeError(f"len() of tensor {self.name} with shape {self._shape} is unknown")
+        return dims[0]
+
+    # Python operators are bound in ops/__init__.py, where the op functions live.
+
+
+class Operation:
+    """A node: one application of an op type to input tensors, with attributes."""
+
+    __slots__ = ("graph", "type", "name", "inputs", "attrs", "outputs", "control_inputs",
+                 "location", "_id", "opdef", "_control_outputs", "__weakref__")
+
+    def __init__(self, graph, op_type, name, inputs, attrs, control_inputs, location, opdef):
+        self.graph = graph
+        self.type = op_type
+        self.name = name
+        self.inputs = tuple(inputs)
+        self.attrs = attrs
+        self.control_inputs = tuple(control_inputs)
+        self.location = location
+        self.opdef = opdef
+        self.outputs = ()
+        self._id = -1
+        self._control_outputs = []
+
+    def values(self):
+        return self.outputs
+
+    @property
+    def device(self) -> str:
+        return ""
+
+    @property
+    def node_def(self) -> dict:
+        return {"name": self.name, "op": self.type,
+                "input": [t.name for t in self.inputs] + ["^" + o.name for o in self.control_inputs]}
+
+    def get_attr(self, name):
+        try:
+            return self.attrs[name]
+        except KeyError:
+            raise ValueError(f"operation {self.name} ({self.type}) has no attr {name!r}") from None
+
+    def where(self) -> str:
+        """'Add op "loss/Add" created at train.py:12': how error messages name this node."""
+        return f'{self.type} op "{self.name}" created at {format_location(self.location)}'
+
+    def run(self, feed_dict=None, session=None) -> None:
+        """Run this operation in `session` (default: the default session)."""
+        from .session import _session_for
+        _session_for(session, self).run(self, feed_dict=feed_dict)
+
+    def __repr__(self):
+        return f"<sg.Operation '{self.name}' type={self.type}>"
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+
+class _ThreadState(threading.local):
+    def __init__(self):
+        self.name_stack = ""
+        self.control_stack = []  # list of lists of Operations (None entry clears)
+        self.override_map = {}
+        self.gradient_uid = None  # set while the reverse pass builds nodes (for viz)
+
+
+class Graph:
+    """A persistent graph of operations. Make it current with `with g.as_default():`."""
+
+    def __init__(self):
+        self._ops: list[Operation] = []
+        self._by_name: dict[str, Operation] = {}
+        self._names_in_use: dict[str, int] = {}
+        self._collections: dict[str, list] = {}
+        self._lock = threading.RLock()
+        self._finalized = False
+        self._thread = _ThreadState()
+        self.seed = None
+        self._op_seed_counter = itertools.count(1)
+        self._variable_store = {}  # variable_scope's get_variable table
+        self._var_scope_stack = []  # (name, reuse) of enclosing variable_scopes
+
+    # -- building ---------------------------------------------------------------------------
+    def create_op(self, op_type: str, inputs, attrs=None, name=None) -> Operation:
+        """Create an operation of a registered type; infers its output shapes and dtypes."""
+        from .ops.registry import create_operation
+        return create_operation(self, op_type, list(inputs), dict(attrs or {}), name)
+
+    def _add_op(self, op: Operation) -> None:
+        with self._lock:
+            if self._finalized:
+                raise RuntimeError(f"graph is finalized and cannot be modified: tried to add "
+                                   f"{op.where()}")
+            op._id = len(self._ops)
+            self._ops.append(op)
+            self._by_name[op.name] = op
+            for t in op.inputs:
+                t._consumers.append(op)
+            for c in op.control_inputs:
+                c._control_outputs.append(op)
+
+    def finalize(self) -> None:
+        """Make the graph read-only: adding an operation afterwards raises RuntimeError."""
+        self._finalized = True
+
+    @property
+    def finalized(self) -> bool:
+        return self._finalized
+
+    def _check_not_finalized(self, what: str) -> None:
+        if self._finalized:
+            raise RuntimeError(f"graph is finalized and cannot be modified ({what})")
+
+    # -- names --------------------------------------------------------------------------------
+    def unique_name(self, name: str, mark_as_used: bool = True) -> str:
+        """`name` under the current name scope, made unique with `_1`, `_2`... as TF1 does."""
+        stack = self._thread.name_stack
+        if stack:
+            name = stack + "/" + name
+        key = name.lower()
+        with self._lock:
+            i = self._names_in_use.get(key, 0)
+            if mark_as_used:
+                self._names_in_use[key] = i + 1
+            if i > 0:
+                base = key
+                while key in self._names_in_use:
+                    key = f"{base}_{i}"
+                    i += 1
+                if mark_as_used:
+                    self._names_in_use[key] = 1
+                name = f"{name}_{i - 1}"
+        return name
+
+    def get_name_scope(self) -> str:
+        return self._thread.name_stack
+
+    @contextlib.contextmanager
+    def name_scope(self, name):
+        """Open a name scope; yields the scope string ending in '/' (TF1 semantics)."""
+        old = self._thread.name_stack
+        if name is None or name == "":
+            new = ""
+        elif name.endswith("/"):
+            new = name[:-1]  # re-enter an existing scope exactly
+        else:
+            if not _VALID_SCOPE_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid scope name "
+                                 "(letters, digits, and _ . - / only)")
+            new = self.unique_name(name)
+        self._thread.name_stack = new
+        try:
+            yield (new + "/") if new else ""
+        finally:
+            self._thread.name_stack = old
+
+    # -- lookup ---------------------------------------------------------------------------------
+    def get_operations(self) -> list[Operation]:
+        return list(self._ops)
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        if not isinstance(name, str):
+            raise TypeError(f"operation names are strings, got {type(name).__name__}")
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"the name {name!r} refers to an operation not in the graph") from None
+
+    def get_tensor_by_name(self, name: str) -> Tensor:
+        if not isinstance(name, str) or ":" not in name:
+            raise ValueError(f"the name {name!r} looks like an operation name, not a tensor name; "
+                             "tensor names look like 'op_name:0'")
+        op_name, _, index = name.rpartition(":")
+        op = self.get_operation_by_name(op_name)
+        try:
+            return op.outputs[int(index)]
+        except (ValueError, IndexError):
+            raise KeyError(f"the name {name!r} refers to a tensor that does not exist: operation "
+                           f"{op_name!r} has {len(op.outputs)} outputs") from None
+
+    def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
+        """Resolve a Tensor, Operation, Variable or name string to an element of this graph."""
+        from .variables import Variable
+        if isinstance(obj, Variable):
+            obj = obj._tensor
+        if isinstance(obj, str):
+            obj = self.get_tensor_by_name(obj) if ":" in obj else self.get_operation_by_name(obj)
+        if isinstance(obj, Tensor | Operation):
+            if obj.graph is not self:
+                raise ValueError(f"{obj!r} is not an element of this graph")
+            if isinstance(obj, Tensor) and not allow_tensor:
+                raise TypeError(f"expected an operation, got tensor {obj.name}")
+            if isinstance(obj, Operation) and not allow_operation:
+                raise TypeError(f"expected a tensor, got operation {obj.name}")
+            return obj
+        raise TypeError(f"cannot interpret {obj!r} ({type(obj).__name__}) as a graph element")
+
+    @property
+    def version(self) -> int:
+        return len(self._ops)
+
+    # -- collections ------------------------------------------------------------------------------
+    def add_to_collection(self, name: str, value) -> None:
+        with self._lock:
+            self._collections.setdefault(name, []).append(value)
+
+    def add_to_collections(self, names, value) -> None:
+        for name in ([names] if isinstance(names, str) else names):
+            self.add_to_collection(name, value)
+
+    def get_collection(self, name: str, scope=None) -> list:
+        items = list(self._collections.get(name, []))
+        if scope is None:
+            return items
+        pattern = re.compile(scope)
+        return [v for v in items if pattern.match(getattr(v, "name", ""))]
+
+    def get_collection_ref(self, name: str) -> list:
+        with self._lock:
+            return self._collections.setdefault(name, [])
+
+    def get_all_collection_keys(self) -> list[str]:
+        return sorted(self._collections)
+
+    def clear_collection(self, name: str) -> None:
+        self._collections.pop(name, None)
+
+    # -- control dependencies and gradient overrides ------------------------------------------
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs):
+        """Ops created inside run only after `control_inputs` (ops or tensors). None clears."""
+        if control_inputs is None:
+            entry = None
+        else:
+            from .variables import Variable
+            entry = []
+            for c in control_inputs:
+                if isinstance(c, Variable):
+                    c = c._tensor
+                if isinstance(c, Tensor):
+                    c = c.op
+                if not isinstance(c, Operation):
+                    raise TypeError(f"control inputs must be operations or tensors, got {c!r}")
+                if c.graph is not self:
+                    raise ValueError(f"control input {c.name} is from another graph")
+                entry.append(c)
+        self._thread.control_stack.append(entry)
+        try:
+            yield
+        finally:
+            self._thread.control_stack.pop()
+
+    def _current_control_inputs(self) -> list[Operation]:
+        out = []
+        for entry in reversed(self._thread.control_stack):
+            if entry is None:
+                break
+            out.extend(entry)
+        seen, unique = set(), []
+        for op in out:
+            if id(op) not in seen:
+                seen.add(id(op))
+                unique.append(op)
+        return unique
+
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict):
+        """Within this block, ops of type K use the gradient registered as op_type_map[K]."""
+        old = self._thread.override_map
+        self._thread.override_map = {**old, **op_type_map}
+        try:
+            yield
+        finally:
+            self._thread.override_map = old
+
+    # -- default graph ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def as_default(self):
+        """Make this the default graph within the block (per thread)."""
+        _default.stack.append(self)
+        try:
+            yield self
+        finally:
+            _default.stack.pop()
+
+    def __repr__(self):
+        return f"<sg.Graph with {len(self._ops)} ops>"
+
+
+def check_op_name(name: str) -> str:
+    if not _VALID_OP_NAME.match(name):
+        raise ValueError(f"{name!r} is not a valid node name: names start with a letter, digit "
+                         "or '.', and contain only letters, digits and _ . - / >")
+    return name
+
+
+class _DefaultGraph(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_default = _DefaultGraph()
+_global_default_graph = Graph()
+
+
+def get_default_graph() -> Graph:
+    """The innermost graph made default with `as_default()` in this thread, else the global one."""
+    return _default.stack[-1] if _default.stack else _global_default_graph
+
+
+def reset_default_graph() -> None:
+    """Replace the global default graph with a fresh empty one (not inside `as_default()`)."""
+    global _global_default_graph
+    if _default.stack:
+        raise AssertionError("do not use reset_default_graph() inside a `with g.as_default()` "
+                             "block; it would leave that block's graph dangling")
+    _global_default_graph = Graph()
+
+
+def name_scope(name, default_name=None, values=None):
+    """Open a name scope on the default graph (or the graph of `values`)."""
+    g = get_default_graph()
+    for v in values or ():
+        if isinstance(v, Tensor):
+            g = v.graph
+            break
+    return g.name_scope(name if name is not None else default_name)
+
+
+def control_dependencies(control_inputs):
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def add_to_collection(name, value):
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names, value):
+    get_default_graph().add_to_collections(names, value)
+
+
+def get_collection(name, scope=None):
+    return get_default_graph().get_collection(name, scope)
+
+
+def get_collection_ref(name):
+    return get_default_graph().get_collection_ref(name)

@@ -1,0 +1,40 @@
+"""Op families, one module each; importing this package registers every op type.
+
+Also binds Python operators (`+ - * / // % ** @`, unary `-`, `abs`, `< <= > >=`, `[]`) to
+`Tensor` and `Variable`.
+"""
+
+from __future__ import annotations
+
+from ..graph import Tensor
+from ..variables import Variable
+from . import (array_ops, indexing_ops, join_ops, math_ops, nn_ops, reduction_ops,  # noqa: F401
+               registry, state_ops)
+from .math_ops import (abs, add, floordiv, greater, greater_equal, less, less_equal, matmul,
+                       mod, multiply, negative, pow, subtract, truediv)
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+_OPERATORS = {
+    "__add__": add, "__radd__": _swap(add),
+    "__sub__": subtract, "__rsub__": _swap(subtract),
+    "__mul__": multiply, "__rmul__": _swap(multiply),
+    "__truediv__": truediv, "__rtruediv__": _swap(truediv),
+    "__floordiv__": floordiv, "__rfloordiv__": _swap(floordiv),
+    "__mod__": mod, "__rmod__": _swap(mod),
+    "__pow__": pow, "__rpow__": _swap(pow),
+    "__matmul__": matmul, "__rmatmul__": _swap(matmul),
+    "__lt__": less, "__le__": less_equal, "__gt__": greater, "__ge__": greater_equal,
+    "__neg__": lambda self: negative(self),
+    "__abs__": lambda self: abs(self),
+    "__getitem__": indexing_ops.getitem,
+}
+
+for _cls in (Tensor, Variable):
+    for _name, _fn in _OPERATORS.items():
+        setattr(_cls, _name, _fn)
+    _cls.__array_priority__ = 100
+Variable.__array_ufunc__ = None

@@ -1,0 +1,342 @@
+"""Indexing: `tensor[...]`, slice, gather, one_hot, where(cond); and range, linspace, eye.
+
+`tensor[i, 1:3, ..., None]` becomes one StridedSlice op whose index is kept as a static
+spec and rendered back as Python indexing in the generated code (`x[0, 1:3, ..., None]`).
+Its gradient scatters into zeros (StridedSliceGrad), and the two are each other's adjoints.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..shapes import TensorShape
+from .array_ops import _known, _norm_axis, _shape_arg, shape_of
+from .registry import apply1, convert_to_tensor, is_tensor_like, register
+
+
+# -- index specs ---------------------------------------------------------------------------------
+def normalize_index(key) -> tuple:
+    """A hashable spec of a Python index: ints, (start, stop, step) slices, None, Ellipsis."""
+    items = key if isinstance(key, tuple) else (key,)
+    spec = []
+    for k in items:
+        if k is None or k is Ellipsis:
+            spec.append(k)
+        elif isinstance(k, builtins.slice):
+            parts = []
+            for p in (k.start, k.stop, k.step):
+                if is_tensor_like(p):
+                    v = convert_to_tensor(p)._static
+                    if v is None:
+                        raise TypeError("slice bounds must be Python ints or tensors whose "
+                                        "value is known when the graph is built")
+                    p = int(v)
+                parts.append(None if p is None else int(p))
+            if parts[2] == 0:
+                raise ValueError("slice step cannot be zero")
+            spec.append(("slice", *parts))
+        elif isinstance(k, int | np.integer):
+            spec.append(int(k))
+        elif is_tensor_like(k):
+            v = convert_to_tensor(k)._static
+            if v is None or np.ndim(v) != 0:
+                raise TypeError("tensor indices must be scalars known when the graph is built; "
+                                "use sg.gather to index by a computed tensor")
+            spec.append(int(v))
+        else:
+            raise TypeError(f"cannot index a tensor with {k!r} ({type(k).__name__}); use ints, "
+                            "slices, None, ... or sg.gather")
+    if spec.count(Ellipsis) > 1:
+        raise ValueError("an index can contain at most one '...'")
+    return tuple(spec)
+
+
+def index_source(spec) -> str:
+    """Python source of an index spec, e.g. '0, 1:3, ..., None'."""
+    parts = []
+    for s in spec:
+        if s is None:
+            parts.append("None")
+        elif s is Ellipsis:
+            parts.append("...")
+        elif isinstance(s, int):
+            parts.append(str(s))
+        else:
+            _, a, b, c = s
+            text = f"{'' if a is None else a}:{'' if b is None else b}"
+            parts.append(text + (f":{c}" if c is not None else ""))
+    return ", ".join(parts) if parts else "()"
+
+
+def index_value(spec):
+    return tuple(builtins.slice(*s[1:]) if isinstance(s, tuple) else s for s in spec)
+
+
+def _sliced_shape(dims, spec, where_shape):
+    consumed = sum(1 for s in spec if s is not None and s is not Ellipsis)
+    if consumed > len(dims):
+        raise ValueError(f"too many indices ({consumed}) for shape {where_shape}")
+    out, i = [], 0
+    for s in spec:
+        if s is None:
+            out.append(1)
+        elif s is Ellipsis:
+            n = len(dims) - consumed
+            out.extend(dims[i:i + n])
+            i += n
+        elif isinstance(s, int):
+            d = dims[i]
+            if d is not None and not -d <= s < d:
+                raise ValueError(f"index {s} is out of bounds for axis {i} of size {d} "
+                                 f"(shape {where_shape})")
+            i += 1
+        else:
+            d = dims[i]
+            out.append(None if d is None else len(range(*builtins.slice(*s[1:]).indices(d))))
+            i += 1
+    out.extend(dims[i:])
+    return out
+
+
+def _strided_slice_infer(ctx):
+    dims = ctx.dims(0)
+    if dims is None:
+        return [(TensorShape(None), ctx.in_dtypes[0])]
+    return [(TensorShape(_sliced_shape(dims, ctx.attrs["index"], ctx.in_shapes[0])),
+             ctx.in_dtypes[0])]
+
+
+register("StridedSlice", _strided_slice_infer,
+         lambda a, ctx: f"{a[0]}[{index_source(ctx.attrs['index'])}]",
+         lambda op, g: [apply1("StridedSliceGrad", [g, shape_of(op.inputs[0])],
+                               {"index": op.attrs["index"]})],
+         view=True)
+
+
+def _strided_slice_grad_infer(ctx):
+    target = ctx.value(1)
+    if target is None:
+        return [(TensorShape(None), ctx.in_dtypes[0])]
+    return [(TensorShape([int(d) for d in target]), ctx.in_dtypes[0])]
+
+
+register("StridedSliceGrad", _strided_slice_grad_infer,
+         lambda a, ctx: (f"rt.strided_slice_grad({a[0]}, {tuple(_known(ctx, 1, 'shape'))!r}, "
+                         f"np.s_[{index_source(ctx.attrs['index'])}])"),
+         lambda op, g: [strided_slice_spec(g, op.attrs["index"]), None],
+         static_inputs=(1,))
+
+
+def strided_slice_spec(x, spec, name=None):
+    return apply1("StridedSlice", [convert_to_tensor(x)], {"index": spec}, name=name)
+
+
+def getitem(tensor, key):
+    """tensor[key] for ints, slices (with negative bounds and strides), None and `...`."""
+    return strided_slice_spec(tensor, normalize_index(key), name="strided_slice")
+
+
+# -- slice ---------------------------------------------------------------------------------------
+def _slice_bounds(ctx):
+    dims = ctx.dims(0)
+    begin, size = ctx.value(1), ctx.value(2)
+    if dims is None or begin is None or size is None:
+        return None
+    begin = [int(b) for b in np.reshape(begin, -1)]
+    size = [int(s) for s in np.reshape(size, -1)]
+    if not len(begin) == len(size) == len(dims):
+        raise ValueError(f"begin {begin} and size {size} need one entry per axis of shape "
+                         f"{ctx.in_shapes[0]}")
+    out = []
+    for ax, (b, s, d) in enumerate(zip(begin, size, dims)):
+        if s == -1:
+            s = None if d is None else d - b
+        if b < 0 or (s is not None and s < 0) or (d is not None and s is not None and b + s > d):
+            raise ValueError(f"slice begin {begin} size {size} is out of bounds on axis {ax} "
+                             f"of shape {ctx.in_shapes[0]}")
+        out.append(s)
+    return begin, out
+
+
+def _slice_infer(ctx):
+    bounds = _slice_bounds(ctx)
+    if bounds is None:
+        dims = ctx.dims(0)
+        return [(TensorShape(None if dims is None else [None] * len(dims)), ctx.in_dtypes[0])]
+    return [(TensorShape(bounds[1]), ctx.in_dtypes[0])]
+
+
+def _slice_numpy(a, ctx):
+    bounds = _slice_bounds(ctx)
+    if bounds is None or None in bounds[1]:
+        raise ValueError(f"slice bounds of {ctx.name} must be known when compiled")
+    spec = tuple(("slice", b, b + s, None) for b, s in zip(*bounds))
+    return f"{a[0]}[{index_source(spec)}]"
+
+
+def _slice_grad(op, g):
+    from .join_ops import pad, stack
+    x, begin = op.inputs[0], op.inputs[1]
+    after = shape_of(x) - begin - shape_of(op.outputs[0])
+    return [pad(g, stack([begin, after], axis=1)), None, None]
+
+
+register("Slice", _slice_infer, _slice_numpy, _slice_grad, view=True, static_inputs=(1, 2))
+
+
+def slice(input_, begin, size, name=None):  # noqa: A001 - TF1's name
+    """The part of input_ starting at `begin` of extent `size` (-1: to the end)."""
+    return apply1("Slice", [convert_to_tensor(input_), _shape_arg(begin, "begin"),
+                            _shape_arg(size, "size")], name=name)
+
+
+# -- gather ----------------------------------------------------------------------------------------
+def _gather_infer(ctx):
+    p, idx = ctx.in_shapes
+    if not ctx.in_dtypes[1].is_integer:
+        raise TypeError(f"indices must be integers, got {ctx.in_dtypes[1].name}")
+    axis = ctx.attrs["axis"]
+    if p.dims is None or idx.dims is None:
+        return [(TensorShape(None), ctx.in_dtypes[0])]
+    axis = _norm_axis(axis, len(p.dims))
+    return [(TensorShape(p.dims[:axis] + idx.dims + p.dims[axis + 1:]), ctx.in_dtypes[0])]
+
+
+def _gather_grad(op, g):
+    params, indices = op.inputs
+    grad = apply1("GatherGrad", [g, indices, shape_of(params)], {"axis": op.attrs["axis"]})
+    return [grad, None]
+
+
+register("GatherV2", _gather_infer,
+         lambda a, ctx: f"np.take({a[0]}, {a[1]}, axis={ctx.attrs['axis']})", _gather_grad)
+
+
+def _gather_grad_infer(ctx):
+    target = ctx.value(2)
+    shape = TensorShape(None if target is None else [int(d) for d in target])
+    return [(shape, ctx.in_dtypes[0])]
+
+
+register("GatherGrad", _gather_grad_infer,
+         lambda a, ctx: (f"rt.gather_grad({a[0]}, {a[1]}, {tuple(_known(ctx, 2, 'shape'))!r}, "
+                         f"{ctx.attrs['axis'] % len(ctx.out_shapes[0].dims)})"),
+         lambda op, g: [gather(g, op.inputs[1], axis=op.attrs["axis"]), None, None],
+         static_inputs=(2,))
+
+
+def gather(params, indices, validate_indices=None, name=None, axis=0):
+    """Slices of `params` along `axis` picked by integer `indices`."""
+    params = convert_to_tensor(params)
+    indices = convert_to_tensor(indices, dtype_hint=_dt.int32)
+    rank = params.shape.ndims
+    axis = _norm_axis(int(axis), rank) if rank is not None else int(axis)
+    return apply1("GatherV2", [params, indices], {"axis": axis}, name=name)
+
+
+# -- one_hot, where(cond) ------------------------------------------------------------------------
+def _one_hot_infer(ctx):
+    if not ctx.in_dtypes[0].is_integer:
+        raise TypeError(f"indices must be integers, got {ctx.in_dtypes[0].name}")
+    dims = ctx.dims(0)
+    if dims is None:
+        return [(TensorShape(None), ctx.attrs["dtype"])]
+    axis = ctx.attrs["axis"]
+    out = list(dims)
+    out.insert(len(out) if axis == -1 else axis, ctx.attrs["depth"])
+    return [(TensorShape(out), ctx.attrs["dtype"])]
+
+
+def _one_hot_numpy(a, ctx):
+    at = ctx.attrs
+    dt = "np.bool_" if at["dtype"].is_bool else f"np.{at['dtype'].name}"
+    return (f"rt.one_hot({a[0]}, {at['depth']}, {at['on_value']!r}, {at['off_value']!r}, "
+            f"{at['axis']}, {dt})")
+
+
+register("OneHot", _one_hot_infer, _one_hot_numpy, differentiable=False)
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """A one-hot encoding of integer `indices` with `depth` classes (out-of-range: all off)."""
+    dtype = _dt.as_dtype(dtype) if dtype is not None else _dt.float32
+    on = 1 if on_value is None else on_value
+    off = 0 if off_value is None else off_value
+    cast = bool if dtype.is_bool else float if dtype.is_floating else int
+    attrs = {"depth": int(depth), "on_value": cast(on), "off_value": cast(off),
+             "axis": -1 if axis is None else int(axis), "dtype": dtype}
+    return apply1("OneHot", [convert_to_tensor(indices, dtype_hint=_dt.int32)], attrs, name=name)
+
+
+register("Where", lambda ctx: [(TensorShape([None, ctx.in_shapes[0].ndims]), _dt.int64)],
+         "np.argwhere({0})", differentiable=False)
+
+
+# -- sequences -------------------------------------------------------------------------------------
+def _range_infer(ctx):
+    dt = ctx.attrs["dtype"]
+    vals = [ctx.value(i) for i in range(3)]
+    if any(v is None for v in vals):
+        return [(TensorShape([None]), dt)]
+    start, limit, delta = (v.item() for v in vals)
+    if delta == 0:
+        raise ValueError("range delta must not be zero")
+    return [(TensorShape([max(0, int(np.ceil((limit - start) / delta)))]), dt)]
+
+
+register("Range", _range_infer,
+         lambda a, ctx: f"np.arange({a[0]}, {a[1]}, {a[2]}, dtype=np.{ctx.attrs['dtype'].name})",
+         differentiable=False)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TF1's name
+    """[start, start + delta, ...) up to but excluding `limit`; `range(n)` is 0..n-1."""
+    if limit is None:
+        start, limit = 0, start
+    values = [start, limit, delta]
+    if dtype is None:
+        kinds = [convert_to_tensor(v).dtype if is_tensor_like(v) else _dt.infer_dtype(v)
+                 for v in values]
+        dtype = next((k for k in kinds if k.is_floating), kinds[0])
+    dtype = _dt.as_dtype(dtype)
+    tensors = [convert_to_tensor(v, dtype=dtype) if not is_tensor_like(v)
+               else convert_to_tensor(v) for v in values]
+    return apply1("Range", tensors, {"dtype": dtype}, name=name)
+
+
+def _linspace_infer(ctx):
+    return [(TensorShape([ctx.attrs["num"]]), ctx.in_dtypes[0])]
+
+
+register("LinSpace", _linspace_infer,
+         lambda a, ctx: (f"np.linspace({a[0]}, {a[1]}, {ctx.attrs['num']}, "
+                         f"dtype=np.{ctx.in_dtypes[0].name})"),
+         differentiable=False)
+
+
+def linspace(start, stop, num, name=None):
+    """`num` evenly spaced values from start to stop inclusive."""
+    start = convert_to_tensor(start, dtype_hint=_dt.float32)
+    stop = convert_to_tensor(stop, dtype=start.dtype)
+    return apply1("LinSpace", [start, stop], {"num": int(num)}, name=name)
+
+
+lin_space = linspace
+
+register("Eye", lambda ctx: [(TensorShape([ctx.attrs["n"], ctx.attrs["m"]]), ctx.attrs["dtype"])],
+         lambda a, ctx: (f"np.eye({ctx.attrs['n']}, {ctx.attrs['m']}, "
+                         f"dtype=np.{ctx.attrs['dtype'].name})"), differentiable=False)
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dt.float32, name=None):
+    """The identity matrix (num_rows x num_columns)."""
+    from .array_ops import broadcast_to
+    m = num_rows if num_columns is None else num_columns
+    t = apply1("Eye", [], {"n": int(num_rows), "m": int(m), "dtype": _dt.as_dtype(dtype)},
+               name=name)
+    if batch_shape is not None:
+        t = broadcast_to(t, list(batch_shape) + [int(num_rows), int(m)])
+    return t

@@ -1,0 +1,431 @@
+"""Elementwise math, comparisons, `where`, `cast`, `add_n` and `matmul`.
+
+Each op is one `register` call: type, shape rule, NumPy expression, gradient rule. Simple
+gradient rules are one line; a broadcast input's gradient is summed back to its shape by the
+reverse pass (`autodiff`), never here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..shapes import broadcast_shapes
+from .registry import apply1, convert_to_tensor, is_tensor_like, np_dtype, register
+
+_KIND_NAMES = {"f": "a floating", "i": "an integer", "b": "a bool", "fi": "a numeric",
+               "fib": "any", "ib": "an integer or bool"}
+
+
+def check_kind(ctx, i: int, kinds: str) -> None:
+    dt = ctx.in_dtypes[i]
+    kind = "f" if dt.is_floating else "b" if dt.is_bool else "i"
+    if kind not in kinds:
+        raise TypeError(f"input {i} has dtype {dt.name}, but {ctx.type} needs "
+                        f"{_KIND_NAMES.get(kinds, kinds)} dtype")
+
+
+def unary_infer(kinds: str, out_dtype=None):
+    def infer(ctx):
+        check_kind(ctx, 0, kinds)
+        return [(ctx.in_shapes[0], out_dtype or ctx.in_dtypes[0])]
+    return infer
+
+
+def broadcast_infer(kinds: str, out_dtype=None):
+    def infer(ctx):
+        for i in range(len(ctx.in_dtypes)):
+            check_kind(ctx, i, kinds)
+        first = ctx.in_dtypes[0]
+        for i, dt in enumerate(ctx.in_dtypes[1:], 1):
+            if dt is not first:
+                raise TypeError(f"input {i} has dtype {dt.name} that does not match dtype "
+                                f"{first.name} of input 0")
+        shapes = [str(s) for s in ctx.in_shapes]
+        try:
+            shape = broadcast_shapes(ctx.in_shapes)
+        except ValueError:
+            raise ValueError(f"incompatible shapes {' and '.join(shapes)} "
+                             "(they cannot be broadcast together)") from None
+        return [(shape, out_dtype or first)]
+    return infer
+
+
+def _unary(op_type, numpy, grad, kinds="f", **kw):
+    register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, **kw)
+
+
+def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, **kw):
+    register(op_type, broadcast_infer(kinds, out_dtype), numpy, grad, elementwise=True,
+             differentiable=grad is not None, **kw)
+
+
+# -- unary ops: (type, NumPy expression, gradient) ----------------------------------------------
+# In the rules, x is the input, y the output, g the incoming gradient.
+def _x(op):
+    return op.inputs[0]
+
+
+def _y(op):
+    return op.outputs[0]
+
+
+def _relu6_grad(op, g):
+    x = _x(op)
+    return [where(logical_and(greater(x, 0), less(x, 6)), g, zeros_like(g))]
+
+
+_unary("Neg", "-{0}", lambda op, g: [-g], kinds="fi")
+_unary("Abs", "np.abs({0})", lambda op, g: [g * sign(_x(op))], kinds="fi")
+_unary("Sign", "np.sign({0})", lambda op, g: [zeros_like(_x(op))], kinds="fi")
+_unary("Square", "np.square({0})", lambda op, g: [g * (2 * _x(op))], kinds="fi")
+_unary("Sqrt", "np.sqrt({0})", lambda op, g: [g * (0.5 / _y(op))])
+_unary("Rsqrt", "1 / np.sqrt({0})", lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))])
+_unary("Reciprocal", "1 / {0}", lambda op, g: [g * -square(_y(op))])
+_unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)])
+_unary("Expm1", "np.expm1({0})", lambda op, g: [g * exp(_x(op))])
+_unary("Log", "np.log({0})", lambda op, g: [g / _x(op)])
+_unary("Log1p", "np.log1p({0})", lambda op, g: [g / (1 + _x(op))])
+_unary("Sin", "np.sin({0})", lambda op, g: [g * cos(_x(op))])
+_unary("Cos", "np.cos({0})", lambda op, g: [-(g * sin(_x(op)))])
+_unary("Tan", "np.tan({0})", lambda op, g: [g * (1 + square(_y(op)))])
+_unary("Tanh", "np.tanh({0})", lambda op, g: [g * (1 - square(_y(op)))])
+_unary("Sigmoid", "rt.sigmoid({0})", lambda op, g: [g * (_y(op) * (1 - _y(op)))])
+_unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))])
+_unary("Erf", "rt.erf({0})",
+       lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
+_unary("Relu", "np.maximum({0}, 0)",
+       lambda op, g: [where(greater(_x(op), 0), g, zeros_like(g))], kinds="fi")
+_unary("Relu6", "np.clip({0}, 0, 6)", _relu6_grad, kinds="fi")
+_unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
+_unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))])
+_unary("Identity", "{0}", lambda op, g: [g], kinds="fib", view=True)
+register("StopGradient", unary_infer("fib"), "{0}", None, differentiable=False, view=True,
+         elementwise=True)
+register("LogicalNot", unary_infer("b"), "np.logical_not({0})", None, differentiable=False,
+         elementwise=True)
+
+
+def _leaky_relu_grad(op, g):
+    x = _x(op)
+    return [where(greater(x, 0), g, g * op.attrs["alpha"])]
+
+
+register("LeakyRelu", unary_infer("f"), "np.where({0} > 0, {0}, {0} * {alpha!r})",
+         _leaky_relu_grad, elementwise=True)
+
+
+def _cast_infer(ctx):
+    return [(ctx.in_shapes[0], ctx.attrs["dtype"])]
+
+
+def _cast_numpy(args, ctx):
+    return f"{args[0]}.astype({np_dtype(ctx.attrs['dtype'])})"
+
+
+def _cast_grad(op, g):
+    src = op.inputs[0].dtype
+    if src.is_floating and op.attrs["dtype"].is_floating:
+        return [cast(g, src)]
+    return [None]
+
+
+register("Cast", _cast_infer, _cast_numpy, _cast_grad, elementwise=True)
+
+
+# -- binary ops -----------------------------------------------------------------------------
+def _div_grad(op, g):
+    x, y = op.inputs
+    gx = g / y
+    return [gx, -(gx * op.outputs[0])]  # d(x/y)/dy = -(x/y)/y
+
+
+def _pow_grad(op, g):
+    x, y = op.inputs
+    z = op.outputs[0]
+    gx = g * y * pow(x, y - 1)
+    positive = greater(x, 0)
+    safe_x = where(positive, x, ones_like(x))
+    gy = g * z * where(positive, log(safe_x), zeros_like(x))
+    return [gx, gy]
+
+
+def _mod_grad(op, g):
+    x, y = op.inputs
+    return [g, -(g * floordiv(x, y))]
+
+
+def _minmax_grad(op, g, select):
+    x, y = op.inputs
+    mask = select(x, y)
+    zeros = zeros_like(g)
+    return [where(mask, g, zeros), where(mask, zeros, g)]
+
+
+_binary("Add", "{0} + {1}", lambda op, g: [g, g])
+_binary("Sub", "{0} - {1}", lambda op, g: [g, -g])
+_binary("Mul", "{0} * {1}", lambda op, g: [g * op.inputs[1], op.inputs[0] * g])
+_binary("RealDiv", "{0} / {1}", _div_grad, kinds="f")
+_binary("FloorDiv", "{0} // {1}", None)
+_binary("FloorMod", "{0} % {1}", _mod_grad)
+_binary("Pow", "{0} ** {1}", _pow_grad)
+_binary("Maximum", "np.maximum({0}, {1})", lambda op, g: _minmax_grad(op, g, greater_equal))
+_binary("Minimum", "np.minimum({0}, {1})", lambda op, g: _minmax_grad(op, g, less_equal))
+for _t, _sym in [("Equal", "=="), ("NotEqual", "!="), ("Less", "<"), ("LessEqual", "<="),
+                 ("Greater", ">"), ("GreaterEqual", ">=")]:
+    _binary(_t, "{0} %s {1}" % _sym, None, kinds="fib", out_dtype=_dt.bool_)
+_binary("LogicalAnd", "np.logical_and({0}, {1})", None, kinds="b")
+_binary("LogicalOr", "np.logical_or({0}, {1})", None, kinds="b")
+
+
+def _select_infer(ctx):
+    check_kind(ctx, 0, "b")
+    if ctx.in_dtypes[1] is not ctx.in_dtypes[2]:
+        raise TypeError(f"x has dtype {ctx.in_dtypes[1].name} but y has dtype "
+                        f"{ctx.in_dtypes[2].name}; they must match")
+    try:
+        shape = broadcast_shapes(ctx.in_shapes)
+    except ValueError:
+        raise ValueError("condition, x and y have incompatible shapes "
+                         + ", ".join(str(s) for s in ctx.in_shapes)) from None
+    return [(shape, ctx.in_dtypes[1])]
+
+
+def _select_grad(op, g):
+    cond = op.inputs[0]
+    zeros = zeros_like(g)
+    return [None, where(cond, g, zeros), where(cond, zeros, g)]
+
+
+register("Select", _select_infer, "np.where({0}, {1}, {2})", _select_grad, elementwise=True)
+
+
+def _add_n_infer(ctx):
+    first = ctx.in_dtypes[0]
+    for i, dt in enumerate(ctx.in_dtypes):
+        check_kind(ctx, i, "fi")
+        if dt is not first:
+            raise TypeError(f"input {i} has dtype {dt.name}, input 0 has {first.name}")
+    shape = ctx.in_shapes[0]
+    for i, s in enumerate(ctx.in_shapes[1:], 1):
+        if not shape.is_compatible_with(s):
+            raise ValueError(f"input {i} has shape {s}, input 0 has {shape}; add_n needs "
+                             "equal shapes")
+        shape = shape.merge_with(s)
+    return [(shape, first)]
+
+
+register("AddN", _add_n_infer, lambda args, ctx: " + ".join(args),
+         lambda op, g: [g] * len(op.inputs), elementwise=True)
+
+
+# -- matmul -----------------------------------------------------------------------------------
+def _matmul_infer(ctx):
+    a, b = ctx.in_shapes
+    ta, tb = ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
+    for i in (0, 1):
+        check_kind(ctx, i, "fi")
+    if ctx.in_dtypes[0] is not ctx.in_dtypes[1]:
+        raise TypeError(f"a has dtype {ctx.in_dtypes[0].name} but b has dtype "
+                        f"{ctx.in_dtypes[1].name}")
+    for name, s in (("a", a), ("b", b)):
+        if s.dims is not None and len(s.dims) < 2:
+            raise ValueError(f"{name} has shape {s}; matmul needs inputs of rank >= 2")
+    if a.dims is None or b.dims is None:
+        from ..shapes import TensorShape
+        return [(TensorShape(None), ctx.in_dtypes[0])]
+    m, ka = (a.dims[-1], a.dims[-2]) if ta else (a.dims[-2], a.dims[-1])
+    kb, n = (b.dims[-1], b.dims[-2]) if tb else (b.dims[-2], b.dims[-1])
+    if ka is not None and kb is not None and ka != kb:
+        raise ValueError(f"inner dimensions differ: a has shape {a}{' (transposed)' if ta else ''}"
+                         f" and b has shape {b}{' (transposed)' if tb else ''}: {ka} != {kb}")
+    from ..shapes import TensorShape
+    try:
+        batch = broadcast_shapes([TensorShape(a.dims[:-2]), TensorShape(b.dims[:-2])])
+    except ValueError:
+        raise ValueError(f"batch dimensions of {a} and {b} cannot be broadcast") from None
+    return [(TensorShape(list(batch.dims) + [m, n]), ctx.in_dtypes[0])]
+
+
+def _matmul_numpy(args, ctx):
+    def side(arg, transposed, i):
+        if not transposed:
+            return arg
+        return f"{arg}.T" if len(ctx.in_shapes[i].dims) == 2 else f"np.swapaxes({arg}, -1, -2)"
+    return f"{side(args[0], ctx.attrs['transpose_a'], 0)} @ {side(args[1], ctx.attrs['transpose_b'], 1)}"
+
+
+def _matmul_grad(op, g):
+    a, b = op.inputs
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    if not ta and not tb:
+        return [matmul(g, b, transpose_b=True), matmul(a, g, transpose_a=True)]
+    if not ta and tb:
+        return [matmul(g, b), matmul(g, a, transpose_a=True)]
+    if ta and not tb:
+        return [matmul(b, g, transpose_b=True), matmul(a, g)]
+    return [matmul(b, g, transpose_a=True, transpose_b=True),
+            matmul(g, a, transpose_a=True, transpose_b=True)]
+
+
+register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad)
+
+
+# -- public functions -------------------------------------------------------------------------
+def _operands(x, y):
+    """Convert a binary op's operands; a Python value takes the dtype of the tensor beside it."""
+    if is_tensor_like(x):
+        x = convert_to_tensor(x)
+        y = convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
+    elif is_tensor_like(y):
+        y = convert_to_tensor(y)
+        x = convert_to_tensor(x, dtype_hint=y.dtype, graph=y.graph)
+    else:
+        x = convert_to_tensor(x)
+        y = convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
+    return x, y
+
+
+def _unary_fn(op_type, default_name=None):
+    def fn(x, name=None):
+        return apply1(op_type, [convert_to_tensor(x)], name=name)
+    fn.__name__ = default_name or op_type.lower()
+    fn.__doc__ = f"Elementwise {op_type} (NumPy broadcasting semantics).\n\n>>> {fn.__name__}(x)  # doctest: +SKIP"
+    return fn
+
+
+def _binary_fn(op_type, default_name=None):
+    def fn(x, y, name=None):
+        x, y = _operands(x, y)
+        return apply1(op_type, [x, y], name=name)
+    fn.__name__ = default_name or op_type.lower()
+    fn.__doc__ = f"Elementwise {op_type} with NumPy broadcasting.\n\n>>> {fn.__name__}(x, y)  # doctest: +SKIP"
+    return fn
+
+
+negative = _unary_fn("Neg", "negative")
+abs = _unary_fn("Abs", "abs")  # noqa: A001 - TF1's name
+sign = _unary_fn("Sign")
+square = _unary_fn("Square")
+sqrt = _unary_fn("Sqrt")
+rsqrt = _unary_fn("Rsqrt")
+reciprocal = _unary_fn("Reciprocal")
+exp = _unary_fn("Exp")
+expm1 = _unary_fn("Expm1")
+log = _unary_fn("Log")
+log1p = _unary_fn("Log1p")
+sin = _unary_fn("Sin")
+cos = _unary_fn("Cos")
+tan = _unary_fn("Tan")
+tanh = _unary_fn("Tanh")
+sigmoid = _unary_fn("Sigmoid")
+softplus = _unary_fn("Softplus")
+erf = _unary_fn("Erf")
+relu = _unary_fn("Relu")
+relu6 = _unary_fn("Relu6")
+elu = _unary_fn("Elu")
+floor = _unary_fn("Floor")
+identity = _unary_fn("Identity")
+stop_gradient = _unary_fn("StopGradient", "stop_gradient")
+logical_not = _unary_fn("LogicalNot", "logical_not")
+
+add = _binary_fn("Add")
+subtract = _binary_fn("Sub", "subtract")
+multiply = _binary_fn("Mul", "multiply")
+floordiv = _binary_fn("FloorDiv", "floordiv")
+floor_div = floordiv
+mod = _binary_fn("FloorMod", "mod")
+floormod = mod
+pow = _binary_fn("Pow", "pow")  # noqa: A001 - TF1's name
+maximum = _binary_fn("Maximum")
+minimum = _binary_fn("Minimum")
+equal = _binary_fn("Equal")
+not_equal = _binary_fn("NotEqual", "not_equal")
+less = _binary_fn("Less")
+less_equal = _binary_fn("LessEqual", "less_equal")
+greater = _binary_fn("Greater")
+greater_equal = _binary_fn("GreaterEqual", "greater_equal")
+logical_and = _binary_fn("LogicalAnd", "logical_and")
+logical_or = _binary_fn("LogicalOr", "logical_or")
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    """max(features, alpha * features), elementwise."""
+    return apply1("LeakyRelu", [convert_to_tensor(features)], {"alpha": float(alpha)}, name)
+
+
+def truediv(x, y, name=None):
+    """x / y; integer inputs are first cast to float (float64 for int32/int64, as TF1)."""
+    x, y = _operands(x, y)
+    if not x.dtype.is_floating:
+        target = _dt.float32 if x.dtype in (_dt.int8, _dt.int16, _dt.uint8) else _dt.float64
+        if x.dtype.is_bool:
+            raise TypeError(f"cannot divide bool tensors {x.name} and {y.name}")
+        x, y = cast(x, target), cast(y, target)
+    return apply1("RealDiv", [x, y], name=name)
+
+
+divide = truediv
+div = truediv
+
+
+def cast(x, dtype, name=None):
+    """x converted to `dtype` (floats to ints truncate toward zero, as in TF1)."""
+    x = convert_to_tensor(x)
+    dtype = _dt.as_dtype(dtype)
+    if x.dtype is dtype:
+        return x
+    return apply1("Cast", [x], {"dtype": dtype}, name=name)
+
+
+def to_float(x, name=None):
+    return cast(x, _dt.float32, name)
+
+
+def where(condition, x=None, y=None, name=None):
+    """Elementwise choice between x and y by a bool condition; with x and y omitted, the
+    coordinates of the True entries (an int64 matrix of shape [n, rank])."""
+    if x is None and y is None:
+        return apply1("Where", [convert_to_tensor(condition, dtype=_dt.bool_)], name=name)
+    if x is None or y is None:
+        raise ValueError("where(): give both x and y, or neither")
+    cond = convert_to_tensor(condition, dtype=_dt.bool_)
+    x, y = _operands(x, y)
+    return apply1("Select", [cond, x, y], name=name)
+
+
+def add_n(inputs, name=None):
+    """The sum of a list of tensors of one shape and dtype."""
+    if not inputs:
+        raise ValueError("add_n needs at least one input")
+    tensors = [convert_to_tensor(t) for t in inputs]
+    if len(tensors) == 1:
+        return tensors[0] if name is None else identity(tensors[0], name=name)
+    return apply1("AddN", tensors, name=name)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """t clipped to [clip_value_min, clip_value_max]; the gradient passes where not clipped."""
+    from ..graph import name_scope
+    t = convert_to_tensor(t)
+    with name_scope(name, "clip_by_value"):
+        return minimum(maximum(t, clip_value_min), clip_value_max)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, name=None):
+    """Matrix product of the last two dims; leading (batch) dims broadcast as in np.matmul."""
+    a, b = _operands(a, b)
+    attrs = {"transpose_a": bool(transpose_a or adjoint_a),
+             "transpose_b": bool(transpose_b or adjoint_b)}
+    return apply1("MatMul", [a, b], attrs, name=name)
+
+
+def zeros_like(x, dtype=None, name=None):
+    from .array_ops import zeros_like as _zl
+    return _zl(x, dtype=dtype, name=name)
+
+
+def ones_like(x, dtype=None, name=None):
+    from .array_ops import ones_like as _ol
+    return _ol(x, dtype=dtype, name=name)

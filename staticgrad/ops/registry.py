@@ -1,0 +1,336 @@
+"""The op registry: each op type is defined once, all its rules side by side.
+
+An `OpDef` holds
+- `infer(ctx)`: the shape/dtype rule, run when the op is created (and again, with concrete
+  shapes, when a session specializes a graph to its feeds);
+- `numpy(args, ctx)`: the NumPy expression that computes it (a format string or a function);
+  the same expression, compiled once per distinct text, is the op's *kernel* for constant
+  folding and the dynamic mode, so the three cannot drift apart;
+- `grad(op, *output_grads)`: the gradient rule, written with the graph API, or `None` with
+  `differentiable=False` for ops that have no gradient (comparisons, argmax...).
+
+`ctx` (a `NodeCtx`) gives a rule the input shapes, dtypes, static values and attrs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .. import runtime
+from ..graph import Operation, Tensor, check_op_name, get_default_graph
+from ..errors import user_location
+
+REGISTRY: dict[str, OpDef] = {}
+
+# A static value is computed at build time only if its result is at most this many elements.
+STATIC_FOLD_LIMIT = 1024
+
+
+@dataclasses.dataclass
+class OpDef:
+    type: str
+    infer: Callable
+    numpy: str | Callable | None
+    grad: Callable | None = None
+    differentiable: bool = True
+    stateful: bool = False       # random draws, variables, assignments: never folded or merged
+    elementwise: bool = False    # output[i] depends only on inputs[i] (after broadcasting)
+    view: bool = False           # output may share memory with input 0 (reshape, transpose...)
+    static_inputs: tuple = ()    # inputs read only for their (static) value, e.g. shape tensors
+    shape_inputs: tuple = ()     # inputs read only for their shape, e.g. zeros_like's argument
+    doc: str = ""
+
+
+def register(op_type: str, infer, numpy, grad=None, **kw) -> OpDef:
+    if op_type in REGISTRY:
+        raise ValueError(f"op type {op_type!r} is already registered")
+    opdef = OpDef(op_type, infer, numpy, grad, **kw)
+    REGISTRY[op_type] = opdef
+    return opdef
+
+
+def get_opdef(op_type: str) -> OpDef:
+    try:
+        return REGISTRY[op_type]
+    except KeyError:
+        raise KeyError(f"no op type {op_type!r} is registered") from None
+
+
+class NodeCtx:
+    """What a shape rule or emitter may know about one node: inputs, attrs, and outputs."""
+
+    __slots__ = ("type", "attrs", "in_shapes", "in_dtypes", "in_values", "out_shapes",
+                 "out_dtypes", "name", "in_alias")
+
+    def __init__(self, op_type, attrs, in_shapes, in_dtypes, in_values, name=""):
+        self.type = op_type
+        self.attrs = attrs
+        self.in_shapes = in_shapes
+        self.in_dtypes = in_dtypes
+        self.in_values = in_values
+        self.out_shapes = None
+        self.out_dtypes = None
+        self.name = name
+        self.in_alias = [False] * len(in_shapes)  # may input i share memory with a feed/state?
+
+    def dims(self, i):
+        """Input i's dims tuple (None when the rank is unknown)."""
+        return self.in_shapes[i].dims
+
+    def value(self, i):
+        """Input i's value if it is known before running, else None."""
+        return self.in_values[i]
+
+    def out_dims(self, i=0):
+        return self.out_shapes[i].dims
+
+
+# -- creating operations ------------------------------------------------------------------------
+
+def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) -> Operation:
+    """Validate inputs, infer outputs, and add one operation to `graph`."""
+    opdef = get_opdef(op_type)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"input {i} of {op_type} must be a Tensor, got {type(t).__name__}")
+        if t.graph is not graph:
+            raise ValueError(f"input {t.name} of {op_type} is from another graph; all inputs of "
+                             f"an op must be from the same graph")
+    graph._check_not_finalized(f"creating a {op_type} op")
+    if name and name.endswith("/"):  # an exact name, from a name scope (TF1 convention)
+        name = check_op_name(name[:-1])
+        if name in graph._by_name:
+            raise ValueError(f"an operation named {name!r} already exists in the graph")
+    else:
+        name = graph.unique_name(check_op_name(name) if name else op_type)
+    op = Operation(graph, op_type, name, inputs, attrs, graph._current_control_inputs(),
+                   user_location(), opdef)
+    ctx = NodeCtx(op_type, attrs, [t._shape for t in inputs], [t.dtype for t in inputs],
+                  [t._static for t in inputs], name)
+    try:
+        outs = opdef.infer(ctx)
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{op.where()}: {e}") from None
+    op.outputs = tuple(Tensor(op, i, dt, shape) for i, (shape, dt) in enumerate(outs))
+    ctx.out_shapes = [t._shape for t in op.outputs]
+    ctx.out_dtypes = [t.dtype for t in op.outputs]
+    values = fold_static(opdef, ctx)
+    if values is not None:
+        for t, v in zip(op.outputs, values):
+            t._static = v
+    graph._add_op(op)
+    return op
+
+
+def apply(op_type: str, inputs: list, attrs=None, name=None, graph=None):
+    """Create an op on the graph of its inputs (or the default graph); return its outputs."""
+    if graph is None:
+        graph = inputs[0].graph if inputs else get_default_graph()
+    op = create_operation(graph, op_type, inputs, dict(attrs or {}), name)
+    return op.outputs
+
+
+def apply1(op_type: str, inputs: list, attrs=None, name=None, graph=None) -> Tensor:
+    return apply(op_type, inputs, attrs, name, graph)[0]
+
+
+# -- kernels and static values ------------------------------------------------------------------
+
+_KERNELS: dict[tuple, Callable] = {}
+KERNEL_NAMESPACE = {"np": np, "rt": runtime}
+
+
+def render_numpy(opdef: OpDef, args: list[str], ctx: NodeCtx) -> str:
+    """The NumPy expression of one node, from its emitter."""
+    if isinstance(opdef.numpy, str):
+        return opdef.numpy.format(*args, **ctx.attrs)
+    return opdef.numpy(args, ctx)
+
+
+def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:
+    """The op's NumPy expression compiled into a function of its inputs (cached by its text)."""
+    args = [f"a{i}" for i in range(len(ctx.in_shapes))]
+    expr = render_numpy(opdef, args, ctx)
+    key = (expr, len(args))
+    fn = _KERNELS.get(key)
+    if fn is None:
+        fn = eval(f"lambda {', '.join(args)}: {expr}", KERNEL_NAMESPACE)  # noqa: S307
+        _KERNELS[key] = fn
+    return fn
+
+
+def run_kernel(opdef: OpDef, ctx: NodeCtx, arrays) -> list[np.ndarray]:
+    """Evaluate one node on NumPy values; returns one array per output, with the right dtypes."""
+    out = kernel(opdef, ctx)(*arrays)
+    outs = list(out) if len(ctx.out_dtypes) > 1 else [out]
+    return [np.asarray(v, dtype=dt.np) for v, dt in zip(outs, ctx.out_dtypes)]
+
+
+def fold_static(opdef: OpDef, ctx: NodeCtx):
+    """Values of the node's outputs if they can be known without running, else None.
+
+    Known: constants, the shape/size/rank of a tensor whose shape is known, and small
+    stateless computations whose inputs are all known (shape arithmetic, mostly).
+    """
+    if opdef.type in STATIC_SOURCES:
+        return STATIC_SOURCES[opdef.type](ctx)
+    if opdef.stateful or opdef.numpy is None:
+        return None
+    if any(v is None for i, v in enumerate(ctx.in_values) if i not in opdef.static_inputs
+           and i not in opdef.shape_inputs):
+        return None
+    if any(ctx.in_values[i] is None and not ctx.in_shapes[i].is_fully_defined()
+           for i in opdef.shape_inputs):
+        return None
+    if not all(s.is_fully_defined() and s.num_elements() <= STATIC_FOLD_LIMIT
+               for s in ctx.out_shapes):
+        return None
+    arrays = [v if v is not None else np.zeros(ctx.in_shapes[i].dims, ctx.in_dtypes[i].np)
+              for i, v in enumerate(ctx.in_values)]
+    try:
+        with np.errstate(all="ignore"):
+            return run_kernel(opdef, ctx, arrays)
+    except Exception:  # noqa: BLE001 - a fold that fails just leaves the value unknown
+        return None
+
+
+def _shape_value(ctx):
+    s = ctx.in_shapes[0]
+    if not s.is_fully_defined():
+        return None
+    return [np.array(s.dims, dtype=ctx.out_dtypes[0].np)]
+
+
+def _size_value(ctx):
+    n = ctx.in_shapes[0].num_elements()
+    return None if n is None else [np.array(n, dtype=ctx.out_dtypes[0].np)]
+
+
+def _rank_value(ctx):
+    r = ctx.in_shapes[0].ndims
+    return None if r is None else [np.array(r, dtype=np.int32)]
+
+
+def _const_value(ctx):
+    return [ctx.attrs["value"]]
+
+
+STATIC_SOURCES = {"Shape": _shape_value, "Size": _size_value, "Rank": _rank_value,
+                  "Const": _const_value}
+
+
+# -- converting Python values to tensors --------------------------------------------------------
+
+def constant(value, dtype=None, shape=None, name=None, graph=None) -> Tensor:
+    """A constant tensor holding `value` (converted to `dtype`, broadcast to `shape` if given)."""
+    if dtype is not None:
+        dtype = _dt.as_dtype(dtype)
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            raise TypeError(f"cannot make a constant from {type(value).__name__} {value!r}")
+        if not _dt.can_cast_value(arr, dtype):
+            raise TypeError(f"cannot convert {value!r} (dtype {arr.dtype}) to a {dtype.name} "
+                            f"constant without losing information")
+        arr = arr.astype(dtype.np)
+    else:
+        arr = np.asarray(value)
+        if arr.dtype == object or arr.dtype.kind in "USc":
+            raise TypeError(f"cannot make a constant from {type(value).__name__} {value!r}")
+        dtype = _dt.infer_dtype(value)
+        arr = arr.astype(dtype.np)
+    if shape is not None:
+        shape = tuple(int(d) for d in shape)
+        if arr.size == 1:
+            arr = np.broadcast_to(arr.reshape(()), shape)
+        elif arr.size == int(np.prod(shape)):
+            arr = arr.reshape(shape)
+        else:
+            raise TypeError(f"constant of {arr.size} elements cannot take shape {shape}")
+    arr = np.array(arr, copy=True)
+    arr.setflags(write=False)
+    g = graph or get_default_graph()
+    return apply1("Const", [], {"value": arr, "dtype": dtype}, name=name or "Const", graph=g)
+
+
+def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None) -> Tensor:
+    """A Tensor for `value`: tensors and variables pass through; other values become constants.
+
+    `dtype` is a requirement (TypeError on mismatch); `dtype_hint` is tried first for Python and
+    NumPy values (so `x + 1` keeps x's float32).
+    """
+    from ..variables import Variable
+    if isinstance(value, Variable):
+        value = value._tensor
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype is not _dt.as_dtype(dtype):
+            raise TypeError(f"tensor {value.name} has dtype {value.dtype.name}, but "
+                            f"{_dt.as_dtype(dtype).name} is required "
+                            f"(created at {value.op.where()})")
+        return value
+    if isinstance(value, list | tuple) and any(isinstance(v, Tensor | Variable) for v in value):
+        from .shape_ops import stack
+        return stack(list(value), name=name)
+    want = dtype if dtype is not None else dtype_hint
+    if want is not None:
+        try:
+            return constant(value, dtype=want, name=name, graph=graph)
+        except TypeError:
+            if dtype is not None:
+                raise
+    return constant(value, name=name, graph=graph)
+
+
+def is_tensor_like(value) -> bool:
+    from ..variables import Variable
+    return isinstance(value, Tensor | Variable)
+
+
+def static_shape_arg(value, what: str, op: str):
+    """A shape-like argument (list, tuple, array or tensor) as (tuple_or_None, tensor_or_None)."""
+    if is_tensor_like(value):
+        t = convert_to_tensor(value)
+        if t._static is not None:
+            return tuple(int(d) for d in np.atleast_1d(t._static).tolist()), None
+        return None, t
+    try:
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "iu" and arr.size:
+            raise TypeError
+        return tuple(int(d) for d in arr.reshape(-1).tolist()), None
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: {what} must be a list of ints or an int tensor, "
+                        f"got {value!r}") from None
+
+
+def scalar_literal(value) -> str | None:
+    """Python source for a scalar that keeps NumPy's weak typing (`2.0`, `-inf`), or None."""
+    if isinstance(value, bool | np.bool_):
+        return repr(bool(value))
+    if isinstance(value, int | np.integer):
+        return repr(int(value))
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        if np.isnan(v):
+            return "np.nan"
+        if np.isinf(v):
+            return "np.inf" if v > 0 else "(-np.inf)"
+        return repr(v)
+    return None
+
+
+def out_shape_literal(ctx, i=0) -> str:
+    """The concrete output shape as a Python tuple literal, or a runtime fallback."""
+    dims = ctx.out_shapes[i].dims
+    if dims is None or any(d is None for d in dims):
+        raise ValueError(f"{ctx.type} {ctx.name}: output shape {ctx.out_shapes[i]} must be known")
+    return repr(tuple(dims))
+
+
+def np_dtype(dtype: _dt.DType) -> str:
+    """`np.float32`, for generated source."""
+    return "np.bool_" if dtype.is_bool else f"np.{dtype.name}"
+

@@ -1,0 +1,240 @@
+"""Graph inputs and state: placeholders, constants, variables, assignments, no-ops, random draws.
+
+These ops are rendered with the session's state in scope: `V` maps variable names to their
+current values and `R` maps random ops to their NumPy generators. A variable is read where
+each consumer runs (`V['w']`), so a read ordered after an assignment sees the new value.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .. import dtypes as _dt
+from ..graph import get_default_graph
+from ..shapes import TensorShape, as_shape
+from .array_ops import _known, _shape_arg
+from .registry import apply1, convert_to_tensor, register
+
+
+class Store(NamedTuple):
+    """An emitter's result for ops that write session state: `target = out = value`."""
+
+    target: str
+    value: str
+
+
+def _attr_infer(ctx):
+    return [(ctx.attrs["shape"], ctx.attrs["dtype"])]
+
+
+register("Placeholder", _attr_infer, None, differentiable=False)
+register("Const", lambda ctx: [(TensorShape(ctx.attrs["value"].shape), ctx.attrs["dtype"])],
+         None, differentiable=False)
+
+
+def _default_infer(ctx):
+    shape = ctx.attrs["shape"]
+    if not shape.is_compatible_with(ctx.in_shapes[0]):
+        raise ValueError(f"default value of shape {ctx.in_shapes[0]} does not match the "
+                         f"placeholder shape {shape}")
+    return [(shape, ctx.in_dtypes[0])]
+
+
+register("PlaceholderWithDefault", _default_infer, "{0}", lambda op, g: [g], view=True)
+
+
+def placeholder(dtype, shape=None, name=None):
+    """A graph input that must be fed at run time; `None` dims (or shape=None) are unknown.
+
+    >>> x = placeholder(float32, [None, 3], name="x")  # doctest: +SKIP
+    """
+    attrs = {"dtype": _dt.as_dtype(dtype), "shape": as_shape(shape)}
+    return apply1("Placeholder", [], attrs, name=name or "Placeholder",
+                  graph=get_default_graph())
+
+
+def placeholder_with_default(input, shape, name=None):  # noqa: A002
+    """A placeholder that takes the value of `input` when it is not fed."""
+    t = convert_to_tensor(input)
+    return apply1("PlaceholderWithDefault", [t], {"shape": as_shape(shape)}, name=name)
+
+
+# -- variables and assignment --------------------------------------------------------------------
+register("VariableV2", _attr_infer, lambda a, ctx: f"V[{ctx.name!r}]", differentiable=False,
+         stateful=True)
+
+
+def _assign_infer(ctx):
+    ref, value = ctx.in_shapes
+    if ctx.in_dtypes[0] is not ctx.in_dtypes[1]:
+        raise TypeError(f"cannot assign a {ctx.in_dtypes[1].name} value to a "
+                        f"{ctx.in_dtypes[0].name} variable")
+    if ctx.attrs["validate_shape"] and not ref.is_compatible_with(value):
+        raise ValueError(f"cannot assign a value of shape {value} to variable "
+                         f"{ctx.attrs['var']} of shape {ref}")
+    return [(ref if ctx.attrs["validate_shape"] else value, ctx.in_dtypes[0])]
+
+
+def _assign_numpy(kind):
+    def emit(a, ctx):
+        target = f"V[{ctx.attrs['var']!r}]"
+        if kind == "set":
+            src = f"np.array({a[1]})" if ctx.in_alias[1] else a[1]
+            return Store(target, src)
+        return Store(target, f"{target} {'+' if kind == 'add' else '-'} {a[1]}")
+    return emit
+
+
+for _type, _kind in (("Assign", "set"), ("AssignAdd", "add"), ("AssignSub", "sub")):
+    register(_type, _assign_infer, _assign_numpy(_kind), differentiable=False, stateful=True,
+             shape_inputs=(0,))
+
+
+def _variable_ref(ref):
+    from ..variables import Variable
+    if isinstance(ref, Variable):
+        return ref._tensor, ref._var_name
+    t = convert_to_tensor(ref)
+    if t.op.type != "VariableV2":
+        raise TypeError(f"can only assign to a variable, not to {t.name} ({t.op.type})")
+    return t, t.op.name
+
+
+def assign(ref, value, validate_shape=True, use_locking=None, name=None):
+    """Set variable `ref` to `value` when run; the op's output is the new value."""
+    t, var = _variable_ref(ref)
+    value = convert_to_tensor(value, dtype=t.dtype)
+    return apply1("Assign", [t, value], {"var": var, "validate_shape": bool(validate_shape)},
+                  name=name)
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    """Add `value` to variable `ref` when run; the op's output is the new value."""
+    t, var = _variable_ref(ref)
+    return apply1("AssignAdd", [t, convert_to_tensor(value, dtype=t.dtype)],
+                  {"var": var, "validate_shape": True}, name=name)
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    """Subtract `value` from variable `ref` when run; the op's output is the new value."""
+    t, var = _variable_ref(ref)
+    return apply1("AssignSub", [t, convert_to_tensor(value, dtype=t.dtype)],
+                  {"var": var, "validate_shape": True}, name=name)
+
+
+# -- grouping ------------------------------------------------------------------------------------
+register("NoOp", lambda ctx: [], None, differentiable=False, stateful=True)
+
+
+def no_op(name=None):
+    """An op that does nothing; useful as a target for control dependencies."""
+    return get_default_graph().create_op("NoOp", [], {}, name=name)
+
+
+def group(*inputs, name=None):
+    """An op that runs all `inputs` (ops or tensors) and outputs nothing."""
+    from ..graph import Tensor
+    from ..variables import Variable
+    deps = []
+    for item in inputs:
+        for x in (item if isinstance(item, list | tuple) else [item]):
+            if isinstance(x, Variable):
+                x = x._tensor
+            deps.append(x.op if isinstance(x, Tensor) else x)
+    g = deps[0].graph if deps else get_default_graph()
+    with g.control_dependencies(deps):
+        return g.create_op("NoOp", [], {}, name=name or "group_deps")
+
+
+def tuple_(tensors, name=None, control_inputs=None):
+    """The tensors, each passed through an identity that waits for all of them (TF1 tf.tuple)."""
+    from .math_ops import identity
+    tensors = [convert_to_tensor(t) if t is not None else None for t in tensors]
+    gate = group(*[t for t in tensors if t is not None], *(control_inputs or []))
+    with gate.graph.control_dependencies([gate]):
+        return [identity(t, name=name) if t is not None else None for t in tensors]
+
+
+# -- random draws --------------------------------------------------------------------------------
+def _random_infer(ctx):
+    target = ctx.value(0)
+    shape = TensorShape(None if target is None else [int(d) for d in target.reshape(-1)])
+    return [(shape, ctx.attrs["dtype"])]
+
+
+def _random_numpy(fn):
+    def emit(a, ctx):
+        shape = tuple(_known(ctx, 0, "the shape of a random tensor"))
+        dt = f"np.{ctx.attrs['dtype'].name}"
+        gen = f"R[{ctx.name!r}]"
+        if fn == "uniform":
+            lo, hi = ctx.attrs["low"], ctx.attrs["high"]
+            return f"rt.uniform({gen}, {shape!r}, {lo!r}, {hi!r}, {dt})"
+        return f"rt.{fn}({gen}, {shape!r}, {dt})"
+    return emit
+
+
+register("RandomStandardNormal", _random_infer, _random_numpy("normal"), differentiable=False,
+         stateful=True, static_inputs=(0,))
+register("TruncatedNormal", _random_infer, _random_numpy("truncated_normal"),
+         differentiable=False, stateful=True, static_inputs=(0,))
+register("RandomUniform", _random_infer, _random_numpy("uniform"), differentiable=False,
+         stateful=True, static_inputs=(0,))
+
+
+def _seeds(seed):
+    g = get_default_graph()
+    if seed is None and g.seed is not None:
+        seed = next(g._op_seed_counter)
+    return (g.seed, None if seed is None else int(seed))
+
+
+def _draw(op_type, shape, dtype, seed, name, **attrs):
+    dtype = _dt.as_dtype(dtype)
+    return apply1(op_type, [_shape_arg(shape)], {"dtype": dtype, "seed": _seeds(seed), **attrs},
+                  name=name, graph=get_default_graph())
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None):
+    """Normal draws, fresh at every run (reproducible under `set_random_seed` or `seed`)."""
+    from ..graph import name_scope
+    with name_scope(name, "random_normal"):
+        t = _draw("RandomStandardNormal", shape, dtype, seed, None)
+        return _scale(t, mean, stddev)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None):
+    """Normal draws re-drawn until within two standard deviations of the mean."""
+    from ..graph import name_scope
+    with name_scope(name, "truncated_normal"):
+        t = _draw("TruncatedNormal", shape, dtype, seed, None)
+        return _scale(t, mean, stddev)
+
+
+def _scale(t, mean, stddev):
+    from .registry import is_tensor_like
+    if is_tensor_like(stddev) or stddev != 1:
+        t = t * stddev
+    if is_tensor_like(mean) or mean != 0:
+        t = t + mean
+    return t
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=_dt.float32, seed=None, name=None):
+    """Uniform draws in [minval, maxval); integer dtypes need an explicit maxval."""
+    dtype = _dt.as_dtype(dtype)
+    if maxval is None:
+        if dtype.is_integer:
+            raise ValueError("random_uniform with an integer dtype needs maxval")
+        maxval = 1.0
+    cast = int if dtype.is_integer else float
+    return _draw("RandomUniform", shape, dtype, seed, name or "random_uniform",
+                 low=cast(minval), high=cast(maxval))
+
+
+def set_random_seed(seed):
+    """Set the graph-level seed: random ops created afterwards draw reproducible sequences."""
+    g = get_default_graph()
+    g.seed = None if seed is None else int(seed)
+    import itertools
+    g._op_seed_counter = itertools.count(1)

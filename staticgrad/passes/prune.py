@@ -1,0 +1,57 @@
+"""Prune a graph to the operations that given fetches need, cut at fed tensors."""
+
+from __future__ import annotations
+
+from ..errors import InvalidArgumentError
+from ..graph import Operation, Tensor
+
+
+def prune(fetches, fed) -> list[Operation]:
+    """The operations needed to compute `fetches` when the tensors in `fed` are given,
+    in creation order (which is a topological order). Iterative: no recursion limit."""
+    needed: dict[int, Operation] = {}
+    stack = []
+    for f in fetches:
+        if isinstance(f, Tensor):
+            if f not in fed:
+                stack.append(f.op)
+        else:
+            stack.append(f)
+    while stack:
+        op = stack.pop()
+        if op._id in needed:
+            continue
+        needed[op._id] = op
+        for t in op.inputs:
+            if t not in fed and t.op._id not in needed:
+                stack.append(t.op)
+        stack.extend(c for c in op.control_inputs if c._id not in needed)
+    ops = [needed[i] for i in sorted(needed)]
+    for op in ops:
+        if op.type == "Placeholder" and op.outputs[0] not in fed:
+            raise InvalidArgumentError(
+                None, op,
+                f"you must feed a value for placeholder {op.name!r} (dtype "
+                f"{op.outputs[0].dtype.name}, shape {op.outputs[0].shape}), created at "
+                f"{op.location[0]}:{op.location[1]}; it is needed by "
+                f"{_needing(fetches, op, fed)}")
+    return ops
+
+
+def _needing(fetches, target: Operation, fed) -> str:
+    """Which fetch needs `target` (for error messages)."""
+    for f in fetches:
+        root = f.op if isinstance(f, Tensor) else f
+        if isinstance(f, Tensor) and f in fed:
+            continue
+        seen, stack = set(), [root]
+        while stack:
+            op = stack.pop()
+            if op is target:
+                return f"fetch {f.name!r}"
+            if op._id in seen:
+                continue
+            seen.add(op._id)
+            stack.extend(t.op for t in op.inputs if t not in fed)
+            stack.extend(op.control_inputs)
+    return "the fetches"

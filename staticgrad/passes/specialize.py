@@ -1,0 +1,65 @@
+"""Specialize pruned operations to concrete feed shapes: every tensor gets a concrete shape,
+and shape arithmetic (Shape, Size, and what is computed from them) gets a static value.
+
+The result is a `Spec` table the code generator reads, so generated code holds concrete
+shapes, reduce axes and buffer sizes, decided once per feed signature.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import InvalidArgumentError
+from ..graph import Operation, Tensor
+from ..ops.registry import NodeCtx, fold_static
+from ..shapes import TensorShape
+
+
+@dataclasses.dataclass
+class Spec:
+    shapes: dict[Tensor, TensorShape]
+    dtypes: dict[Tensor, object]
+    values: dict[Tensor, object]   # static values (NumPy) where known
+    ctxs: dict[Operation, NodeCtx]  # each op's context, with concrete outputs
+
+
+def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
+    """Re-run shape inference over `ops` with fed tensors of the given (shape, dtype)."""
+    shapes, dtypes, values, ctxs = {}, {}, {}, {}
+    for t, (shape, dtype) in feeds.items():
+        shapes[t] = TensorShape(shape)
+        dtypes[t] = dtype
+    for op in ops:
+        in_shapes, in_values = [], []
+        for t in op.inputs:
+            in_shapes.append(shapes.get(t, t._shape))
+            in_values.append(values.get(t) if t in shapes else t._static)
+        ctx = NodeCtx(op.type, op.attrs, in_shapes, [t.dtype for t in op.inputs], in_values,
+                      op.name)
+        try:
+            outs = op.opdef.infer(ctx)
+        except (ValueError, TypeError) as e:
+            raise InvalidArgumentError(
+                None, op, f"{op.where()}: with the fed shapes, {e}") from None
+        ctx.out_shapes = []
+        for t, (shape, dtype) in zip(op.outputs, outs):
+            if t in feeds:  # a fed intermediate keeps its fed shape
+                shape = shapes[t]
+            else:
+                try:
+                    shape = shape.merge_with(t._shape)
+                except ValueError:
+                    raise InvalidArgumentError(
+                        None, op, f"{op.where()}: computes shape {shape} with the fed shapes, "
+                                  f"but its output {t.name} was declared as {t._shape}") from None
+                shapes[t] = shape
+                dtypes[t] = dtype
+            ctx.out_shapes.append(shape)
+        ctx.out_dtypes = [t.dtype for t in op.outputs]
+        folded = fold_static(op.opdef, ctx)
+        if folded is not None:
+            for t, v in zip(op.outputs, folded):
+                if t not in feeds:
+                    values[t] = v
+        ctxs[op] = ctx
+    return Spec(shapes, dtypes, values, ctxs)

@@ -1,0 +1,113 @@
+"""Helpers that generated code calls as `rt.<name>` when one NumPy expression is not enough.
+
+This module needs only NumPy (exported programs copy the helpers they use), and it is the one
+place where numerically delicate kernels (stable sigmoid, softmax, cross-entropy, erf) live.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)) without overflow for large |x|."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def softplus(x):
+    return np.logaddexp(0, x).astype(np.result_type(x), copy=False)
+
+
+def softmax(x, axis=-1):
+    z = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis=-1):
+    z = x - np.max(x, axis=axis, keepdims=True)
+    return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+
+
+def softmax_xent(labels, logits, axis=-1):
+    """-sum(labels * log_softmax(logits)) along `axis`, stable for logits of any size."""
+    return -np.sum(labels * log_softmax(logits, axis), axis=axis)
+
+
+_erf_vec = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x):
+    x = np.asarray(x)
+    out = _erf_vec(x)
+    return np.asarray(out, dtype=x.dtype)[()] if x.ndim == 0 else out.astype(x.dtype)
+
+
+def elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+def sum_to(g, shape):
+    """Sum `g` over the axes along which `shape` was broadcast to give g's shape."""
+    shape = tuple(shape)
+    if np.shape(g) == shape:
+        return g
+    lead = np.ndim(g) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape)
+                                      if d == 1 and np.shape(g)[i + lead] != 1)
+    return np.sum(g, axis=axes).reshape(shape) if axes else np.reshape(g, shape)
+
+
+def strided_slice_grad(g, shape, index):
+    """Scatter `g` into zeros of `shape` at `index` (the gradient of `x[index]`)."""
+    out = np.zeros(shape, dtype=np.result_type(g))
+    out[index] = g
+    return out
+
+
+def gather_grad(g, indices, shape, axis):
+    """Sum `g` into zeros of `shape` at `indices` along `axis` (the gradient of gather)."""
+    out = np.zeros(shape, dtype=np.result_type(g))
+    index = (slice(None),) * axis + (indices,)
+    np.add.at(out, index, g)
+    return out
+
+
+def one_hot(indices, depth, on, off, axis, dtype):
+    indices = np.asarray(indices)
+    hot = np.expand_dims(indices, axis) == np.arange(depth).reshape(
+        (depth,) + (1,) * (indices.ndim - (axis if axis >= 0 else indices.ndim)))
+    return np.where(hot, np.asarray(on, dtype), np.asarray(off, dtype))
+
+
+def truncated_normal(gen, shape, dtype):
+    """Standard normal draws re-drawn until within two standard deviations (TF1's rule)."""
+    out = gen.standard_normal(shape)
+    bad = np.abs(out) > 2
+    while np.any(bad):
+        out[bad] = gen.standard_normal(int(np.count_nonzero(bad)))
+        bad = np.abs(out) > 2
+    return out.astype(dtype)
+
+
+def uniform(gen, shape, low, high, dtype):
+    if np.dtype(dtype).kind in "iu":
+        return gen.integers(low, high, size=shape, dtype=dtype)
+    return (gen.random(shape) * (high - low) + low).astype(dtype)
+
+
+def normal(gen, shape, dtype):
+    if np.dtype(dtype) in (np.float32, np.float64):
+        return gen.standard_normal(shape, dtype=dtype)
+    return gen.standard_normal(shape).astype(dtype)
+
+
+def assign_checked(old, value, name):
+    """A variable's new value; its shape must equal the old one's (validate_shape)."""
+    if old is not None and np.shape(old) != np.shape(value):
+        raise ValueError(f"assigning a value of shape {np.shape(value)} to variable {name} of "
+                         f"shape {np.shape(old)}")
+    return value

@@ -1,0 +1,380 @@
+"""`Session`: holds variable values, compiles what `run` needs once per feed signature, and
+runs the compiled NumPy code.
+
+    sess.run(fetches, feed_dict)
+      key = (fetches, fed tensors, their shapes and dtypes)
+      hit  -> call the compiled function                                   (fast path)
+      miss -> prune, specialize, render, exec (`compiler.compile_plan`), cache
+
+>>> with Session() as sess:                     # doctest: +SKIP
+...     sess.run(y, feed_dict={x: [[1.0, 2.0]]})
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+
+from . import dtypes as _dt
+from .compiler import Plan, compile_plan, failing_op
+from .errors import (FailedPreconditionError, InvalidArgumentError, OpError,
+                     format_location)
+from .graph import Graph, Operation, Tensor, get_default_graph
+from .variables import Variable
+
+log = logging.getLogger("staticgrad.session")
+
+
+class _SessionStack(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_sessions = _SessionStack()
+_interactive = []  # InteractiveSessions, default in every thread that has no other
+
+
+def get_default_session():
+    """The innermost session entered with `with` in this thread (or an InteractiveSession)."""
+    if _sessions.stack:
+        return _sessions.stack[-1]
+    return _interactive[-1] if _interactive else None
+
+
+def _session_for(session, element):
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError(f"cannot evaluate {element.name}: no default session is registered; "
+                         "use `with sess.as_default():` or pass session=sess")
+    if session.graph is not element.graph:
+        raise ValueError(f"cannot evaluate {element.name}: it is from another graph than the "
+                         "session's")
+    return session
+
+
+# -- fetch structures -----------------------------------------------------------------------------
+def _flatten(fetches, graph, out: list):
+    """Append the leaves of a fetch structure to `out`; return a function rebuilding it."""
+    if isinstance(fetches, Tensor | Operation | Variable | str):
+        i = len(out)
+        out.append(_resolve_fetch(fetches, graph))
+        return lambda vals: vals[i]
+    if isinstance(fetches, dict):
+        keys = list(fetches)
+        parts = [_flatten(fetches[k], graph, out) for k in keys]
+        kind = type(fetches)
+        return lambda vals: kind(zip(keys, (p(vals) for p in parts)))
+    if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):
+        parts = [_flatten(v, graph, out) for v in fetches]
+        kind = type(fetches)
+        return lambda vals: kind(*(p(vals) for p in parts))
+    if isinstance(fetches, list | tuple):
+        parts = [_flatten(v, graph, out) for v in fetches]
+        kind = type(fetches)
+        return lambda vals: kind(p(vals) for p in parts)
+    if fetches is None:
+        raise TypeError("fetch argument None is not a tensor, an operation or a name")
+    raise TypeError(f"fetch argument {fetches!r} of type {type(fetches).__name__} is not a "
+                    "tensor, an operation, a name, or a list/tuple/dict of those")
+
+
+def _resolve_fetch(item, graph):
+    if isinstance(item, Variable):
+        item = item._tensor
+    if isinstance(item, str):
+        try:
+            return graph.as_graph_element(item)
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"fetch {item!r} does not name a tensor or an operation in the "
+                             f"session's graph: {e}") from None
+    if item.graph is not graph:
+        raise ValueError(f"fetch {item.name} ({item.op.where() if isinstance(item, Tensor) else item.where()}) "
+                         "is from another graph than the session's")
+    return item
+
+
+class _Compiled:
+    __slots__ = ("plan", "var_reads", "fn")
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.fn = plan.fn
+        self.var_reads = frozenset(plan.var_reads)
+
+
+class Session:
+    """Runs parts of a graph. Variable values live here; two sessions are independent.
+
+    As a context manager it is the default session (for `tensor.eval()`, `op.run()`) and
+    makes its graph the default graph.
+    """
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config=None,
+                 backend: str = "numpy"):
+        if backend != "numpy":
+            raise ValueError(f"backend {backend!r} is not available; this build has 'numpy'")
+        self.graph = graph if graph is not None else get_default_graph()
+        self.backend = backend
+        self._vars: dict[str, np.ndarray] = {}
+        self._rngs: dict[str, np.random.Generator] = {}
+        self._cache: dict = {}
+        self._structures: dict = {}
+        self._compile_lock = threading.Lock()
+        self._closed = False
+        self._context = None
+
+    # -- context management ---------------------------------------------------------------------
+    def __enter__(self):
+        self._context = self.graph.as_default()
+        self._context.__enter__()
+        _sessions.stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _sessions.stack.remove(self)
+        self._context.__exit__(*exc)
+        self.close()
+
+    def as_default(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def ctx():
+            _sessions.stack.append(self)
+            try:
+                yield self
+            finally:
+                _sessions.stack.remove(self)
+        return ctx()
+
+    def close(self) -> None:
+        self._closed = True
+        self._cache.clear()
+
+    @property
+    def sess_str(self) -> str:
+        return ""
+
+    # -- running --------------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Compute `fetches` (a tensor, op, name, or nested list/tuple/dict/namedtuple of them)
+        given `feed_dict` ({tensor or name: value}); results come back in the same structure."""
+        if self._closed:
+            raise RuntimeError("attempted to use a closed Session")
+        flat_key = fetches if isinstance(fetches, Tensor) else None
+        if flat_key is None:
+            try:
+                structure = self._structures.get(_structure_key(fetches))
+            except TypeError:
+                structure = None
+            if structure is None:
+                structure = self._structure(fetches)
+        else:
+            structure = None
+        if feed_dict:
+            feeds, arrays = self._convert_feeds(feed_dict)
+            sig = tuple((t, a.shape, a.dtype) for t, a in zip(feeds, arrays))
+        else:
+            feeds, arrays, sig = (), (), ()
+        fetch_list = (fetches,) if structure is None else structure[0]
+        key = (fetch_list, sig)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self._compile(fetch_list, feeds, arrays, key)
+        results = self._call(compiled, arrays)
+        if structure is None:
+            return results[0]
+        return structure[1](results)
+
+    def _structure(self, fetches):
+        leaves = []
+        rebuild = _flatten(fetches, self.graph, leaves)
+        structure = (tuple(leaves), rebuild)
+        try:
+            self._structures[_structure_key(fetches)] = structure
+        except TypeError:
+            pass
+        return structure
+
+    def _call(self, compiled: _Compiled, arrays):
+        if compiled.var_reads and not compiled.var_reads <= self._vars.keys():
+            self._raise_uninitialized(compiled)
+        try:
+            return compiled.fn(*arrays)
+        except OpError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised with the node that failed
+            op = failing_op(compiled.plan, e)
+            where = op.where() if op is not None else "the generated code"
+            raise InvalidArgumentError(None, op, f"{where} failed at run time: "
+                                                 f"{type(e).__name__}: {e}") from e
+
+    def _raise_uninitialized(self, compiled: _Compiled):
+        missing = sorted(compiled.var_reads - self._vars.keys())
+        op = self.graph.get_operation_by_name(missing[0])
+        fetch_names = ", ".join(f.name for f in compiled.plan.fetches)
+        raise FailedPreconditionError(
+            None, op, f"attempting to use uninitialized value {missing[0]} (variable created "
+                      f"at {format_location(op.location)}), needed by fetch {fetch_names}; run "
+                      f"its initializer or sg.global_variables_initializer() first"
+                      + (f" (also uninitialized: {', '.join(missing[1:])})"
+                         if len(missing) > 1 else ""))
+
+    def _convert_feeds(self, feed_dict):
+        feeds, arrays = [], []
+        for key, value in feed_dict.items():
+            t = self._feed_tensor(key)
+            arr = value if type(value) is np.ndarray and value.dtype == t.dtype.np else \
+                _feed_array(t, value)
+            feeds.append(t)
+            arrays.append(arr)
+        return tuple(feeds), arrays
+
+    def _feed_tensor(self, key) -> Tensor:
+        if isinstance(key, Tensor):
+            if key.graph is not self.graph:
+                raise ValueError(f"cannot feed {key.name}: it is from another graph than the "
+                                 "session's")
+            return key
+        if isinstance(key, Variable):
+            return key._tensor
+        if isinstance(key, str):
+            try:
+                el = self.graph.as_graph_element(key, allow_operation=False)
+            except (KeyError, ValueError, TypeError) as e:
+                raise ValueError(f"cannot feed {key!r}: {e}") from None
+            return el
+        raise TypeError(f"feed_dict keys must be tensors or tensor names, got {key!r}")
+
+    def _compile(self, fetch_list, feeds, arrays, key) -> _Compiled:
+        with self._compile_lock:
+            compiled = self._cache.get(key)
+            if compiled is not None:
+                return compiled
+            for t, a in zip(feeds, arrays):
+                if not t.shape.is_compatible_with(a.shape):
+                    raise InvalidArgumentError(
+                        None, t.op, f"cannot feed a value of shape {a.shape} for {t.name}, "
+                                    f"which has shape {t.shape} ({t.op.where()})")
+            reason = self._recompile_reason(fetch_list, key)
+            log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
+            plan = compile_plan(list(fetch_list), list(feeds),
+                                [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays],
+                                self._vars, self._rngs)
+            self._make_generators(plan)
+            compiled = _Compiled(plan)
+            self._cache[key] = compiled
+            return compiled
+
+    def _recompile_reason(self, fetch_list, key) -> str:
+        for (fetches, sig) in self._cache:
+            if fetches == fetch_list:
+                old = [(t.name, s, str(d)) for t, s, d in sig]
+                new = [(t.name, s, str(d)) for t, s, d in key[1]]
+                return f"feeds changed from {old} to {new}"
+        return "first run of these fetches"
+
+    def _make_generators(self, plan: Plan) -> None:
+        for op in plan.random_ops:
+            if op.name not in self._rngs:
+                graph_seed, op_seed = op.attrs["seed"]
+                if graph_seed is None and op_seed is None:
+                    self._rngs[op.name] = np.random.default_rng()
+                else:
+                    seq = [87654321 if graph_seed is None else graph_seed, op_seed or 0]
+                    self._rngs[op.name] = np.random.default_rng(seq)
+
+    # -- extras -------------------------------------------------------------------------------------
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """A function of the values of `feed_list` (in order) returning `fetches`: the fast
+        path without a feed dict."""
+        leaves = []
+        rebuild = _flatten(fetches, self.graph, leaves)
+        fetch_list = tuple(leaves)
+        feeds = tuple(self._feed_tensor(k) for k in (feed_list or ()))
+        last = [None, None]  # (signature, compiled)
+        single = isinstance(fetches, Tensor | Operation | Variable | str)
+
+        def call(*values):
+            if len(values) != len(feeds):
+                raise TypeError(f"this callable takes {len(feeds)} feeds "
+                                f"({', '.join(t.name for t in feeds)}), got {len(values)}")
+            arrays = [v if type(v) is np.ndarray and v.dtype == t.dtype.np
+                      else _feed_array(t, v) for t, v in zip(feeds, values)]
+            sig = tuple((t, a.shape, a.dtype) for t, a in zip(feeds, arrays))
+            if sig == last[0]:
+                compiled = last[1]
+            else:
+                key = (fetch_list, sig)
+                compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
+                last[0], last[1] = sig, compiled
+            results = self._call(compiled, arrays)
+            return results[0] if single else rebuild(results)
+        return call
+
+    def source(self, fetches, feed_dict=None) -> str:
+        """The generated NumPy source that `run(fetches, feed_dict)` executes."""
+        return self.plan(fetches, feed_dict).source
+
+    def plan(self, fetches, feed_dict=None) -> Plan:
+        """The compiled plan (function, source, schedule) for these fetches and feeds."""
+        leaves = []
+        _flatten(fetches, self.graph, leaves)
+        feeds, arrays = self._convert_feeds(feed_dict or {})
+        sig = tuple((t, a.shape, a.dtype) for t, a in zip(feeds, arrays))
+        key = (tuple(leaves), sig)
+        compiled = self._cache.get(key) or self._compile(tuple(leaves), feeds, arrays, key)
+        return compiled.plan
+
+    def _set_variable(self, var: Variable, value) -> None:
+        arr = _feed_array(var._tensor, value)
+        if not var.shape.is_compatible_with(arr.shape):
+            raise ValueError(f"cannot load a value of shape {arr.shape} into variable "
+                             f"{var.name} of shape {var.shape}")
+        self._vars[var._var_name] = arr
+
+    def list_devices(self):
+        return ["/cpu:0"]
+
+
+class InteractiveSession(Session):
+    """A session that makes itself the default on creation (for shells and notebooks)."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config=None,
+                 backend: str = "numpy"):
+        super().__init__(target, graph, config, backend)
+        _interactive.append(self)
+
+    def close(self) -> None:
+        super().close()
+        if self in _interactive:
+            _interactive.remove(self)
+
+
+def _structure_key(fetches):
+    """A hashable key for a fetch structure made of graph elements (TypeError if none)."""
+    if isinstance(fetches, list):
+        return ("L",) + tuple(_structure_key(f) for f in fetches)
+    if isinstance(fetches, tuple):
+        return (type(fetches),) + tuple(_structure_key(f) for f in fetches)
+    if isinstance(fetches, dict):
+        return (type(fetches),) + tuple((k, _structure_key(v)) for k, v in fetches.items())
+    hash(fetches)
+    return fetches
+
+
+def _feed_array(t: Tensor, value) -> np.ndarray:
+    """`value` as an array of t's dtype, or InvalidArgumentError naming t."""
+    if isinstance(value, Tensor | Variable):
+        raise TypeError(f"the value fed for {t.name} is a tensor ({value.name}); feed "
+                        "NumPy arrays, lists or numbers")
+    arr = np.asarray(value)
+    if arr.dtype == t.dtype.np:
+        return arr
+    if arr.dtype == object or not _dt.can_cast_value(arr, t.dtype):
+        raise InvalidArgumentError(
+            None, t.op, f"cannot feed a value of dtype {arr.dtype} for {t.name}, which has "
+                        f"dtype {t.dtype.name}, without losing information ({t.op.where()})")
+    return arr.astype(t.dtype.np)
