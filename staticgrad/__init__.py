@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 from . import errors, runtime  # noqa: F401
+from .autodiff import (NoGradient, NotDifferentiable, RegisterGradient,  # noqa: F401
+                       custom_gradient, gradients, hessians, jacobian)
 from .dtypes import (DType, as_dtype, bool_, double, float16, float32, float64, half,  # noqa: F401
                      int8, int16, int32, int64, uint8)
 from .graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection,  # noqa: F401

@@ -107,6 +107,9 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
             raise ValueError(f"an operation named {name!r} already exists in the graph")
     else:
         name = graph.unique_name(check_op_name(name) if name else op_type)
+    override = graph._thread.override_map.get(op_type)
+    if override is not None:
+        attrs["_gradient_op_type"] = override
     op = Operation(graph, op_type, name, inputs, attrs, graph._current_control_inputs(),
                    user_location(), opdef)
     ctx = NodeCtx(op_type, attrs, [t._shape for t in inputs], [t.dtype for t in inputs],

@@ -1,0 +1,274 @@
+"""Symbolic reverse-mode differentiation: `gradients(ys, xs)` adds gradient nodes to the graph.
+
+The walk:
+1. keep the ops that lie on a path from some x to some y;
+2. seed each y with `grad_ys` (default: ones of y's shape, known at run time if need be);
+3. visit those ops in reverse creation order; sum each output's incoming gradients once
+   (`add_n`), call the op's gradient rule, check it returned one gradient per input with the
+   input's dtype and shape, and sum a broadcast input's gradient back to its shape;
+4. read off the summed gradient of each x.
+
+Rules are written with the graph API (see `ops/`), so gradients of gradients need nothing
+more. The walk is iterative and linear in the number of ops visited.
+"""
+
+from __future__ import annotations
+
+from .graph import Operation, Tensor
+from .ops import math_ops as M
+from .ops.array_ops import ones_like, reshape, shape_of, sum_to, zeros_like
+from .ops.join_ops import stack
+from .ops.registry import apply, convert_to_tensor, register
+from .variables import Variable
+
+_REGISTERED: dict[str, object] = {}  # gradient name -> rule, or None for "not differentiable"
+_NOT_DIFFERENTIABLE = object()
+
+
+class RegisterGradient:
+    """Decorator registering a gradient rule under a name, for `gradient_override_map`.
+
+    >>> @RegisterGradient("ClipGrad")               # doctest: +SKIP
+    ... def _clip_grad(op, grad):
+    ...     return [sg.clip_by_value(grad, -1.0, 1.0)]
+    """
+
+    def __init__(self, op_type: str):
+        if not isinstance(op_type, str):
+            raise TypeError("RegisterGradient takes the gradient's name as a string")
+        self._op_type = op_type
+
+    def __call__(self, fn):
+        if self._op_type in _REGISTERED:
+            raise KeyError(f"a gradient named {self._op_type!r} is already registered")
+        _REGISTERED[self._op_type] = fn
+        return fn
+
+
+def NotDifferentiable(op_type: str) -> None:  # noqa: N802 - TF1's name
+    """Declare that ops of `op_type` have no gradient (differentiating through gives None)."""
+    _REGISTERED[op_type] = _NOT_DIFFERENTIABLE
+
+
+NoGradient = NotDifferentiable
+
+
+def _rule_for(op: Operation):
+    """(rule or None, is_differentiable) for an op, honouring gradient_override_map."""
+    name = op.attrs.get("_gradient_op_type", op.type)
+    if name in _REGISTERED:
+        rule = _REGISTERED[name]
+        return (None, False) if rule is _NOT_DIFFERENTIABLE else (rule, True)
+    if name != op.type:
+        raise LookupError(f"gradient {name!r} (overriding {op.where()}) is not registered; "
+                          "use @sg.RegisterGradient(name)")
+    return op.opdef.grad, op.opdef.differentiable
+
+
+def _as_tensors(values, what: str) -> list[Tensor]:
+    items = values if isinstance(values, list | tuple) else [values]
+    out = []
+    for v in items:
+        if isinstance(v, Variable):
+            v = v._tensor
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{what} must be tensors or variables, got {v!r}")
+        out.append(v)
+    return out
+
+
+def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
+              gate_gradients=False, aggregation_method=None, stop_gradients=None,
+              unconnected_gradients="none"):
+    """Symbolic d(sum of ys)/d(x) for each x in xs, as new graph nodes (TF1 semantics).
+
+    `grad_ys` weights each y (the vector of a vector-Jacobian product). The result is aligned
+    with xs: None where no path connects (or zeros with unconnected_gradients="zero").
+
+    >>> dw, = sg.gradients(loss, [w])      # doctest: +SKIP
+    """
+    if unconnected_gradients not in ("none", "zero"):
+        raise ValueError(f"unconnected_gradients must be 'none' or 'zero', "
+                         f"got {unconnected_gradients!r}")
+    ys = _as_tensors(ys, "ys")
+    xs = _as_tensors(xs, "xs")
+    stops = set(_as_tensors(stop_gradients, "stop_gradients")) if stop_gradients else set()
+    if grad_ys is None:
+        grad_ys = [None] * len(ys)
+    elif not isinstance(grad_ys, list | tuple):
+        grad_ys = [grad_ys]
+    if len(grad_ys) != len(ys):
+        raise ValueError(f"got {len(grad_ys)} grad_ys for {len(ys)} ys")
+    graph = ys[0].graph
+    for t in ys + xs:
+        if t.graph is not graph:
+            raise ValueError(f"{t.name} is from another graph than {ys[0].name}")
+
+    with graph.as_default(), graph.name_scope(name):
+        relevant = _between(xs, ys, stops)
+        grads: dict[Tensor, list[Tensor]] = {}
+        for y, gy in zip(ys, grad_ys):
+            if gy is None:
+                if not y.dtype.is_floating:
+                    continue
+                gy = ones_like(y, name=f"grad_ys_{ys.index(y)}")
+            else:
+                gy = convert_to_tensor(gy, dtype=y.dtype)
+                if not gy.shape.is_compatible_with(y.shape):
+                    raise ValueError(f"grad_ys for {y.name} has shape {gy.shape}, but "
+                                     f"{y.name} has shape {y.shape}")
+            grads.setdefault(y, []).append(gy)
+
+        for op in sorted(relevant, key=lambda o: o._id, reverse=True):
+            out_grads = [None if t in stops else _sum(grads.get(t)) for t in op.outputs]
+            if all(g is None for g in out_grads):
+                continue
+            rule, differentiable = _rule_for(op)
+            if not differentiable:
+                continue
+            if rule is None:
+                raise LookupError(f"no gradient is defined for {op.where()}")
+            if len(op.outputs) > 1:
+                out_grads = [g if g is not None else zeros_like(t)
+                             for g, t in zip(out_grads, op.outputs)]
+            with graph.name_scope(f"{op.name}_grad"):
+                in_grads = rule(op, *out_grads)
+                in_grads = _checked(op, list(in_grads))
+            for x, g in zip(op.inputs, in_grads):
+                if g is not None and x.dtype.is_floating:
+                    grads.setdefault(x, []).append(g)
+
+        result = []
+        for x in xs:
+            g = _sum(grads.get(x))
+            if g is None and unconnected_gradients == "zero":
+                g = zeros_like(x)
+            result.append(g)
+        return result
+
+
+def _sum(parts):
+    """Several gradients into one tensor are summed once, by one AddN node; the list is
+    replaced by the sum so that a second read reuses it."""
+    if not parts:
+        return None
+    if len(parts) > 1:
+        parts[:] = [M.add_n(parts)]
+    return parts[0]
+
+
+def _checked(op: Operation, in_grads: list) -> list:
+    """Verify a rule's result: one gradient per input, each with the input's dtype and a
+    shape compatible with it (after summing away broadcasting)."""
+    if len(in_grads) != len(op.inputs):
+        raise ValueError(f"the gradient rule of {op.where()} returned {len(in_grads)} "
+                         f"gradients for {len(op.inputs)} inputs")
+    out = []
+    for i, (x, g) in enumerate(zip(op.inputs, in_grads)):
+        if g is None or not x.dtype.is_floating:
+            out.append(None)
+            continue
+        g = convert_to_tensor(g, dtype_hint=x.dtype)
+        if not (x.shape.is_fully_defined() and g.shape == x.shape):
+            if op.opdef.elementwise or op.type == "MatMul":
+                g = sum_to(g, shape_of(x))
+        if g.dtype is not x.dtype:
+            raise TypeError(f"the gradient rule of {op.where()} returned a {g.dtype.name} "
+                            f"gradient for input {i} of dtype {x.dtype.name}")
+        if not g.shape.is_compatible_with(x.shape):
+            raise ValueError(f"the gradient rule of {op.where()} returned a gradient of shape "
+                             f"{g.shape} for input {i} of shape {x.shape}")
+        out.append(g)
+    return out
+
+
+def _between(xs, ys, stops) -> set:
+    """Ops on some path from an x to a y (not passing through a stop tensor's producer)."""
+    from_x, stack_ = set(), []
+    for x in xs:
+        stack_.extend(x._consumers)
+    while stack_:
+        op = stack_.pop()
+        if op in from_x:
+            continue
+        from_x.add(op)
+        for t in op.outputs:
+            stack_.extend(c for c in t._consumers if c not in from_x)
+    to_y, stack_ = set(), [y.op for y in ys if y not in stops]
+    while stack_:
+        op = stack_.pop()
+        if op in to_y:
+            continue
+        to_y.add(op)
+        stack_.extend(t.op for t in op.inputs if t not in stops and t.op not in to_y)
+    return from_x & to_y
+
+
+# -- derived helpers ------------------------------------------------------------------------------
+def jacobian(y, x, name="jacobian"):
+    """d y / d x as a tensor of shape y.shape + x.shape (both shapes must be fully known)."""
+    y, x = _as_tensors(y, "y")[0], _as_tensors(x, "x")[0]
+    if not (y.shape.is_fully_defined() and x.shape.is_fully_defined()):
+        raise ValueError(f"jacobian needs fully known shapes, got y {y.shape} and x {x.shape}")
+    n = y.shape.num_elements()
+    with y.graph.name_scope(name):
+        flat = reshape(y, [n])
+        rows = [gradients(flat[i], x, unconnected_gradients="zero")[0] for i in range(n)]
+        return reshape(stack(rows), list(y.shape.dims) + list(x.shape.dims))
+
+
+def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gradients=False,
+             aggregation_method=None):
+    """For each x, the Hessian of sum(ys): shape x.shape + x.shape."""
+    xs = _as_tensors(xs, "xs")
+    grads = gradients(ys, xs, unconnected_gradients="zero")
+    with xs[0].graph.name_scope(name):
+        return [jacobian(g, x) for g, x in zip(grads, xs)]
+
+
+# -- custom gradients -----------------------------------------------------------------------------
+def _custom_infer(ctx):
+    n = ctx.attrs["n_out"]
+    return list(zip(ctx.in_shapes[-n:], ctx.in_dtypes[-n:]))
+
+
+def _custom_numpy(args, ctx):
+    n = ctx.attrs["n_out"]
+    return args[-1] if n == 1 else "(" + ", ".join(args[-n:]) + ",)"
+
+
+def _custom_grad(op, *grads):
+    n = op.attrs["n_out"]
+    n_in = len(op.inputs) - n
+    result = op.attrs["grad_fn"](*grads)
+    result = list(result) if isinstance(result, list | tuple) else [result]
+    if len(result) != n_in:
+        raise ValueError(f"the grad_fn of custom_gradient {op.where()} returned "
+                         f"{len(result)} gradients for {n_in} inputs")
+    return result + [None] * n
+
+
+register("CustomGradient", _custom_infer, _custom_numpy, _custom_grad, view=True,
+         doc="Identity on a custom_gradient function's outputs; its rule calls the user's "
+             "grad_fn and stops gradients into the function's inner computation.")
+
+
+def custom_gradient(f):
+    """Decorator: `f(*xs)` returns `(y, grad_fn)`; gradients of y use `grad_fn(dy)` (which
+    returns one gradient per x) instead of differentiating f's body.
+
+    >>> @sg.custom_gradient                      # doctest: +SKIP
+    ... def log1pexp(x):
+    ...     e = sg.exp(x)
+    ...     return sg.log(1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+    """
+    def wrapped(*args):
+        xs = [convert_to_tensor(a) for a in args]
+        y, grad_fn = f(*xs)
+        outs = _as_tensors(y, "custom_gradient outputs")
+        result = apply("CustomGradient", xs + outs, {"n_out": len(outs), "grad_fn": grad_fn},
+                       name="CustomGradient")
+        return list(result) if isinstance(y, list | tuple) else result[0]
+    wrapped.__name__ = getattr(f, "__name__", "custom_gradient")
+    wrapped.__doc__ = f.__doc__
+    return wrapped
