@@ -95,7 +95,7 @@ def _sliced_shape(dims, spec, where_shape):
             i += 1
         else:
             d = dims[i]
-            out.append(None if d is None else len(range(*builtins.slice(*s[1:]).indices(d))))
+            out.append(None if d is None else len(builtins.range(*builtins.slice(*s[1:]).indices(d))))
             i += 1
     out.extend(dims[i:])
     return out
@@ -278,7 +278,7 @@ register("Where", lambda ctx: [(TensorShape([None, ctx.in_shapes[0].ndims]), _dt
 # -- sequences -------------------------------------------------------------------------------------
 def _range_infer(ctx):
     dt = ctx.attrs["dtype"]
-    vals = [ctx.value(i) for i in range(3)]
+    vals = [ctx.value(i) for i in builtins.range(3)]
     if any(v is None for v in vals):
         return [(TensorShape([None]), dt)]
     start, limit, delta = (v.item() for v in vals)
