@@ -21,15 +21,21 @@ def softplus(x):
     return np.logaddexp(0, x).astype(np.result_type(x), copy=False)
 
 
+def _max_or_neg_inf(x, axis):
+    """max along `axis`, keeping dims; -inf where the axis is empty (no reduction error)."""
+    return np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+
+
 def softmax(x, axis=-1):
-    z = x - np.max(x, axis=axis, keepdims=True)
+    z = x - _max_or_neg_inf(x, axis)
     e = np.exp(z)
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis=-1):
-    z = x - np.max(x, axis=axis, keepdims=True)
-    return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+    z = x - _max_or_neg_inf(x, axis)
+    with np.errstate(divide="ignore"):  # the sum is >= 1, or 0 only where the axis is empty
+        return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
 
 
 def softmax_xent(labels, logits, axis=-1):

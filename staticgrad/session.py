@@ -182,6 +182,8 @@ class Session:
         key = (fetch_list, sig)
         compiled = self._cache.get(key)
         if compiled is None:
+            if structure is None:  # a lone tensor skipped _flatten's checks
+                _resolve_fetch(fetches, self.graph)
             compiled = self._compile(fetch_list, feeds, arrays, key)
         results = self._call(compiled, arrays)
         if structure is None:

@@ -109,7 +109,7 @@ def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
         code = render_numpy(op.opdef, args, ctx)
         outs = [names.make(op.name if i == 0 else f"{op.name}_{i}")
                 for i in range(len(op.outputs))]
-        if op.opdef.stateful and op.type.startswith("Random"):
+        if op.opdef.stateful and "seed" in op.attrs:  # a random draw (needs a generator)
             random_ops.append(op)
         body.append(_comment(op))
         if isinstance(code, Store):
@@ -122,7 +122,9 @@ def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
         line_ops[len(body)] = op
         for t, name in zip(op.outputs, outs):
             expr[t] = name
-            alias[t] = op.opdef.view and bool(op.inputs) and alias.get(op.inputs[0], False)
+            # an assignment's output is the variable's new value itself (V[...] = out = ...)
+            alias[t] = isinstance(code, Store) or (
+                op.opdef.view and bool(op.inputs) and alias.get(op.inputs[0], False))
 
     returns = []
     for f in fetches:

@@ -24,8 +24,9 @@ def _known(ctx, i, what):
 
 def _shape_arg(value, name="shape"):
     """A shape argument as an int32 tensor (a constant when given as a Python list)."""
-    if M.is_tensor_like(value):
-        t = convert_to_tensor(value)
+    if M.is_tensor_like(value) or (isinstance(value, list | tuple)
+                                   and any(M.is_tensor_like(v) for v in value)):
+        t = convert_to_tensor(value)  # a list mixing ints and scalar tensors is stacked
         if not t.dtype.is_integer:
             raise TypeError(f"{name} must be an integer tensor, got {t.dtype.name} {t.name}")
         return t
@@ -111,6 +112,8 @@ def _transpose_infer(ctx):
     perm = ctx.attrs["perm"]
     if perm is None:
         return [(TensorShape(None if dims is None else dims[::-1]), ctx.in_dtypes[0])]
+    if dims is not None and all(-len(dims) <= p < len(dims) for p in perm):
+        perm = [p % len(dims) for p in perm]  # negative entries (rank unknown when built)
     if dims is not None and sorted(perm) != list(range(len(dims))):
         raise ValueError(f"perm {list(perm)} is not a permutation of the {len(dims)} axes of "
                          f"shape {ctx.in_shapes[0]}")
@@ -300,12 +303,14 @@ def fill(dims, value, name=None):
 
 def zeros(shape, dtype=_dt.float32, name=None):
     """A tensor of zeros of `shape`."""
-    return fill(shape, convert_to_tensor(0, dtype=dtype), name=name or "zeros")
+    dtype = _dt.as_dtype(dtype)
+    return fill(shape, convert_to_tensor(np.zeros((), dtype.np)), name=name or "zeros")
 
 
 def ones(shape, dtype=_dt.float32, name=None):
     """A tensor of ones of `shape`."""
-    return fill(shape, convert_to_tensor(1, dtype=dtype), name=name or "ones")
+    dtype = _dt.as_dtype(dtype)  # np.ones: also True for bool (the int 1 is not a bool)
+    return fill(shape, convert_to_tensor(np.ones((), dtype.np)), name=name or "ones")
 
 
 def zeros_like(tensor, dtype=None, name=None, optimize=True):
@@ -338,9 +343,8 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
                 raise TypeError("transpose: perm must be known when the graph is built")
             perm = v
         perm = tuple(int(p) for p in np.reshape(perm, -1))
-        rank = a.shape.ndims
-        if rank is not None:
-            perm = tuple(_norm_axis(p, rank, "perm entry") for p in perm)
+        # a permutation names every axis, so its length is the rank even when a's is unknown
+        perm = tuple(_norm_axis(p, len(perm), "perm entry") for p in perm)
     return apply1("Transpose", [a], {"perm": perm}, name=name)
 
 

@@ -319,7 +319,10 @@ register("LinSpace", _linspace_infer,
 
 def linspace(start, stop, num, name=None):
     """`num` evenly spaced values from start to stop inclusive."""
-    start = convert_to_tensor(start, dtype_hint=_dt.float32)
+    # float32 is the default for Python numbers; a NumPy float value keeps its own dtype
+    hint = start.dtype if isinstance(start, np.ndarray | np.generic) and start.dtype.kind == "f" \
+        else _dt.float32
+    start = convert_to_tensor(start, dtype_hint=hint)
     stop = convert_to_tensor(stop, dtype=start.dtype)
     return apply1("LinSpace", [start, stop], {"num": int(num)}, name=name)
 

@@ -106,7 +106,7 @@ def _unpack_infer(ctx):
 def _unpack_numpy(a, ctx):
     axis = ctx.attrs["axis"]
     if ctx.attrs["num"] == 1:
-        return f"(np.take({a[0]}, 0, axis={axis}),)"
+        return f"np.take({a[0]}, 0, axis={axis})"  # one output: the value, not a 1-tuple
     return f"tuple(np.moveaxis({a[0]}, {axis}, 0))" if axis else f"tuple({a[0]})"
 
 
@@ -178,7 +178,7 @@ def _split_numpy(a, ctx):
         raise ValueError(f"split sizes of {ctx.name} must be known when the graph is compiled")
     bounds = list(np.cumsum(sizes)[:-1].tolist())
     if len(sizes) == 1:
-        return f"({a[0]},)"
+        return a[0]  # one output: the value, not a 1-tuple
     return f"tuple(np.split({a[0]}, {bounds!r}, axis={axis}))"
 
 

@@ -275,7 +275,7 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
                             f"(created at {value.op.where()})")
         return value
     if isinstance(value, list | tuple) and any(isinstance(v, Tensor | Variable) for v in value):
-        from .shape_ops import stack
+        from .join_ops import stack
         return stack(list(value), name=name)
     want = dtype if dtype is not None else dtype_hint
     if want is not None:

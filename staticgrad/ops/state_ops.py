@@ -158,7 +158,11 @@ def tuple_(tensors, name=None, control_inputs=None):
 # -- random draws --------------------------------------------------------------------------------
 def _random_infer(ctx):
     target = ctx.value(0)
-    shape = TensorShape(None if target is None else [int(d) for d in target.reshape(-1)])
+    if target is None:  # the rank is still known from the shape vector's length
+        n = ctx.in_shapes[0].dims
+        shape = TensorShape(None if not n or n[0] is None else [None] * n[0])
+    else:
+        shape = TensorShape([int(d) for d in target.reshape(-1)])
     return [(shape, ctx.attrs["dtype"])]
 
 
