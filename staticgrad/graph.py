@@ -99,12 +99,6 @@ class Tensor:
 
     __str__ = __repr__
 
-    def __hash__(self):
-        return id(self)
-
-    def __eq__(self, other):
-        return self is other
-
     def __bool__(self):
         raise TypeError(f"using tensor {self.name} as a Python bool is not allowed: its value is "
                         f"only known when a session runs it; use sg.cond or a comparison op")
@@ -174,12 +168,6 @@ class Operation:
 
     def __repr__(self):
         return f"<sg.Operation '{self.name}' type={self.type}>"
-
-    def __hash__(self):
-        return id(self)
-
-    def __eq__(self, other):
-        return self is other
 
 
 class _ThreadState(threading.local):

@@ -96,12 +96,11 @@ def _resolve_fetch(item, graph):
 
 
 class _Compiled:
-    __slots__ = ("plan", "var_reads", "fn")
+    __slots__ = ("plan", "fn")
 
     def __init__(self, plan: Plan):
         self.plan = plan
         self.fn = plan.fn
-        self.var_reads = frozenset(plan.var_reads)
 
 
 class Session:
@@ -121,6 +120,7 @@ class Session:
         self._rngs: dict[str, np.random.Generator] = {}
         self._cache: dict = {}
         self._structures: dict = {}
+        self._last_feeds: dict = {}  # fetches -> feeds of the latest compile (for the log)
         self._compile_lock = threading.Lock()
         self._closed = False
         self._context = None
@@ -160,79 +160,74 @@ class Session:
     # -- running --------------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Compute `fetches` (a tensor, op, name, or nested list/tuple/dict/namedtuple of them)
-        given `feed_dict` ({tensor or name: value}); results come back in the same structure."""
+        given `feed_dict` ({tensor or name: value}); results come back in the same structure.
+
+        The cache key is (fetches, then each fed tensor with its value's shape and dtype).
+        """
         if self._closed:
             raise RuntimeError("attempted to use a closed Session")
-        flat_key = fetches if isinstance(fetches, Tensor) else None
-        if flat_key is None:
-            try:
-                structure = self._structures.get(_structure_key(fetches))
-            except TypeError:
-                structure = None
-            if structure is None:
-                structure = self._structure(fetches)
+        if type(fetches) is Tensor:
+            key, rebuild = [fetches], None
         else:
-            structure = None
+            leaves, rebuild = self._structure(fetches)
+            key = [leaves]
+        feeds, arrays = [], []
         if feed_dict:
-            feeds, arrays = self._convert_feeds(feed_dict)
-            sig = tuple((t, a.shape, a.dtype) for t, a in zip(feeds, arrays))
-        else:
-            feeds, arrays, sig = (), (), ()
-        fetch_list = (fetches,) if structure is None else structure[0]
-        key = (fetch_list, sig)
+            for k, v in feed_dict.items():
+                t = k if type(k) is Tensor else self._feed_tensor(k)
+                if type(v) is not np.ndarray or v.dtype is not t.dtype.np:
+                    v = _feed_array(t, v)
+                feeds.append(t)
+                arrays.append(v)
+                key += (t, v.shape, v.dtype)
+        key = tuple(key)
         compiled = self._cache.get(key)
         if compiled is None:
-            if structure is None:  # a lone tensor skipped _flatten's checks
-                _resolve_fetch(fetches, self.graph)
+            fetch_list = (fetches,) if rebuild is None else key[0]
             compiled = self._compile(fetch_list, feeds, arrays, key)
-        results = self._call(compiled, arrays)
-        if structure is None:
-            return results[0]
-        return structure[1](results)
+        try:
+            results = compiled.fn(*arrays)
+        except Exception as e:  # noqa: BLE001 - re-raised naming the node at fault
+            raise self._run_error(compiled, e) from e
+        return results[0] if rebuild is None else rebuild(results)
 
     def _structure(self, fetches):
-        leaves = []
-        rebuild = _flatten(fetches, self.graph, leaves)
-        structure = (tuple(leaves), rebuild)
+        """(leaves, rebuild) for a fetch structure, cached by its hashable key if it has one."""
         try:
-            self._structures[_structure_key(fetches)] = structure
+            skey = _structure_key(fetches)
         except TypeError:
-            pass
+            skey = None
+        structure = self._structures.get(skey) if skey is not None else None
+        if structure is None:
+            leaves = []
+            rebuild = _flatten(fetches, self.graph, leaves)
+            structure = (tuple(leaves), rebuild)
+            if skey is not None:
+                self._structures[skey] = structure
         return structure
 
-    def _call(self, compiled: _Compiled, arrays):
-        if compiled.var_reads and not compiled.var_reads <= self._vars.keys():
-            self._raise_uninitialized(compiled)
-        try:
-            return compiled.fn(*arrays)
-        except OpError:
-            raise
-        except Exception as e:  # noqa: BLE001 - re-raised with the node that failed
-            op = failing_op(compiled.plan, e)
-            where = op.where() if op is not None else "the generated code"
-            raise InvalidArgumentError(None, op, f"{where} failed at run time: "
-                                                 f"{type(e).__name__}: {e}") from e
+    def _run_error(self, compiled: _Compiled, e: Exception) -> Exception:
+        """The error to raise for an exception from generated code: an uninitialized variable
+        (a missing `V[name]`) or a failing node, named with where the user created it."""
+        if isinstance(e, OpError):
+            return e
+        plan = compiled.plan
+        if isinstance(e, KeyError) and e.args and e.args[0] in plan.var_reads:
+            return self._uninitialized(plan)
+        op = failing_op(plan, e)
+        where = op.where() if op is not None else "the generated code"
+        return InvalidArgumentError(None, op, f"{where} failed at run time: "
+                                              f"{type(e).__name__}: {e}")
 
-    def _raise_uninitialized(self, compiled: _Compiled):
-        missing = sorted(compiled.var_reads - self._vars.keys())
+    def _uninitialized(self, plan: Plan) -> FailedPreconditionError:
+        missing = [v for v in plan.var_reads if v not in self._vars]
         op = self.graph.get_operation_by_name(missing[0])
-        fetch_names = ", ".join(f.name for f in compiled.plan.fetches)
-        raise FailedPreconditionError(
+        fetch_names = ", ".join(f.name for f in plan.fetches)
+        also = f" (also uninitialized: {', '.join(missing[1:])})" if len(missing) > 1 else ""
+        return FailedPreconditionError(
             None, op, f"attempting to use uninitialized value {missing[0]} (variable created "
                       f"at {format_location(op.location)}), needed by fetch {fetch_names}; run "
-                      f"its initializer or sg.global_variables_initializer() first"
-                      + (f" (also uninitialized: {', '.join(missing[1:])})"
-                         if len(missing) > 1 else ""))
-
-    def _convert_feeds(self, feed_dict):
-        feeds, arrays = [], []
-        for key, value in feed_dict.items():
-            t = self._feed_tensor(key)
-            arr = value if type(value) is np.ndarray and value.dtype == t.dtype.np else \
-                _feed_array(t, value)
-            feeds.append(t)
-            arrays.append(arr)
-        return tuple(feeds), arrays
+                      f"its initializer or sg.global_variables_initializer() first{also}")
 
     def _feed_tensor(self, key) -> Tensor:
         if isinstance(key, Tensor):
@@ -255,12 +250,17 @@ class Session:
             compiled = self._cache.get(key)
             if compiled is not None:
                 return compiled
+            for f in fetch_list:
+                _resolve_fetch(f, self.graph)
             for t, a in zip(feeds, arrays):
+                if t.graph is not self.graph:
+                    raise ValueError(f"cannot feed {t.name}: it is from another graph than the "
+                                     "session's")
                 if not t.shape.is_compatible_with(a.shape):
                     raise InvalidArgumentError(
                         None, t.op, f"cannot feed a value of shape {a.shape} for {t.name}, "
                                     f"which has shape {t.shape} ({t.op.where()})")
-            reason = self._recompile_reason(fetch_list, key)
+            reason = self._recompile_reason(fetch_list, feeds, arrays)
             log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
             plan = compile_plan(list(fetch_list), list(feeds),
                                 [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays],
@@ -270,13 +270,13 @@ class Session:
             self._cache[key] = compiled
             return compiled
 
-    def _recompile_reason(self, fetch_list, key) -> str:
-        for (fetches, sig) in self._cache:
-            if fetches == fetch_list:
-                old = [(t.name, s, str(d)) for t, s, d in sig]
-                new = [(t.name, s, str(d)) for t, s, d in key[1]]
-                return f"feeds changed from {old} to {new}"
-        return "first run of these fetches"
+    def _recompile_reason(self, fetch_list, feeds, arrays) -> str:
+        new = [(t.name, a.shape, str(a.dtype)) for t, a in zip(feeds, arrays)]
+        old = self._last_feeds.get(fetch_list)
+        self._last_feeds[fetch_list] = new
+        if old is None:
+            return "first run of these fetches"
+        return f"feeds changed from {old} to {new}"
 
     def _make_generators(self, plan: Plan) -> None:
         for op in plan.random_ops:
@@ -291,29 +291,56 @@ class Session:
     # -- extras -------------------------------------------------------------------------------------
     def make_callable(self, fetches, feed_list=None, accept_options=False):
         """A function of the values of `feed_list` (in order) returning `fetches`: the fast
-        path without a feed dict."""
+        path, with no feed dict to walk and the fetch structure resolved once."""
         leaves = []
         rebuild = _flatten(fetches, self.graph, leaves)
         fetch_list = tuple(leaves)
         feeds = tuple(self._feed_tensor(k) for k in (feed_list or ()))
-        last = [None, None]  # (signature, compiled)
+        np_dtypes = tuple(t.dtype.np for t in feeds)
         single = isinstance(fetches, Tensor | Operation | Variable | str)
+        by_shapes = {}  # converted feeds have fixed dtypes, so their shapes are the signature
+
+        def lookup(arrays, shapes):
+            compiled = by_shapes.get(shapes)
+            if compiled is None:
+                key = (fetch_list,) + tuple(x for t, a in zip(feeds, arrays)
+                                            for x in (t, a.shape, a.dtype))
+                compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
+                by_shapes[shapes] = compiled
+            return compiled
+
+        def finish(compiled, arrays):
+            try:
+                results = compiled.fn(*arrays)
+            except Exception as e:  # noqa: BLE001
+                raise self._run_error(compiled, e) from e
+            return results[0] if single else rebuild(results)
+
+        if len(feeds) == 1:  # the common case, without loops
+            (feed,), (np_dtype,) = feeds, np_dtypes
+
+            def call_one(value):
+                if type(value) is not np.ndarray or value.dtype is not np_dtype:
+                    value = _feed_array(feed, value)
+                compiled = by_shapes.get(value.shape) or lookup([value], value.shape)
+                try:
+                    results = compiled.fn(value)
+                except Exception as e:  # noqa: BLE001
+                    raise self._run_error(compiled, e) from e
+                return results[0] if single else rebuild(results)
+            return call_one
 
         def call(*values):
             if len(values) != len(feeds):
                 raise TypeError(f"this callable takes {len(feeds)} feeds "
                                 f"({', '.join(t.name for t in feeds)}), got {len(values)}")
-            arrays = [v if type(v) is np.ndarray and v.dtype == t.dtype.np
-                      else _feed_array(t, v) for t, v in zip(feeds, values)]
-            sig = tuple((t, a.shape, a.dtype) for t, a in zip(feeds, arrays))
-            if sig == last[0]:
-                compiled = last[1]
-            else:
-                key = (fetch_list, sig)
-                compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
-                last[0], last[1] = sig, compiled
-            results = self._call(compiled, arrays)
-            return results[0] if single else rebuild(results)
+            arrays, shapes = list(values), []
+            for i, np_dtype in enumerate(np_dtypes):
+                v = arrays[i]
+                if type(v) is not np.ndarray or v.dtype is not np_dtype:
+                    v = arrays[i] = _feed_array(feeds[i], v)
+                shapes.append(v.shape)
+            return finish(lookup(arrays, tuple(shapes)), arrays)
         return call
 
     def source(self, fetches, feed_dict=None) -> str:
@@ -324,10 +351,14 @@ class Session:
         """The compiled plan (function, source, schedule) for these fetches and feeds."""
         leaves = []
         _flatten(fetches, self.graph, leaves)
-        feeds, arrays = self._convert_feeds(feed_dict or {})
-        sig = tuple((t, a.shape, a.dtype) for t, a in zip(feeds, arrays))
-        key = (tuple(leaves), sig)
-        compiled = self._cache.get(key) or self._compile(tuple(leaves), feeds, arrays, key)
+        feeds, arrays = [], []
+        for k, v in (feed_dict or {}).items():
+            t = self._feed_tensor(k)
+            feeds.append(t)
+            arrays.append(_feed_array(t, v))
+        fetch_list = tuple(leaves)
+        key = (fetch_list,) + tuple(x for t, a in zip(feeds, arrays) for x in (t, a.shape, a.dtype))
+        compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
         return compiled.plan
 
     def _set_variable(self, var: Variable, value) -> None:

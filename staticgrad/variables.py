@@ -117,12 +117,6 @@ class Variable:
         return (f"<sg.Variable '{self.name}' shape={self.shape} "
                 f"dtype={self.dtype.name}>")
 
-    def __hash__(self):
-        return id(self)
-
-    def __eq__(self, other):
-        return self is other
-
     # Python operators are bound in ops/__init__.py, as for Tensor.
 
 

@@ -141,7 +141,8 @@ def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
             returns.append(e)
     source = render_template("numpy/module.py.j2", title=title, params=params, body=body,
                              returns=returns, constants=sorted(constants),
-                             feeds=[(expr[t], t) for t in feeds], fetches=fetches)
+                             feeds=[(expr[t], t.name, t.dtype.name, spec.shapes[t])
+                                    for t in feeds], fetches=fetches)
     header_lines = source.split("\n")
     # Map body line numbers (1-based within body) to source line numbers.
     first = next(i for i, line in enumerate(header_lines) if line.startswith("def run(")) + 2
