@@ -18,7 +18,7 @@ import re
 import threading
 
 from . import dtypes as _dt
-from .errors import format_location, user_location
+from .errors import format_location
 from .shapes import TensorShape, as_shape
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
@@ -148,8 +148,8 @@ class Operation:
 
     @property
     def node_def(self) -> dict:
-        return {"name": self.name, "op": self.type,
-                "input": [t.name for t in self.inputs] + ["^" + o.name for o in self.control_inputs]}
+        inputs = [t.name for t in self.inputs] + ["^" + o.name for o in self.control_inputs]
+        return {"name": self.name, "op": self.type, "input": inputs}
 
     def get_attr(self, name):
         try:

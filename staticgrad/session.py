@@ -19,8 +19,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .compiler import Plan, compile_plan, failing_op
-from .errors import (FailedPreconditionError, InvalidArgumentError, OpError,
-                     format_location)
+from .errors import FailedPreconditionError, InvalidArgumentError, OpError, format_location
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .variables import Variable
 
@@ -90,8 +89,9 @@ def _resolve_fetch(item, graph):
             raise ValueError(f"fetch {item!r} does not name a tensor or an operation in the "
                              f"session's graph: {e}") from None
     if item.graph is not graph:
-        raise ValueError(f"fetch {item.name} ({item.op.where() if isinstance(item, Tensor) else item.where()}) "
-                         "is from another graph than the session's")
+        op = item.op if isinstance(item, Tensor) else item
+        raise ValueError(f"fetch {item.name} ({op.where()}) is from another graph than the "
+                         "session's")
     return item
 
 
@@ -288,7 +288,7 @@ class Session:
                     seq = [87654321 if graph_seed is None else graph_seed, op_seed or 0]
                     self._rngs[op.name] = np.random.default_rng(seq)
 
-    # -- extras -------------------------------------------------------------------------------------
+    # -- extras ---------------------------------------------------------------------------------
     def make_callable(self, fetches, feed_list=None, accept_options=False):
         """A function of the values of `feed_list` (in order) returning `fetches`: the fast
         path, with no feed dict to walk and the fetch structure resolved once."""

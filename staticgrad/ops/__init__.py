@@ -8,10 +8,32 @@ from __future__ import annotations
 
 from ..graph import Tensor
 from ..variables import Variable
-from . import (array_ops, indexing_ops, join_ops, math_ops, nn_ops, reduction_ops,  # noqa: F401
-               registry, state_ops)
-from .math_ops import (abs, add, floordiv, greater, greater_equal, less, less_equal, matmul,
-                       mod, multiply, negative, pow, subtract, truediv)
+from . import (  # noqa: F401
+    array_ops,
+    indexing_ops,
+    join_ops,
+    math_ops,
+    nn_ops,
+    reduction_ops,
+    registry,
+    state_ops,
+)
+from .math_ops import (
+    abs,
+    add,
+    floordiv,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    matmul,
+    mod,
+    multiply,
+    negative,
+    pow,
+    subtract,
+    truediv,
+)
 
 
 def _swap(fn):

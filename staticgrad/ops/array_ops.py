@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..shapes import TensorShape
 from . import math_ops as M
-from .registry import apply, apply1, convert_to_tensor, register
+from .registry import apply1, convert_to_tensor, register
 
 
 def _known(ctx, i, what):

@@ -95,7 +95,8 @@ def _sliced_shape(dims, spec, where_shape):
             i += 1
         else:
             d = dims[i]
-            out.append(None if d is None else len(builtins.range(*builtins.slice(*s[1:]).indices(d))))
+            span = None if d is None else builtins.slice(*s[1:]).indices(d)
+            out.append(None if span is None else len(builtins.range(*span)))
             i += 1
     out.extend(dims[i:])
     return out

@@ -252,7 +252,9 @@ def _matmul_numpy(args, ctx):
         if not transposed:
             return arg
         return f"{arg}.T" if len(ctx.in_shapes[i].dims) == 2 else f"np.swapaxes({arg}, -1, -2)"
-    return f"{side(args[0], ctx.attrs['transpose_a'], 0)} @ {side(args[1], ctx.attrs['transpose_b'], 1)}"
+    a = side(args[0], ctx.attrs["transpose_a"], 0)
+    b = side(args[1], ctx.attrs["transpose_b"], 1)
+    return f"{a} @ {b}"
 
 
 def _matmul_grad(op, g):
@@ -290,7 +292,7 @@ def _unary_fn(op_type, default_name=None):
     def fn(x, name=None):
         return apply1(op_type, [convert_to_tensor(x)], name=name)
     fn.__name__ = default_name or op_type.lower()
-    fn.__doc__ = f"Elementwise {op_type} (NumPy broadcasting semantics).\n\n>>> {fn.__name__}(x)  # doctest: +SKIP"
+    fn.__doc__ = f"Elementwise {op_type}.\n\n>>> {fn.__name__}(x)  # doctest: +SKIP"
     return fn
 
 
@@ -299,7 +301,8 @@ def _binary_fn(op_type, default_name=None):
         x, y = _operands(x, y)
         return apply1(op_type, [x, y], name=name)
     fn.__name__ = default_name or op_type.lower()
-    fn.__doc__ = f"Elementwise {op_type} with NumPy broadcasting.\n\n>>> {fn.__name__}(x, y)  # doctest: +SKIP"
+    fn.__doc__ = (f"Elementwise {op_type} with NumPy broadcasting.\n\n"
+                  f">>> {fn.__name__}(x, y)  # doctest: +SKIP")
     return fn
 
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import runtime
-from ..graph import Operation, Tensor, check_op_name, get_default_graph
 from ..errors import user_location
+from ..graph import Operation, Tensor, check_op_name, get_default_graph
 
 REGISTRY: dict[str, OpDef] = {}
 
