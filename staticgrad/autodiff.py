@@ -170,7 +170,7 @@ def _checked(op: Operation, in_grads: list) -> list:
             continue
         g = convert_to_tensor(g, dtype_hint=x.dtype)
         if not (x.shape.is_fully_defined() and g.shape == x.shape):
-            if op.opdef.elementwise or op.type == "MatMul":
+            if op.opdef.broadcasts:
                 g = sum_to(g, shape_of(x))
         if g.dtype is not x.dtype:
             raise TypeError(f"the gradient rule of {op.where()} returned a {g.dtype.name} "

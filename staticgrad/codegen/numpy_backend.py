@@ -109,7 +109,7 @@ def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
         code = render_numpy(op.opdef, args, ctx)
         outs = [names.make(op.name if i == 0 else f"{op.name}_{i}")
                 for i in range(len(op.outputs))]
-        if op.opdef.stateful and "seed" in op.attrs:  # a random draw (needs a generator)
+        if op.opdef.draws_random:
             random_ops.append(op)
         body.append(_comment(op))
         if isinstance(code, Store):

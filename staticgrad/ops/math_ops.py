@@ -52,7 +52,7 @@ def broadcast_infer(kinds: str, out_dtype=None):
 
 
 def _unary(op_type, numpy, grad, kinds="f", **kw):
-    register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, **kw)
+    register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, broadcasts=False, **kw)
 
 
 def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, **kw):
@@ -101,9 +101,9 @@ _unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y
 _unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))])
 _unary("Identity", "{0}", lambda op, g: [g], kinds="fib", view=True)
 register("StopGradient", unary_infer("fib"), "{0}", None, differentiable=False, view=True,
-         elementwise=True)
+         elementwise=True, broadcasts=False)
 register("LogicalNot", unary_infer("b"), "np.logical_not({0})", None, differentiable=False,
-         elementwise=True)
+         elementwise=True, broadcasts=False)
 
 
 def _leaky_relu_grad(op, g):
@@ -112,7 +112,7 @@ def _leaky_relu_grad(op, g):
 
 
 register("LeakyRelu", unary_infer("f"), "np.where({0} > 0, {0}, {0} * {alpha!r})",
-         _leaky_relu_grad, elementwise=True)
+         _leaky_relu_grad, elementwise=True, broadcasts=False)
 
 
 def _cast_infer(ctx):
@@ -130,7 +130,7 @@ def _cast_grad(op, g):
     return [None]
 
 
-register("Cast", _cast_infer, _cast_numpy, _cast_grad, elementwise=True)
+register("Cast", _cast_infer, _cast_numpy, _cast_grad, elementwise=True, broadcasts=False)
 
 
 # -- binary ops -----------------------------------------------------------------------------
@@ -270,7 +270,7 @@ def _matmul_grad(op, g):
             matmul(g, a, transpose_a=True, transpose_b=True)]
 
 
-register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad)
+register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, broadcasts=True)
 
 
 # -- public functions -------------------------------------------------------------------------

@@ -39,6 +39,8 @@ class OpDef:
     differentiable: bool = True
     stateful: bool = False       # random draws, variables, assignments: never folded or merged
     elementwise: bool = False    # output[i] depends only on inputs[i] (after broadcasting)
+    broadcasts: bool = False     # inputs broadcast: the reverse pass sums gradients back
+    draws_random: bool = False   # needs a random generator (R[name]) from the session
     view: bool = False           # output may share memory with input 0 (reshape, transpose...)
     static_inputs: tuple = ()    # inputs read only for their (static) value, e.g. shape tensors
     shape_inputs: tuple = ()     # inputs read only for their shape, e.g. zeros_like's argument
@@ -48,6 +50,7 @@ class OpDef:
 def register(op_type: str, infer, numpy, grad=None, **kw) -> OpDef:
     if op_type in REGISTRY:
         raise ValueError(f"op type {op_type!r} is already registered")
+    kw.setdefault("broadcasts", kw.get("elementwise", False))
     opdef = OpDef(op_type, infer, numpy, grad, **kw)
     REGISTRY[op_type] = opdef
     return opdef

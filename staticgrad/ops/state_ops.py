@@ -179,11 +179,11 @@ def _random_numpy(fn):
 
 
 register("RandomStandardNormal", _random_infer, _random_numpy("normal"), differentiable=False,
-         stateful=True, static_inputs=(0,))
+         stateful=True, draws_random=True, static_inputs=(0,))
 register("TruncatedNormal", _random_infer, _random_numpy("truncated_normal"),
-         differentiable=False, stateful=True, static_inputs=(0,))
+         differentiable=False, stateful=True, draws_random=True, static_inputs=(0,))
 register("RandomUniform", _random_infer, _random_numpy("uniform"), differentiable=False,
-         stateful=True, static_inputs=(0,))
+         stateful=True, draws_random=True, static_inputs=(0,))
 
 
 def _seeds(seed):
