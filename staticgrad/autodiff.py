@@ -95,8 +95,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     stops = set(_as_tensors(stop_gradients, "stop_gradients")) if stop_gradients else set()
     if grad_ys is None:
         grad_ys = [None] * len(ys)
-    elif not isinstance(grad_ys, list | tuple):
-        grad_ys = [grad_ys]
+    elif not isinstance(grad_ys, list | tuple) or (len(ys) == 1 and len(grad_ys) != 1):
+        grad_ys = [grad_ys]  # one y: a list of numbers is its one grad_ys vector
     if len(grad_ys) != len(ys):
         raise ValueError(f"got {len(grad_ys)} grad_ys for {len(ys)} ys")
     graph = ys[0].graph

@@ -1,0 +1,232 @@
+"""The reverse pass's semantics (TF1's `gradients`), checked against hand-derived values."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+
+F = sg.float64
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    g = sg.Graph()
+    with g.as_default():
+        yield g
+
+
+def run(fetches, feed=None):
+    with sg.Session() as sess:
+        sess.run(sg.global_variables_initializer())
+        return sess.run(fetches, feed)
+
+
+def test_list_of_ys_sums_their_gradients():
+    x = sg.placeholder(F, [3])
+    dx, = sg.gradients([sg.reduce_sum(x * x), sg.reduce_sum(3.0 * x)], [x])
+    xv = np.array([1.0, 2.0, -1.0])
+    np.testing.assert_allclose(run(dx, {x: xv}), 2 * xv + 3)
+
+
+def test_default_grad_ys_is_ones_of_a_run_time_shape():
+    x = sg.placeholder(F, None)  # unknown rank: y's shape is known only when fed
+    y = sg.sin(x)
+    dx, = sg.gradients(y, x)
+    xv = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(run(dx, {x: xv}), np.cos(xv))
+
+
+def test_grad_ys_is_a_vector_jacobian_product():
+    x = sg.placeholder(F, [3])
+    y = x * x
+    dx, = sg.gradients(y, x, grad_ys=[0.1, 1.0, 0.0001])
+    np.testing.assert_allclose(run(dx, {x: [1.0, 2.0, 3.0]}), [0.2, 4.0, 0.0006])
+
+
+def test_grad_ys_of_the_wrong_shape_is_rejected():
+    x = sg.placeholder(F, [3])
+    with pytest.raises(ValueError, match="grad_ys"):
+        sg.gradients(x * 2.0, x, grad_ys=[1.0, 2.0])
+
+
+def test_unconnected_gives_none_or_zeros():
+    x = sg.placeholder(F, [2])
+    z = sg.placeholder(F, [2, 2])
+    y = sg.reduce_sum(x * 2.0)
+    assert sg.gradients(y, [x, z])[1] is None
+    dz = sg.gradients(y, [x, z], unconnected_gradients="zero")[1]
+    np.testing.assert_array_equal(run(dz, {z: np.ones((2, 2))}), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="unconnected_gradients"):
+        sg.gradients(y, x, unconnected_gradients="bogus")
+
+
+def test_integer_and_bool_tensors_carry_no_gradient():
+    i = sg.placeholder(sg.int32, [3])
+    x = sg.placeholder(F, [3])
+    y = sg.reduce_sum(sg.cast(i, F) * x)
+    di, dx = sg.gradients(y, [i, x])
+    assert di is None and dx is not None
+    b = sg.placeholder(sg.bool_, [3])
+    assert sg.gradients(sg.reduce_sum(sg.where(b, x, -x)), b) == [None]
+
+
+def test_fan_in_is_summed_once_with_add_n(fresh_graph):
+    x = sg.placeholder(F, [2])
+    y = sg.sin(x) + sg.cos(x) + sg.exp(x) + x * x  # five paths into x (x * x is two)
+    dx, = sg.gradients(y, x)
+    assert dx.op.type == "AddN" and len(dx.op.inputs) == 5
+    grad_ops = [op for op in fresh_graph.get_operations() if op.name.startswith("gradients")]
+    assert sum(op.type == "AddN" for op in grad_ops) == 1
+    xv = np.array([0.3, -1.2])
+    np.testing.assert_allclose(run(dx, {x: xv}), np.cos(xv) - np.sin(xv) + np.exp(xv) + 2 * xv)
+
+
+def test_intermediate_tensors_can_be_xs():
+    """The static counterpart of PyTorch's retain_grad (seed 000)."""
+    x = sg.constant([1.0, 1, 1, 1], dtype=F)
+    y = 2 * x
+    z = sg.reduce_mean(y)
+    dx, dy, dz = run(sg.gradients(z, [x, y, z]))
+    np.testing.assert_allclose(dx, [0.5] * 4)
+    np.testing.assert_allclose(dy, [0.25] * 4)
+    assert dz == 1.0
+
+
+def test_stop_gradient_and_stop_gradients():
+    x = sg.placeholder(F, [])
+    y = x * x
+    assert run(sg.gradients(sg.stop_gradient(y) * x, x)[0], {x: 3.0}) == 9.0
+    # TF1's documented example: a = 0, b = 2a; d(a + b)/d[a, b] with both stopped is [1, 1]
+    a = sg.constant(0.0, dtype=F)
+    b = 2 * a
+    ga, gb = sg.gradients(a + b, [a, b], stop_gradients=[a, b])
+    assert run([ga, gb]) == [1.0, 1.0]
+    ga, = sg.gradients(a + b, [a])
+    assert run(ga) == 3.0
+
+
+def test_custom_gradient_replaces_the_body():
+    @sg.custom_gradient
+    def clip_grad_identity(x):
+        return sg.identity(x), lambda dy: [sg.clip_by_value(dy, -1.0, 1.0)]
+
+    x = sg.placeholder(F, [3])
+    y = clip_grad_identity(x) * 10.0
+    dx, = sg.gradients(y, x)
+    np.testing.assert_allclose(run([y, dx], {x: [1.0, 2.0, 3.0]})[1], [1.0, 1.0, 1.0])
+
+
+def test_register_gradient_with_override_map(fresh_graph):
+    @sg.RegisterGradient("TimesThreeSquareGrad")
+    def _grad(op, g):
+        return [g * 3.0]
+
+    x = sg.placeholder(F, [2])
+    with fresh_graph.gradient_override_map({"Square": "TimesThreeSquareGrad"}):
+        y = sg.square(x)
+    plain = sg.square(x)
+    dy, = sg.gradients(y, x)
+    dp, = sg.gradients(plain, x)
+    got = run([dy, dp], {x: [1.0, 2.0]})
+    np.testing.assert_allclose(got[0], [3.0, 3.0])
+    np.testing.assert_allclose(got[1], [2.0, 4.0])
+
+
+def test_not_differentiable_and_missing_rules(fresh_graph):
+    sg.NotDifferentiable("SquareIsFlat")
+
+    @sg.RegisterGradient("WrongArity")
+    def _wrong(op, g):
+        return [g, g]
+
+    @sg.RegisterGradient("WrongShape")
+    def _wrong_shape(op, g):
+        return [sg.reduce_sum(g)]
+
+    x = sg.placeholder(F, [2, 3])
+    with fresh_graph.gradient_override_map({"Square": "SquareIsFlat"}):
+        flat = sg.square(x)
+    assert sg.gradients(flat, x) == [None]
+    with fresh_graph.gradient_override_map({"Exp": "WrongArity"}):
+        bad = sg.exp(x)
+    with pytest.raises(ValueError, match=r"Exp op .* returned 2 gradients for 1 inputs"):
+        sg.gradients(bad, x)
+    with fresh_graph.gradient_override_map({"Exp": "WrongShape"}):
+        bad2 = sg.exp(x)
+    with pytest.raises(ValueError, match=r"shape \(\) for input 0 of shape \(2, 3\)"):
+        sg.gradients(bad2, x)
+    with fresh_graph.gradient_override_map({"Exp": "NoSuchGradient"}):
+        bad3 = sg.exp(x)
+    with pytest.raises(LookupError, match="NoSuchGradient"):
+        sg.gradients(bad3, x)
+
+
+def test_unsupported_gradient_names_the_op():
+    x = sg.placeholder(F, [3])
+    y = sg.pad(x, [[1, 1]], mode="REFLECT")
+    with pytest.raises(NotImplementedError, match=r"Pad .*REFLECT"):
+        sg.gradients(y, x)
+
+
+def test_hessians_and_jacobian_against_hand_derivatives():
+    x = sg.placeholder(F, [3])
+    y = sg.reduce_sum(x * x * x) + x[0] * x[1]
+    h, = sg.hessians(y, x)
+    xv = np.array([1.0, 2.0, -0.5])
+    want = np.diag(6 * xv)
+    want[0, 1] = want[1, 0] = 1.0
+    np.testing.assert_allclose(run(h, {x: xv}), want)
+    j = sg.jacobian(sg.sin(x) * 2.0, x)
+    np.testing.assert_allclose(run(j, {x: xv}), np.diag(2 * np.cos(xv)))
+
+
+def test_higher_order_derivatives():
+    x = sg.placeholder(F, [])
+    d = sg.sin(x)
+    values = []
+    for _ in range(4):
+        d = sg.gradients(d, x)[0]
+        values.append(d)
+    got = run(values, {x: 0.7})
+    np.testing.assert_allclose(got, [np.cos(0.7), -np.sin(0.7), -np.cos(0.7), np.sin(0.7)])
+
+
+def test_gradients_of_a_variable_and_a_training_step():
+    w = sg.Variable(np.array([0.0, 0.0]), name="w")
+    x = sg.placeholder(F, [None, 2])
+    t = sg.placeholder(F, [None])
+    loss = sg.reduce_mean(sg.square(sg.reduce_sum(x * w, axis=1) - t))
+    dw, = sg.gradients(loss, [w])
+    step = sg.assign_sub(w, 0.1 * dw)
+    xs = np.random.default_rng(1).normal(size=(64, 2))
+    ts = xs @ np.array([2.0, -3.0])
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        for _ in range(300):
+            sess.run(step, {x: xs, t: ts})
+        np.testing.assert_allclose(sess.run(w), [2.0, -3.0], atol=1e-6)
+
+
+def test_twenty_thousand_op_chain_differentiates_without_recursion_limit():
+    x = sg.placeholder(F, [4])
+    y = x
+    for i in range(20000):
+        y = sg.sin(y) if i % 2 else y * 1.0001
+    start = time.perf_counter()
+    dx, = sg.gradients(y, x)
+    assert time.perf_counter() - start < 60  # seconds (a generous bound: this is a CI box)
+    assert dx.shape.as_list() == [4]
+
+
+def test_gradient_nodes_are_named_under_the_gradients_scope():
+    x = sg.placeholder(F, [2], name="x")
+    with sg.name_scope("layer"):
+        y = sg.exp(x)
+    dx, = sg.gradients(y, x)
+    assert dx.name.startswith("gradients/layer/Exp_grad/")
+    dx2, = sg.gradients(y, x)
+    assert dx2.name.startswith("gradients_1/")
