@@ -256,6 +256,9 @@ class Graph:
         if name is None or name == "":
             new = ""
         elif name.endswith("/"):
+            if not _VALID_SCOPE_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid scope name "
+                                 "(letters, digits, and _ . - / only)")
             new = name[:-1]  # re-enter an existing scope exactly
         else:
             if not _VALID_SCOPE_NAME.match(name):

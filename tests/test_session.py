@@ -458,6 +458,22 @@ def test_malicious_node_name_is_rejected(g, bad):
                 pass
 
 
+@pytest.mark.parametrize("bad", ['a"""\nimport os\n"""/', "x;y/", "a b/"])
+def test_reentered_scope_names_are_checked_too(g, bad):
+    """A scope re-entered by its full name ('name/') must not smuggle code into the source."""
+    with pytest.raises(ValueError, match="not a valid scope name"):
+        with sg.name_scope(bad):
+            pass
+
+
+def test_builtin_names_cannot_shadow_what_generated_code_calls(g):
+    x = sg.placeholder(sg.float32, [2, 3], name="x")
+    t = sg.identity(x, name="tuple")
+    a, b, c = sg.unstack(sg.reshape(t * 2.0, [2, 3]), axis=1)
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(sg.Session().run(c, {x: xv}), xv[:, 2] * 2)
+
+
 def test_odd_but_valid_names_give_valid_source(g):
     x = sg.placeholder(sg.float32, [], name="class")
     y = sg.add(x, 1.0, name="1.weird-name>x")

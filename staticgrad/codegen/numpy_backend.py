@@ -7,6 +7,7 @@ inject code. Small constants are inlined as literals; larger ones become module 
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import keyword
 import re
@@ -19,7 +20,8 @@ from ..ops.state_ops import Store
 from ..passes.specialize import Spec
 from .templates import render_template
 
-RESERVED = {"np", "rt", "V", "R", "C", "run", "None", "True", "False"}
+# Names the generated module uses: its globals, and every builtin an emitter may call.
+RESERVED = {"np", "rt", "V", "R", "run"} | set(dir(builtins))
 
 
 @dataclasses.dataclass
@@ -47,14 +49,19 @@ class _Names:
         return name
 
 
+def _printable(text: str) -> str:
+    """Text safe inside a comment or docstring of generated code, whatever it came from."""
+    return re.sub(r"[^A-Za-z0-9_.:/<>()?, -]", "?", str(text))
+
+
 def _comment(op: Operation) -> str:
     filename, lineno = op.location
-    short = re.sub(r"[^\x20-\x7e]", "?", filename.rsplit("/", 1)[-1])
-    return f"# {op.type} {op.name!r} at {short}:{lineno}"
+    where = _printable(filename.rsplit("/", 1)[-1])
+    return f"# {op.type} {_printable(op.name)!r} at {where}:{lineno}"
 
 
 def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
-           alias_fetch_copy: bool = True, title: str = "") -> Rendered:
+           title: str = "") -> Rendered:
     """Render `ops` (pruned, in order) computing `fetches` from the `feeds` parameters."""
     names = _Names()
     expr: dict[Tensor, str] = {}       # how a tensor is referred to in the code
@@ -134,15 +141,16 @@ def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
         e = ref(f, None)
         if spec.shapes[f].ndims == 0 if f in spec.shapes else f.shape.ndims == 0:
             returns.append(f"{e}[()]")
-        elif alias_fetch_copy and (alias.get(f, False) or e in constants or
+        elif (alias.get(f, False) or e in constants or
                                    (f.op.opdef.view and f not in feeds)):
             returns.append(f"np.array({e})")
         else:
             returns.append(e)
-    source = render_template("numpy/module.py.j2", title=title, params=params, body=body,
+    source = render_template("numpy/module.py.j2", title=_printable(title), params=params, body=body,
                              returns=returns, constants=sorted(constants),
-                             feeds=[(expr[t], t.name, t.dtype.name, spec.shapes[t])
-                                    for t in feeds], fetches=fetches)
+                             feeds=[(expr[t], _printable(t.name), t.dtype.name,
+                                     _printable(spec.shapes[t])) for t in feeds],
+                             fetches=[_printable(f.name) for f in fetches])
     header_lines = source.split("\n")
     # Map body line numbers (1-based within body) to source line numbers.
     first = next(i for i, line in enumerate(header_lines) if line.startswith("def run(")) + 2

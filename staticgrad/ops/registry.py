@@ -109,7 +109,8 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         if name in graph._by_name:
             raise ValueError(f"an operation named {name!r} already exists in the graph")
     else:
-        name = graph.unique_name(check_op_name(name) if name else op_type)
+        # the full name (with its scope) is checked: no scope can smuggle in other characters
+        name = check_op_name(graph.unique_name(check_op_name(name) if name else op_type))
     override = graph._thread.override_map.get(op_type)
     if override is not None:
         attrs["_gradient_op_type"] = override
