@@ -43,6 +43,18 @@ def softmax_xent(labels, logits, axis=-1):
     return -np.sum(labels * log_softmax(logits, axis), axis=axis)
 
 
+def sparse_softmax_xent(labels, logits):
+    """-log_softmax(logits)[..., labels]; a label outside [0, classes) is an error, as in TF1."""
+    depth = np.shape(logits)[-1]
+    labels = np.asarray(labels)
+    if labels.size and (labels.min() < 0 or labels.max() >= depth):
+        bad = labels[(labels < 0) | (labels >= depth)].ravel()[0]
+        raise ValueError(f"received a label value of {bad} which is outside the valid range "
+                         f"of [0, {depth})")
+    logp = log_softmax(logits, -1)
+    return 0 - np.take_along_axis(logp, labels[..., None].astype(np.intp), axis=-1)[..., 0]
+
+
 _erf_vec = np.frompyfunc(math.erf, 1, 1)
 
 

@@ -120,6 +120,9 @@ CASES = [
     ("SoftmaxCrossEntropyWithLogits",
      lambda lab, x: sg.nn.softmax_cross_entropy_with_logits_v2(labels=lab, logits=x),
      [(lambda s: RNG.dirichlet(np.ones(s[-1]), s[0]), (2, 4)), (any_, (2, 4))], True),
+    ("SparseSoftmaxCrossEntropyWithLogits",
+     lambda x: sg.nn.sparse_softmax_cross_entropy_with_logits(labels=[2, 0, 3], logits=x),
+     [(any_, (3, 4))], True),
     ("PlaceholderWithDefault", lambda x: sg.placeholder_with_default(x, [2, 3]) * 2.0,
      [(any_, (2, 3))], True),
     ("CustomGradient", lambda x: _clipped_identity(x), [(any_, (3,))], False),
@@ -237,3 +240,21 @@ def test_gradient_graph_grows_linearly():
         sg.gradients(y, x)
         added = len(g.get_operations()) - before
     assert added <= 6 * (before - 1), (added, before)
+
+
+def test_sigmoid_cross_entropy_gradient_at_zero_logits():
+    """At logits == 0 (zero-initialised weights) the gradient is sigmoid(0) - labels."""
+    x = sg.placeholder(F, [4])
+    z = sg.constant([0.0, 1.0, 0.25, 1.0], dtype=F)
+    loss = sg.reduce_sum(sg.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x))
+    dx, = sg.gradients(loss, x)
+    got = sg.Session().run(dx, {x: np.zeros(4)})
+    np.testing.assert_allclose(got, 0.5 - np.array([0.0, 1.0, 0.25, 1.0]))
+
+
+def test_sparse_cross_entropy_rejects_out_of_range_labels():
+    logits = sg.placeholder(F, [2, 3])
+    labels = sg.placeholder(sg.int32, [2])
+    loss = sg.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    with pytest.raises(sg.errors.InvalidArgumentError, match="label value of 7"):
+        sg.Session().run(loss, {logits: np.zeros((2, 3)), labels: [0, 7]})

@@ -146,8 +146,8 @@ def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
             returns.append(f"np.array({e})")
         else:
             returns.append(e)
-    source = render_template("numpy/module.py.j2", title=_printable(title), params=params, body=body,
-                             returns=returns, constants=sorted(constants),
+    source = render_template("numpy/module.py.j2", title=_printable(title), params=params,
+                             body=body, returns=returns, constants=sorted(constants),
                              feeds=[(expr[t], _printable(t.name), t.dtype.name,
                                      _printable(spec.shapes[t])) for t in feeds],
                              fetches=[_printable(f.name) for f in fetches])

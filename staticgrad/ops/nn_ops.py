@@ -113,6 +113,30 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
                                                 axis=dim if axis is None else axis, name=name)
 
 
+def _sparse_xent_infer(ctx):
+    labels, logits = ctx.in_shapes
+    M.check_kind(ctx, 0, "i")
+    M.check_kind(ctx, 1, "f")
+    if logits.dims is not None and labels.dims is not None:
+        if len(labels.dims) != len(logits.dims) - 1 or \
+                not labels.is_compatible_with(logits.dims[:-1]):
+            raise ValueError(f"labels of shape {labels} must have the shape of logits "
+                             f"{logits} without its last (class) axis")
+        return [(labels.merge_with(logits.dims[:-1]), ctx.in_dtypes[1])]
+    return [(labels if labels.dims is not None else logits[:-1], ctx.in_dtypes[1])]
+
+
+def _sparse_xent_grad(op, g):
+    labels, logits = op.inputs
+    depth = logits.shape.dims[-1]
+    target = one_hot(labels, depth, dtype=logits.dtype)
+    return [None, expand_dims(g, -1) * (softmax(logits) - target)]
+
+
+register("SparseSoftmaxCrossEntropyWithLogits", _sparse_xent_infer,
+         "rt.sparse_softmax_xent({0}, {1})", _sparse_xent_grad)
+
+
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
                                              name=None):
     """Cross-entropy against integer class labels (logits: [..., classes], labels: [...])."""
@@ -130,9 +154,7 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
             and labels.shape.ndims != logits.shape.ndims - 1:
         raise ValueError(f"labels of shape {labels.shape} must have rank one less than logits "
                          f"of shape {logits.shape}")
-    with name_scope(name, "SparseSoftmaxCrossEntropyWithLogits"):
-        dense = M.stop_gradient(one_hot(labels, depth, dtype=logits.dtype))
-        return softmax_cross_entropy_with_logits_v2(labels=dense, logits=logits)
+    return apply1("SparseSoftmaxCrossEntropyWithLogits", [labels, logits], name=name)
 
 
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
@@ -142,7 +164,13 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels, dtype=logits.dtype)
     with name_scope(name, "logistic_loss"):
-        return M.maximum(logits, 0) - logits * labels + M.log1p(M.exp(-M.abs(logits)))
+        # TF1's form: both pieces select with one condition, so that at logits == 0 the
+        # gradient is sigmoid(0) - labels (maximum and abs would each pick a side of the kink)
+        zeros = M.zeros_like(logits)
+        nonneg = M.greater_equal(logits, zeros)
+        relu_logits = M.where(nonneg, logits, zeros)
+        neg_abs_logits = M.where(nonneg, -logits, logits)
+        return relu_logits - logits * labels + M.log1p(M.exp(neg_abs_logits))
 
 
 def bias_add(value, bias, data_format=None, name=None):
