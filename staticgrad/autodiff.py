@@ -39,14 +39,23 @@ class RegisterGradient:
         self._op_type = op_type
 
     def __call__(self, fn):
-        if self._op_type in _REGISTERED:
-            raise KeyError(f"a gradient named {self._op_type!r} is already registered")
+        _check_new_gradient_name(self._op_type)
         _REGISTERED[self._op_type] = fn
         return fn
 
 
+def _check_new_gradient_name(name: str) -> None:
+    """A gradient name may be registered once, and never over a built-in op's own rule (use
+    gradient_override_map to change one op's gradient)."""
+    from .ops.registry import REGISTRY
+    if name in _REGISTERED or (name in REGISTRY and REGISTRY[name].grad is not None):
+        raise KeyError(f"a gradient for {name!r} is already registered; register a new name "
+                       "and select it with graph.gradient_override_map")
+
+
 def NotDifferentiable(op_type: str) -> None:  # noqa: N802 - TF1's name
     """Declare that ops of `op_type` have no gradient (differentiating through gives None)."""
+    _check_new_gradient_name(op_type)
     _REGISTERED[op_type] = _NOT_DIFFERENTIABLE
 
 
@@ -238,14 +247,22 @@ def _custom_numpy(args, ctx):
 
 
 def _custom_grad(op, *grads):
-    n = op.attrs["n_out"]
-    n_in = len(op.inputs) - n
-    result = op.attrs["grad_fn"](*grads)
+    n, variables = op.attrs["n_out"], op.attrs["variables"]
+    n_in = len(op.inputs) - n - len(variables)
+    if variables:
+        result, var_grads = op.attrs["grad_fn"](*grads, variables=variables)
+        var_grads = list(var_grads)
+        if len(var_grads) != len(variables):
+            raise ValueError(f"the grad_fn of custom_gradient {op.where()} returned "
+                             f"{len(var_grads)} variable gradients for {len(variables)} "
+                             "variables")
+    else:
+        result, var_grads = op.attrs["grad_fn"](*grads), []
     result = list(result) if isinstance(result, list | tuple) else [result]
     if len(result) != n_in:
         raise ValueError(f"the grad_fn of custom_gradient {op.where()} returned "
                          f"{len(result)} gradients for {n_in} inputs")
-    return result + [None] * n
+    return result + var_grads + [None] * n
 
 
 register("CustomGradient", _custom_infer, _custom_numpy, _custom_grad, view=True,
@@ -266,9 +283,41 @@ def custom_gradient(f):
         xs = [convert_to_tensor(a) for a in args]
         y, grad_fn = f(*xs)
         outs = _as_tensors(y, "custom_gradient outputs")
-        result = apply("CustomGradient", xs + outs, {"n_out": len(outs), "grad_fn": grad_fn},
+        variables = _variables_between(xs, outs)
+        if variables and not _accepts_variables(grad_fn):
+            names = ", ".join(v.name for v in variables)
+            raise TypeError(f"custom_gradient function {getattr(f, '__name__', f)!r} uses the "
+                            f"variables {names}: its grad_fn must accept a `variables` keyword "
+                            "and return (gradients of the inputs, gradients of the variables)")
+        result = apply("CustomGradient", xs + [v._tensor for v in variables] + outs,
+                       {"n_out": len(outs), "grad_fn": grad_fn, "variables": variables},
                        name="CustomGradient")
         return list(result) if isinstance(y, list | tuple) else result[0]
     wrapped.__name__ = getattr(f, "__name__", "custom_gradient")
     wrapped.__doc__ = f.__doc__
     return wrapped
+
+
+def _variables_between(xs, outs) -> list[Variable]:
+    """The trainable variables that `outs` read, other than through `xs`."""
+    graph = outs[0].graph
+    stop = set(xs)
+    seen, stack, found = set(), [t.op for t in outs if t not in stop], set()
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        if op.type == "VariableV2":
+            found.add(op.outputs[0])
+        stack.extend(t.op for t in op.inputs if t not in stop)
+    return [v for v in graph.get_collection("trainable_variables") if v._tensor in found]
+
+
+def _accepts_variables(fn) -> bool:
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == "variables" or p.kind is p.VAR_KEYWORD for p in params)

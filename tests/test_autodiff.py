@@ -230,3 +230,50 @@ def test_gradient_nodes_are_named_under_the_gradients_scope():
     assert dx.name.startswith("gradients/layer/Exp_grad/")
     dx2, = sg.gradients(y, x)
     assert dx2.name.startswith("gradients_1/")
+
+
+def test_custom_gradient_with_a_variable_needs_the_variables_protocol():
+    w = sg.Variable(np.array([2.0, 3.0]), name="w")
+
+    @sg.custom_gradient
+    def scale(t):
+        def grad_fn(dy, variables=None):
+            return [dy * w], [sg.reduce_sum(dy * t, axis=0)]
+        return t * w, grad_fn
+
+    x = sg.placeholder(F, [None, 2])
+    loss = sg.reduce_sum(scale(x))
+    dx, dw = sg.gradients(loss, [x, w])
+    xv = np.array([[1.0, 1.0], [0.5, 2.0]])
+    got = run([dx, dw], {x: xv})
+    np.testing.assert_allclose(got[0], np.broadcast_to([2.0, 3.0], (2, 2)))
+    np.testing.assert_allclose(got[1], xv.sum(axis=0))
+
+    @sg.custom_gradient
+    def forgets(t):
+        return t * w, lambda dy: [dy * w]
+
+    with pytest.raises(TypeError, match=r"uses the variables w:0.*`variables` keyword"):
+        forgets(x)
+
+
+def test_builtin_gradients_cannot_be_silently_replaced():
+    with pytest.raises(KeyError, match="already registered"):
+        sg.RegisterGradient("Sin")(lambda op, g: [g * 100.0])
+    with pytest.raises(KeyError, match="already registered"):
+        sg.NotDifferentiable("MatMul")
+    x = sg.placeholder(F, [])
+    assert run(sg.gradients(sg.sin(x), x)[0], {x: 0.0}) == 1.0
+
+
+def test_assign_add_on_an_uninitialized_variable_is_a_failed_precondition():
+    w = sg.Variable(1.0, name="counter")
+    with pytest.raises(sg.errors.FailedPreconditionError, match="uninitialized value counter"):
+        sg.Session().run(sg.assign_add(w, 1.0))
+
+
+def test_pad_constant_values_may_be_a_constant_tensor():
+    got = run(sg.pad(sg.ones([2]), [[1, 1]], constant_values=sg.constant(5.0)))
+    np.testing.assert_array_equal(got, [5.0, 1.0, 1.0, 5.0])
+    with pytest.raises(TypeError, match="constant_values"):
+        sg.pad(sg.ones([2]), [[1, 1]], constant_values=sg.placeholder(sg.float32, []))

@@ -121,7 +121,10 @@ def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
         body.append(_comment(op))
         if isinstance(code, Store):
             body.append(f"{code.target} = {outs[0]} = {code.value}")
-            assigned.add(op.attrs["var"])
+            var = op.attrs["var"]
+            if code.reads_target and var not in assigned and var not in var_reads:
+                var_reads.append(var)
+            assigned.add(var)
         elif len(outs) == 1:
             body.append(f"{outs[0]} = {code}")
         else:

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, reshape, shape_of, zeros_like
-from .registry import apply, apply1, convert_to_tensor, is_tensor_like, register
+from .registry import (apply, apply1, convert_to_tensor, is_tensor_like, register,
+                       scalar_literal)
 
 
 def _same_dtype(ctx):
@@ -271,7 +272,7 @@ def _pad_numpy(a, ctx):
     mode = ctx.attrs["mode"]
     if mode == "CONSTANT":
         c = ctx.attrs["constant_values"]
-        extra = f", constant_values={c!r}" if c != 0 else ""
+        extra = f", constant_values={scalar_literal(c)}" if c != 0 else ""
         return f"np.pad({a[0]}, {pads!r}{extra})"
     return f"np.pad({a[0]}, {pads!r}, mode={mode.lower()!r})"
 
@@ -293,5 +294,12 @@ def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
     mode = mode.upper()
     if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
         raise ValueError(f"pad mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}")
-    return apply1("Pad", [convert_to_tensor(tensor), _shape_arg(paddings, "paddings")],
-                  {"mode": mode, "constant_values": constant_values}, name=name)
+    tensor = convert_to_tensor(tensor)
+    value = convert_to_tensor(constant_values, dtype_hint=tensor.dtype)._static \
+        if is_tensor_like(constant_values) else np.asarray(constant_values)
+    if value is None or np.ndim(value) != 0:
+        raise TypeError(f"pad: constant_values must be a scalar known when the graph is built, "
+                        f"got {constant_values!r}")
+    return apply1("Pad", [tensor, _shape_arg(paddings, "paddings")],
+                  {"mode": mode, "constant_values": value.astype(tensor.dtype.np).item()},
+                  name=name)

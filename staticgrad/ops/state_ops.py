@@ -21,6 +21,7 @@ class Store(NamedTuple):
 
     target: str
     value: str
+    reads_target: bool = False  # the value reads the old state (assign_add), not only writes
 
 
 def _attr_infer(ctx):
@@ -81,7 +82,8 @@ def _assign_numpy(kind):
         if kind == "set":
             src = f"np.array({a[1]})" if ctx.in_alias[1] else a[1]
             return Store(target, src)
-        return Store(target, f"{target} {'+' if kind == 'add' else '-'} {a[1]}")
+        return Store(target, f"{target} {'+' if kind == 'add' else '-'} {a[1]}",
+                     reads_target=True)
     return emit
 
 
