@@ -178,17 +178,50 @@ def _checked(op: Operation, in_grads: list) -> list:
             out.append(None)
             continue
         g = convert_to_tensor(g, dtype_hint=x.dtype)
-        if not (x.shape.is_fully_defined() and g.shape == x.shape):
-            if op.opdef.broadcasts:
-                g = sum_to(g, shape_of(x))
+        if op.opdef.broadcasts and _may_be_broadcast(op, x, g):
+            g = sum_to(g, shape_of(x))
         if g.dtype is not x.dtype:
             raise TypeError(f"the gradient rule of {op.where()} returned a {g.dtype.name} "
                             f"gradient for input {i} of dtype {x.dtype.name}")
         if not g.shape.is_compatible_with(x.shape):
             raise ValueError(f"the gradient rule of {op.where()} returned a gradient of shape "
                              f"{g.shape} for input {i} of shape {x.shape}")
+        if g.shape != x.shape:
+            g.set_shape(x.shape)  # keep what is known statically, e.g. (?, 3) not (?, ?)
         out.append(g)
     return out
+
+
+def _may_be_broadcast(op: Operation, x: Tensor, g: Tensor) -> bool:
+    """Could x have been broadcast to g's shape in op? Only then is a SumTo node needed.
+
+    Provably not when the shapes are equal and fully known, or when every dim of x that is
+    unknown is one that no other input of op could have broadcast it along (the others lack
+    that dim or have it known as 1). Trailing `core_dims` (matmul's matrices) never broadcast.
+    """
+    xd, gd = x.shape.dims, g.shape.dims
+    if xd is None or gd is None or len(xd) != len(gd):
+        return True
+    batch = len(xd) - op.opdef.core_dims
+    for i, (a, b) in enumerate(zip(xd, gd)):
+        if i >= batch:
+            continue
+        if a is not None and b is not None:
+            if a != b:
+                return True
+            continue
+        if a == 1:
+            return True
+        for other in op.inputs:
+            od = other.shape.dims
+            if other is x:
+                continue
+            if od is None:
+                return True
+            j = i - (len(xd) - len(od))  # the same dim of `other`, aligned from the right
+            if 0 <= j < len(od) - op.opdef.core_dims and od[j] != 1:
+                return True
+    return False
 
 
 def _between(xs, ys, stops) -> set:

@@ -277,3 +277,24 @@ def test_pad_constant_values_may_be_a_constant_tensor():
     np.testing.assert_array_equal(got, [5.0, 1.0, 1.0, 5.0])
     with pytest.raises(TypeError, match="constant_values"):
         sg.pad(sg.ones([2]), [[1, 1]], constant_values=sg.placeholder(sg.float32, []))
+
+
+@pytest.mark.parametrize("make, want_sum_to", [
+    (lambda x, b: x * b, False),                  # (?, 3) * (3,): x's ? is the output's ?
+    (lambda x, b: sg.matmul(x, sg.ones([3, 2], F)), False),   # no batch dims to broadcast
+    (lambda x, b: x * sg.placeholder(F, [None, 3]), True),    # either ? could be 1
+    (lambda x, b: x + sg.reshape(b, [1, 3]), False),          # the other's dim is known 1
+])
+def test_sum_to_only_where_broadcasting_is_possible(fresh_graph, make, want_sum_to):
+    x = sg.placeholder(F, [None, 3], name="x")
+    b = sg.constant([1.0, 2.0, 3.0], dtype=F)
+    dx, = sg.gradients(sg.reduce_sum(make(x, b)), x)
+    assert dx.shape.as_list() == [None, 3]  # the static shape is kept
+    assert (dx.op.type == "SumTo") == want_sum_to
+    xv = np.arange(6.0).reshape(2, 3)
+    with sg.Session() as sess:
+        other = [op.outputs[0] for op in fresh_graph.get_operations()
+                 if op.type == "Placeholder" and op.name != "x"]
+        feed = {x: xv, **{p: np.ones((1, 3)) for p in other}}
+        got = sess.run(dx, feed)
+    assert got.shape == (2, 3)

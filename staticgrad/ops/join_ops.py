@@ -6,8 +6,7 @@ import numpy as np
 
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, reshape, shape_of, zeros_like
-from .registry import (apply, apply1, convert_to_tensor, is_tensor_like, register,
-                       scalar_literal)
+from .registry import apply, apply1, convert_to_tensor, is_tensor_like, register, scalar_literal
 
 
 def _same_dtype(ctx):

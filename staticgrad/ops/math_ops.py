@@ -270,7 +270,7 @@ def _matmul_grad(op, g):
             matmul(g, a, transpose_a=True, transpose_b=True)]
 
 
-register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, broadcasts=True)
+register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, broadcasts=True, core_dims=2)
 
 
 # -- public functions -------------------------------------------------------------------------

@@ -40,6 +40,7 @@ class OpDef:
     stateful: bool = False       # random draws, variables, assignments: never folded or merged
     elementwise: bool = False    # output[i] depends only on inputs[i] (after broadcasting)
     broadcasts: bool = False     # inputs broadcast: the reverse pass sums gradients back
+    core_dims: int = 0           # trailing dims that never broadcast (2 for matmul)
     draws_random: bool = False   # needs a random generator (R[name]) from the session
     view: bool = False           # output may share memory with input 0 (reshape, transpose...)
     static_inputs: tuple = ()    # inputs read only for their (static) value, e.g. shape tensors
