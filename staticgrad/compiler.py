@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import linecache
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -52,8 +53,11 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
     linecache.cache[filename] = (len(rendered.source), None, lines, filename)
     namespace = {"np": np, "rt": runtime, "V": state, "R": rngs, **rendered.constants}
     exec(compile(rendered.source, filename, "exec"), namespace)  # noqa: S102
-    return Plan(namespace["run"], rendered.source, filename, rendered.line_ops,
+    plan = Plan(namespace["run"], rendered.source, filename, rendered.line_ops,
                 rendered.var_reads, rendered.random_ops, fetches, feeds)
+    # tracebacks show generated lines while the plan lives; the text goes with it
+    weakref.finalize(plan, linecache.cache.pop, filename, None)
+    return plan
 
 
 def failing_op(plan: Plan, exc: BaseException) -> Operation | None:

@@ -101,7 +101,8 @@ class Tensor:
 
     def __bool__(self):
         raise TypeError(f"using tensor {self.name} as a Python bool is not allowed: its value is "
-                        f"only known when a session runs it; use sg.cond or a comparison op")
+                        "only known when a session runs it; to choose between values by a "
+                        "condition, use sg.where")
 
     def __iter__(self):
         dims = self._shape.dims
@@ -175,7 +176,6 @@ class _ThreadState(threading.local):
         self.name_stack = ""
         self.control_stack = []  # list of lists of Operations (None entry clears)
         self.override_map = {}
-        self.gradient_uid = None  # set while the reverse pass builds nodes (for viz)
 
 
 class Graph:
@@ -191,8 +191,6 @@ class Graph:
         self._thread = _ThreadState()
         self.seed = None
         self._op_seed_counter = itertools.count(1)
-        self._variable_store = {}  # variable_scope's get_variable table
-        self._var_scope_stack = []  # (name, reuse) of enclosing variable_scopes
 
     # -- building ---------------------------------------------------------------------------
     def create_op(self, op_type: str, inputs, attrs=None, name=None) -> Operation:
@@ -202,9 +200,6 @@ class Graph:
 
     def _add_op(self, op: Operation) -> None:
         with self._lock:
-            if self._finalized:
-                raise RuntimeError(f"graph is finalized and cannot be modified: tried to add "
-                                   f"{op.where()}")
             op._id = len(self._ops)
             self._ops.append(op)
             self._by_name[op.name] = op
@@ -315,6 +310,26 @@ class Graph:
     @property
     def version(self) -> int:
         return len(self._ops)
+
+    def to_networkx(self):
+        """The graph as a `networkx.MultiDiGraph`, for analysis and teaching: one node per
+        operation (attrs `type`, `location`), one edge per tensor use (attrs `tensor`, `shape`,
+        `dtype`, `index`) and per control dependency (`control=True`).
+
+        >>> nx_graph = g.to_networkx()                       # doctest: +SKIP
+        >>> networkx.dag_longest_path_length(nx_graph)        # doctest: +SKIP
+        """
+        import networkx as nx
+        out = nx.MultiDiGraph()
+        for op in self._ops:
+            out.add_node(op.name, type=op.type, location=format_location(op.location))
+        for op in self._ops:
+            for i, t in enumerate(op.inputs):
+                out.add_edge(t.op.name, op.name, tensor=t.name, shape=str(t.shape),
+                             dtype=t.dtype.name, index=i)
+            for c in op.control_inputs:
+                out.add_edge(c.name, op.name, control=True)
+        return out
 
     # -- collections ------------------------------------------------------------------------------
     def add_to_collection(self, name: str, value) -> None:

@@ -121,11 +121,3 @@ def normal(gen, shape, dtype):
     if np.dtype(dtype) in (np.float32, np.float64):
         return gen.standard_normal(shape, dtype=dtype)
     return gen.standard_normal(shape).astype(dtype)
-
-
-def assign_checked(old, value, name):
-    """A variable's new value; its shape must equal the old one's (validate_shape)."""
-    if old is not None and np.shape(old) != np.shape(value):
-        raise ValueError(f"assigning a value of shape {np.shape(value)} to variable {name} of "
-                         f"shape {np.shape(old)}")
-    return value

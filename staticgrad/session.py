@@ -295,6 +295,7 @@ class Session:
         leaves = []
         rebuild = _flatten(fetches, self.graph, leaves)
         fetch_list = tuple(leaves)
+        fetch_key = _fetch_key(fetches, fetch_list)
         feeds = tuple(self._feed_tensor(k) for k in (feed_list or ()))
         np_dtypes = tuple(t.dtype.np for t in feeds)
         single = isinstance(fetches, Tensor | Operation | Variable | str)
@@ -303,8 +304,7 @@ class Session:
         def lookup(arrays, shapes):
             compiled = by_shapes.get(shapes)
             if compiled is None:
-                key = (fetch_list,) + tuple(x for t, a in zip(feeds, arrays)
-                                            for x in (t, a.shape, a.dtype))
+                key = _cache_key(fetch_key, feeds, arrays)
                 compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
                 by_shapes[shapes] = compiled
             return compiled
@@ -357,7 +357,7 @@ class Session:
             feeds.append(t)
             arrays.append(_feed_array(t, v))
         fetch_list = tuple(leaves)
-        key = (fetch_list,) + tuple(x for t, a in zip(feeds, arrays) for x in (t, a.shape, a.dtype))
+        key = _cache_key(_fetch_key(fetches, fetch_list), feeds, arrays)
         compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
         return compiled.plan
 
@@ -384,6 +384,17 @@ class InteractiveSession(Session):
         super().close()
         if self in _interactive:
             _interactive.remove(self)
+
+
+def _fetch_key(fetches, leaves: tuple):
+    """How `run` keys its cache on fetches: a lone tensor by itself, anything else by the
+    tuple of its leaves (so run, source and make_callable share compiled plans)."""
+    return fetches if type(fetches) is Tensor else leaves
+
+
+def _cache_key(fetch_key, feeds, arrays) -> tuple:
+    """(fetches, then each fed tensor with its value's shape and dtype): as `run` builds it."""
+    return (fetch_key,) + tuple(x for t, a in zip(feeds, arrays) for x in (t, a.shape, a.dtype))
 
 
 def _structure_key(fetches):

@@ -641,3 +641,26 @@ def test_tensor_is_not_a_bool(g):
     a = sg.placeholder(sg.float32, [])
     with pytest.raises(TypeError):
         bool(a > 1.0)
+
+
+def test_source_then_run_compile_once(g, caplog):
+    import logging
+    x = sg.placeholder(sg.float32, [None], name="x")
+    y = sg.exp(x)
+    sess = sg.Session()
+    with caplog.at_level(logging.DEBUG, logger="staticgrad.session"):
+        sess.source(y, {x: [1.0]})
+        sess.run(y, {x: [2.0]})
+        sess.make_callable(y, [x])(np.array([3.0], np.float32))
+        sess.run(y, {x: [1.0, 2.0]})
+    compiles = [r.getMessage() for r in caplog.records if r.getMessage().startswith("compiling")]
+    assert len(compiles) == 2, compiles
+    assert "first run" in compiles[0]
+    assert "(1,)" in compiles[1] and "(2,)" in compiles[1]
+
+
+def test_div_floors_integers_like_tf1(g):
+    got = sg.Session().run([sg.div([7, -7], 2), sg.div([7.0, -7.0], 2.0), sg.divide([7, -7], 2)])
+    np.testing.assert_array_equal(got[0], [3, -4])
+    np.testing.assert_array_equal(got[1], [3.5, -3.5])
+    np.testing.assert_array_equal(got[2], [3.5, -3.5])

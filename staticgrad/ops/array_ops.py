@@ -37,6 +37,16 @@ def _shape_arg(value, name="shape"):
                                         else np.int32), name=name)
 
 
+def shape_from_vector(ctx, i) -> TensorShape:
+    """The shape that input i (a 1-D shape vector) describes: concrete when its value is known,
+    else of known rank when its length is."""
+    target = ctx.value(i)
+    if target is not None:
+        return TensorShape([int(d) for d in np.reshape(target, -1)])
+    n = ctx.in_shapes[i].dims
+    return TensorShape(None if not n or n[0] is None else [None] * n[0])
+
+
 def _norm_axis(axis, rank, what="axis"):
     if rank is None:
         return axis
@@ -69,12 +79,9 @@ register("Rank", lambda ctx: [(TensorShape([]), _dt.int32)],
 # -- Reshape and friends --------------------------------------------------------------------------
 def _reshape_infer(ctx):
     x = ctx.in_shapes[0]
-    target = ctx.value(1)
-    if target is None:
-        n = ctx.in_shapes[1].dims
-        rank = n[0] if n is not None and len(n) == 1 else None
-        return [(TensorShape(None if rank is None else [None] * rank), ctx.in_dtypes[0])]
-    target = [int(d) for d in np.reshape(target, -1)]
+    if ctx.value(1) is None:
+        return [(shape_from_vector(ctx, 1), ctx.in_dtypes[0])]
+    target = [int(d) for d in np.reshape(ctx.value(1), -1)]  # -1 entries still present
     if sum(d == -1 for d in target) > 1:
         raise ValueError(f"shape {target} has more than one -1")
     known = int(np.prod([d for d in target if d != -1]))
@@ -181,12 +188,9 @@ register("Squeeze", _squeeze_infer, _squeeze_numpy,
 
 # -- broadcasting and its adjoint --------------------------------------------------------------
 def _broadcast_to_infer(ctx):
-    target = ctx.value(1)
-    if target is None:
-        n = ctx.in_shapes[1].dims
-        return [(TensorShape(None if not n or n[0] is None else [None] * n[0]),
-                 ctx.in_dtypes[0])]
-    target = TensorShape([int(d) for d in np.reshape(target, -1)])
+    target = shape_from_vector(ctx, 1)
+    if ctx.value(1) is None:
+        return [(target, ctx.in_dtypes[0])]
     from ..shapes import broadcast_shapes
     try:
         out = broadcast_shapes([ctx.in_shapes[0], target])
@@ -209,12 +213,7 @@ register("BroadcastTo", _broadcast_to_infer, _broadcast_to_numpy,
 
 
 def _sum_to_infer(ctx):
-    target = ctx.value(1)
-    if target is None:
-        n = ctx.in_shapes[1].dims
-        return [(TensorShape(None if not n or n[0] is None else [None] * n[0]),
-                 ctx.in_dtypes[0])]
-    return [(TensorShape([int(d) for d in np.reshape(target, -1)]), ctx.in_dtypes[0])]
+    return [(shape_from_vector(ctx, 1), ctx.in_dtypes[0])]
 
 
 def _sum_to_numpy(a, ctx):
@@ -250,12 +249,7 @@ def broadcast_to(input, shape, name=None):  # noqa: A002 - TF1's name
 def _fill_infer(ctx):
     if ctx.in_shapes[1].ndims not in (0, None):
         raise ValueError(f"the fill value must be a scalar, got shape {ctx.in_shapes[1]}")
-    target = ctx.value(0)
-    if target is None:
-        n = ctx.in_shapes[0].dims
-        return [(TensorShape(None if not n or n[0] is None else [None] * n[0]),
-                 ctx.in_dtypes[1])]
-    return [(TensorShape([int(d) for d in np.reshape(target, -1)]), ctx.in_dtypes[1])]
+    return [(shape_from_vector(ctx, 0), ctx.in_dtypes[1])]
 
 
 def _fill_numpy(a, ctx):

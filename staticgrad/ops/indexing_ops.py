@@ -71,10 +71,6 @@ def index_source(spec) -> str:
     return ", ".join(parts) if parts else "()"
 
 
-def index_value(spec):
-    return tuple(builtins.slice(*s[1:]) if isinstance(s, tuple) else s for s in spec)
-
-
 def _sliced_shape(dims, spec, where_shape):
     consumed = sum(1 for s in spec if s is not None and s is not Ellipsis)
     if consumed > len(dims):

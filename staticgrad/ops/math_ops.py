@@ -369,7 +369,14 @@ def truediv(x, y, name=None):
 
 
 divide = truediv
-div = truediv
+
+
+def div(x, y, name=None):
+    """x / y with Python 2 semantics (TF1's `tf.div`): floor division for integers."""
+    x, y = _operands(x, y)
+    if x.dtype.is_floating:
+        return apply1("RealDiv", [x, y], name=name)
+    return floordiv(x, y, name=name)
 
 
 def cast(x, dtype, name=None):

@@ -297,23 +297,6 @@ def is_tensor_like(value) -> bool:
     return isinstance(value, Tensor | Variable)
 
 
-def static_shape_arg(value, what: str, op: str):
-    """A shape-like argument (list, tuple, array or tensor) as (tuple_or_None, tensor_or_None)."""
-    if is_tensor_like(value):
-        t = convert_to_tensor(value)
-        if t._static is not None:
-            return tuple(int(d) for d in np.atleast_1d(t._static).tolist()), None
-        return None, t
-    try:
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "iu" and arr.size:
-            raise TypeError
-        return tuple(int(d) for d in arr.reshape(-1).tolist()), None
-    except (TypeError, ValueError):
-        raise TypeError(f"{op}: {what} must be a list of ints or an int tensor, "
-                        f"got {value!r}") from None
-
-
 def scalar_literal(value) -> str | None:
     """Python source for a scalar that keeps NumPy's weak typing (`2.0`, `-inf`), or None."""
     if isinstance(value, bool | np.bool_):
@@ -330,15 +313,6 @@ def scalar_literal(value) -> str | None:
     return None
 
 
-def out_shape_literal(ctx, i=0) -> str:
-    """The concrete output shape as a Python tuple literal, or a runtime fallback."""
-    dims = ctx.out_shapes[i].dims
-    if dims is None or any(d is None for d in dims):
-        raise ValueError(f"{ctx.type} {ctx.name}: output shape {ctx.out_shapes[i]} must be known")
-    return repr(tuple(dims))
-
-
 def np_dtype(dtype: _dt.DType) -> str:
     """`np.float32`, for generated source."""
     return "np.bool_" if dtype.is_bool else f"np.{dtype.name}"
-

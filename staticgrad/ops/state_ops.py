@@ -12,7 +12,7 @@ from typing import NamedTuple
 from .. import dtypes as _dt
 from ..graph import get_default_graph
 from ..shapes import TensorShape, as_shape
-from .array_ops import _known, _shape_arg
+from .array_ops import _known, _shape_arg, shape_from_vector
 from .registry import apply1, convert_to_tensor, register
 
 
@@ -159,13 +159,7 @@ def tuple_(tensors, name=None, control_inputs=None):
 
 # -- random draws --------------------------------------------------------------------------------
 def _random_infer(ctx):
-    target = ctx.value(0)
-    if target is None:  # the rank is still known from the shape vector's length
-        n = ctx.in_shapes[0].dims
-        shape = TensorShape(None if not n or n[0] is None else [None] * n[0])
-    else:
-        shape = TensorShape([int(d) for d in target.reshape(-1)])
-    return [(shape, ctx.attrs["dtype"])]
+    return [(shape_from_vector(ctx, 0), ctx.attrs["dtype"])]
 
 
 def _random_numpy(fn):

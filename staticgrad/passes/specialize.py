@@ -18,17 +18,15 @@ from ..shapes import TensorShape
 @dataclasses.dataclass
 class Spec:
     shapes: dict[Tensor, TensorShape]
-    dtypes: dict[Tensor, object]
     values: dict[Tensor, object]   # static values (NumPy) where known
     ctxs: dict[Operation, NodeCtx]  # each op's context, with concrete outputs
 
 
 def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
     """Re-run shape inference over `ops` with fed tensors of the given (shape, dtype)."""
-    shapes, dtypes, values, ctxs = {}, {}, {}, {}
-    for t, (shape, dtype) in feeds.items():
+    shapes, values, ctxs = {}, {}, {}
+    for t, (shape, _dtype) in feeds.items():
         shapes[t] = TensorShape(shape)
-        dtypes[t] = dtype
     for op in ops:
         in_shapes, in_values = [], []
         for t in op.inputs:
@@ -42,7 +40,7 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
             raise InvalidArgumentError(
                 None, op, f"{op.where()}: with the fed shapes, {e}") from None
         ctx.out_shapes = []
-        for t, (shape, dtype) in zip(op.outputs, outs):
+        for t, (shape, _dtype) in zip(op.outputs, outs):
             if t in feeds:  # a fed intermediate keeps its fed shape
                 shape = shapes[t]
             else:
@@ -53,7 +51,6 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
                         None, op, f"{op.where()}: computes shape {shape} with the fed shapes, "
                                   f"but its output {t.name} was declared as {t._shape}") from None
                 shapes[t] = shape
-                dtypes[t] = dtype
             ctx.out_shapes.append(shape)
         ctx.out_dtypes = [t.dtype for t in op.outputs]
         folded = fold_static(op.opdef, ctx)
@@ -62,4 +59,4 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
                 if t not in feeds:
                     values[t] = v
         ctxs[op] = ctx
-    return Spec(shapes, dtypes, values, ctxs)
+    return Spec(shapes, values, ctxs)
