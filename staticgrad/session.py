@@ -414,7 +414,11 @@ def _feed_array(t: Tensor, value) -> np.ndarray:
     if isinstance(value, Tensor | Variable):
         raise TypeError(f"the value fed for {t.name} is a tensor ({value.name}); feed "
                         "NumPy arrays, lists or numbers")
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:  # e.g. a ragged nested list
+        raise InvalidArgumentError(None, t.op, f"cannot feed {value!r} for {t.name}: it is not "
+                                               f"a rectangular array ({e}) ({t.op.where()})")
     if arr.dtype == t.dtype.np:
         return arr
     if arr.dtype == object or not _dt.can_cast_value(arr, t.dtype):

@@ -664,3 +664,9 @@ def test_div_floors_integers_like_tf1(g):
     np.testing.assert_array_equal(got[0], [3, -4])
     np.testing.assert_array_equal(got[1], [3.5, -3.5])
     np.testing.assert_array_equal(got[2], [3.5, -3.5])
+
+
+def test_ragged_feed_names_the_placeholder(g):
+    x = sg.placeholder(sg.float32, [None, None], name="ragged_x")
+    with pytest.raises(sg.errors.InvalidArgumentError, match=r"ragged_x:0.*rectangular"):
+        sg.Session().run(x * 2.0, {x: [[1.0, 2.0], [3.0]]})
