@@ -418,7 +418,8 @@ def _feed_array(t: Tensor, value) -> np.ndarray:
         arr = np.asarray(value)
     except ValueError as e:  # e.g. a ragged nested list
         raise InvalidArgumentError(None, t.op, f"cannot feed {value!r} for {t.name}: it is not "
-                                               f"a rectangular array ({e}) ({t.op.where()})")
+                                               f"a rectangular array ({e}) ({t.op.where()})"
+                                   ) from None
     if arr.dtype == t.dtype.np:
         return arr
     if arr.dtype == object or not _dt.can_cast_value(arr, t.dtype):
