@@ -298,3 +298,14 @@ def test_sum_to_only_where_broadcasting_is_possible(fresh_graph, make, want_sum_
         feed = {x: xv, **{p: np.ones((1, 3)) for p in other}}
         got = sess.run(dx, feed)
     assert got.shape == (2, 3)
+
+
+def test_tile_gradient_with_an_unknown_dim():
+    """The rule reshapes by (m0, d0, m1, d1); with d0 known only at run time it mixes ints
+    and a shape tensor."""
+    x = sg.placeholder(F, [None, 2])
+    w = np.arange(1.0, 1.0 + 3 * 2 * 2 * 2).reshape(6, 4)  # weights on the (3*2, 2*2) tile
+    dx, = sg.gradients(sg.reduce_sum(sg.tile(x, [3, 2]) * w), x)
+    got = run(dx, {x: np.zeros((2, 2))})
+    want = w.reshape(3, 2, 2, 2).sum(axis=(0, 2))  # each x[i, j] appears at (a*2+i, b*2+j)
+    np.testing.assert_allclose(got, want)

@@ -93,18 +93,16 @@ def render(ops: list[Operation], fetches: list, feeds: list[Tensor], spec: Spec,
     for op in ops:
         if op not in needed:
             continue
-        if op.type in ("Const", "Placeholder"):
-            continue  # referenced where used
+        if op.opdef.numpy is None:
+            continue  # constants and feeds are referenced where used; a NoOp does nothing
         if not op.opdef.stateful and op.outputs and all(_is_static(t, spec) for t in op.outputs):
             continue  # folded: its values are constants, referenced where used
         ctx = spec.ctxs[op]
-        if op.type == "VariableV2":
-            expr[op.outputs[0]] = f"V[{op.name!r}]"
+        if op.opdef.reads_state:  # e.g. V['w']: evaluated where each consumer runs
+            expr[op.outputs[0]] = render_numpy(op.opdef, [], ctx)
             alias[op.outputs[0]] = True
             if op.name not in assigned and op.name not in var_reads:
                 var_reads.append(op.name)
-            continue
-        if op.opdef.numpy is None:  # NoOp
             continue
         args = []
         for i, t in enumerate(op.inputs):

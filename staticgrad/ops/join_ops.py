@@ -233,12 +233,10 @@ def _tile_grad(op, g):
     from .reduction_ops import reduce_sum
     x = op.inputs[0]
     mult = op.attrs["multiples"]
-    interleaved = []
+    interleaved = []  # (m0, d0, m1, d1, ...): reshape takes ints mixed with scalar tensors
     for i, m in enumerate(mult):
         interleaved += [m, _dim_along(x, i)]
-    split_shape = stack([convert_to_tensor(d) if is_tensor_like(d) else d for d in interleaved]) \
-        if any(is_tensor_like(d) for d in interleaved) else interleaved
-    return [reduce_sum(reshape(g, split_shape), axis=list(range(0, 2 * len(mult), 2)))]
+    return [reduce_sum(reshape(g, interleaved), axis=list(range(0, 2 * len(mult), 2)))]
 
 
 register("Tile", _tile_infer, lambda a, ctx: f"np.tile({a[0]}, {ctx.attrs['multiples']!r})",

@@ -42,6 +42,7 @@ class OpDef:
     broadcasts: bool = False     # inputs broadcast: the reverse pass sums gradients back
     core_dims: int = 0           # trailing dims that never broadcast (2 for matmul)
     draws_random: bool = False   # needs a random generator (R[name]) from the session
+    reads_state: bool = False    # reads session state V[name]: inlined where used, not bound
     view: bool = False           # output may share memory with input 0 (reshape, transpose...)
     static_inputs: tuple = ()    # inputs read only for their (static) value, e.g. shape tensors
     shape_inputs: tuple = ()     # inputs read only for their shape, e.g. zeros_like's argument

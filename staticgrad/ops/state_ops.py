@@ -62,7 +62,7 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002
 
 # -- variables and assignment --------------------------------------------------------------------
 register("VariableV2", _attr_infer, lambda a, ctx: f"V[{ctx.name!r}]", differentiable=False,
-         stateful=True)
+         stateful=True, reads_state=True)
 
 
 def _assign_infer(ctx):
