@@ -1,0 +1,496 @@
+"""Checkpoints: `Saver` writes variable values to disk and reads them back (TF1's `tf.train`).
+
+    saver = sg.train.Saver(max_to_keep=3)            # all global variables, slots included
+    with sg.Session() as sess:
+        sess.run(sg.global_variables_initializer())
+        ...
+        saver.save(sess, "ckpt/model", global_step=step)          # -> "ckpt/model-100"
+    with sg.Session() as sess:
+        saver.restore(sess, sg.train.latest_checkpoint("ckpt"))
+
+On disk (one directory; the paths a user passes around are *prefixes* such as "ckpt/model-100"):
+
+    model-100.npz     one per checkpoint: a NumPy .npz archive (an uncompressed zip of .npy
+                      files) with one entry per variable, keyed by its checkpoint name: the
+                      variable's op name ("dense/kernel") or the key given in a `var_list` dict.
+                      Each .npy header records the array's shape and dtype, so the archive is
+                      its own metadata; `np.load("model-100.npz", allow_pickle=False)` reads it.
+    checkpoint.json   the directory's index (TF1 keeps a text file named "checkpoint"):
+                        {"format": "staticgrad-checkpoint-index", "version": 1,
+                         "model_checkpoint_path": "model-300",
+                         "all_model_checkpoint_paths": ["model-200", "model-300"],
+                         "all_model_checkpoint_timestamps": [1700000000.5, 1700000060.1]}
+                      Paths are relative to the directory, so a moved directory still works.
+
+Every file is written to a hidden temporary file in its own directory, flushed and fsync'ed,
+then renamed into place with `os.replace`; the index is rewritten only once the data file is in
+place, and the checkpoints that `max_to_keep` drops are deleted only after that. A crash or a
+full disk therefore leaves the previous checkpoint and an index pointing at it, and a failed
+write removes its temporary file. Restoring reads and checks every value before it sets any,
+so a failed restore leaves the session as it was. Saving into a directory that does not
+exist raises ValueError naming it, as TF1 does: create it first.
+
+As in TF1, a Saver counts (for `max_to_keep`) and lists in the index only the checkpoints it
+wrote itself; a new run adopts an old run's with `saver.recover_last_checkpoints(paths)`.
+
+Departures from TF1:
+- No `.meta` file: `write_meta_graph` and `meta_graph_suffix` are accepted and ignored;
+  rebuild the graph in code (with the same names) and restore into it.
+- One `.npz` file per checkpoint and a JSON index named "checkpoint.json", in place of TF1's
+  `.index`/`.data-*` files and its text-protobuf "checkpoint" file.
+- With `max_to_keep=None` or 0 nothing is deleted and the index lists every checkpoint this
+  saver wrote (TF1 lists only the latest).
+- An unreadable index raises DataLossError (TF1 logs a warning and returns None).
+- `sharded`, `name`, `restore_sequentially`, `filename` and `save_relative_paths` are accepted
+  and ignored: a checkpoint is always one file and the index always holds relative paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import threading
+import time
+import uuid
+import zipfile
+import zlib
+
+import numpy as np
+
+from ..errors import (
+    DataLossError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+)
+from ..graph import GraphKeys, get_default_graph
+from ..session import Session
+from ..variables import Variable
+
+INDEX_FILENAME = "checkpoint.json"
+DATA_SUFFIX = ".npz"
+_INDEX_FORMAT = "staticgrad-checkpoint-index"
+_INDEX_VERSION = 1
+_ZIP_MAGIC = b"PK\x03\x04"
+# What a damaged archive raises from np.load or from reading one of its members.
+_READ_ERRORS = (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error)
+
+
+@dataclasses.dataclass
+class CheckpointState:
+    """A directory's index: the latest checkpoint prefix and every prefix kept (oldest first),
+    joined to the directory they were read from."""
+
+    model_checkpoint_path: str
+    all_model_checkpoint_paths: list[str]
+    all_model_checkpoint_timestamps: list[float] = dataclasses.field(default_factory=list)
+
+
+class Saver:
+    """Saves and restores variables (by default every global variable, which includes the
+    optimizers' slots and the global step).
+
+    >>> saver = sg.train.Saver({"weights": w}, max_to_keep=2)    # doctest: +SKIP
+    >>> saver.save(sess, "/tmp/run/model", global_step=7)         # doctest: +SKIP
+    '/tmp/run/model-7'
+    >>> saver.restore(sess, "/tmp/run/model-7")                   # doctest: +SKIP
+
+    `var_list`: None (the global variables that exist now), a list of Variables (saved under
+    their op names), or a dict {checkpoint name: Variable}. `max_to_keep`: how many of the
+    newest checkpoints to keep; older ones are deleted (None or 0 keeps all), except that one
+    every `keep_checkpoint_every_n_hours` is left on disk, as in TF1. `reshape=True` lets a
+    restore fill a variable from a value of another shape with as many elements.
+    """
+
+    def __init__(self, var_list=None, reshape: bool = False, sharded: bool = False,
+                 max_to_keep: int | None = 5, keep_checkpoint_every_n_hours: float = 10000.0,
+                 name: str | None = None, restore_sequentially: bool = False,
+                 allow_empty: bool = False, pad_step_number: bool = False,
+                 save_relative_paths: bool = True, filename: str | None = None):
+        self._vars = _checkpoint_names(var_list)
+        if not self._vars and not allow_empty:
+            raise ValueError("No variables to save")
+        self._graph = next(iter(self._vars.values())).graph if self._vars else None
+        self._reshape = bool(reshape)
+        self._max_to_keep = max_to_keep
+        self._keep_every_s = keep_checkpoint_every_n_hours * 3600.0
+        self._next_preserved_time = time.time() + self._keep_every_s
+        self._pad_step_number = pad_step_number
+        self._last_checkpoints: list[tuple[str, float]] = []  # (prefix, time), oldest first
+        self._lock = threading.Lock()
+
+    # -- the checkpoints this saver keeps -------------------------------------------------------
+    @property
+    def last_checkpoints(self) -> list[str]:
+        """The prefixes this saver has written and not deleted, oldest first."""
+        return [p for p, _ in self._last_checkpoints]
+
+    def set_last_checkpoints_with_time(self, last_checkpoints_with_time) -> None:
+        """Replace the list of kept checkpoints with [(prefix, timestamp)], oldest first."""
+        self._last_checkpoints = [(str(p), float(t)) for p, t in last_checkpoints_with_time]
+
+    def recover_last_checkpoints(self, checkpoint_paths) -> None:
+        """Adopt the existing checkpoints among `checkpoint_paths` (e.g. a previous run's
+        `get_checkpoint_state(d).all_model_checkpoint_paths`), so `max_to_keep` counts them."""
+        found = [(p, os.path.getmtime(p + DATA_SUFFIX)) for p in checkpoint_paths
+                 if checkpoint_exists(p)]
+        self.set_last_checkpoints_with_time(sorted(found, key=lambda pt: pt[1]))
+
+    # -- saving ---------------------------------------------------------------------------------
+    def save(self, sess: Session, save_path: str, global_step=None,
+             latest_filename: str | None = None, meta_graph_suffix: str = "meta",
+             write_meta_graph: bool = True, write_state: bool = True) -> str | None:
+        """Write the variables' values in `sess` to `<save_path>.npz` (or
+        `<save_path>-<step>.npz`) and record it in the directory's index; return the prefix.
+
+        `global_step` may be an int, or a Variable or tensor evaluated in `sess`.
+        `latest_filename` names the index file (default "checkpoint.json"); with
+        `write_state=False` the index is left alone and nothing is deleted.
+        """
+        self._check_session(sess)
+        if not self._vars:
+            return None
+        prefix = os.fspath(save_path)
+        if global_step is not None:
+            prefix = f"{prefix}-{self._step_suffix(sess, global_step)}"
+        save_dir = os.path.dirname(prefix) or os.curdir
+        if not os.path.isdir(save_dir):
+            raise ValueError(f"parent directory {save_dir!r} of save_path {save_path!r} does "
+                             "not exist; create it before saving")
+        index_path = _index_path(save_dir, latest_filename)
+        if os.path.abspath(index_path) == os.path.abspath(prefix + DATA_SUFFIX):
+            raise ValueError(f"latest_filename {latest_filename!r} collides with the data file "
+                             f"of save_path {prefix!r}")
+        arrays = self._values(sess)
+        with self._lock:
+            _atomic_write(prefix + DATA_SUFFIX, lambda f: _write_npz(f, arrays))
+            if write_state:
+                kept, dropped = self._kept_after(prefix, time.time())
+                _write_index(index_path, prefix, kept)
+                self._last_checkpoints = kept
+                for old_prefix, saved_at in dropped:
+                    self._delete_unless_preserved(old_prefix, saved_at)
+        return prefix
+
+    def _step_suffix(self, sess: Session, global_step) -> str:
+        if isinstance(global_step, int | np.integer) and not isinstance(global_step, bool):
+            step = int(global_step)
+        else:
+            value = np.asarray(sess.run(global_step))
+            if value.shape != () or value.dtype.kind not in "iuf":
+                raise ValueError(f"global_step must be a number, got {value!r} from "
+                                 f"{getattr(global_step, 'name', global_step)}")
+            step = int(value)
+        return f"{step:08d}" if self._pad_step_number else str(step)
+
+    def _values(self, sess: Session) -> dict[str, np.ndarray]:
+        """{checkpoint name: value} of every variable, or FailedPreconditionError naming the
+        uninitialized ones (checked before anything is written)."""
+        missing = [(name, var) for name, var in self._vars.items()
+                   if var._var_name not in sess._vars]
+        if missing:
+            name, var = missing[0]
+            also = (f" (also uninitialized: {', '.join(v.op.name for _, v in missing[1:])})"
+                    if len(missing) > 1 else "")
+            raise FailedPreconditionError(
+                None, var.op, f"cannot save uninitialized variable {var.op.name} "
+                              f"({var.op.where()}); run its initializer or "
+                              f"sg.global_variables_initializer() first{also}")
+        return {name: np.asarray(sess._vars[var._var_name], dtype=var.dtype.np)
+                for name, var in self._vars.items()}
+
+    def _kept_after(self, prefix: str, now: float):
+        """(checkpoints kept once `prefix` is recorded, checkpoints to drop), both oldest first;
+        saving to a prefix again moves it to the end."""
+        kept = [(p, t) for p, t in self._last_checkpoints if p != prefix] + [(prefix, now)]
+        if not self._max_to_keep or len(kept) <= self._max_to_keep:
+            return kept, []
+        cut = len(kept) - self._max_to_keep
+        return kept[cut:], kept[:cut]
+
+    def _delete_unless_preserved(self, prefix: str, saved_at: float) -> None:
+        if saved_at > self._next_preserved_time:  # one per keep_checkpoint_every_n_hours stays
+            self._next_preserved_time += self._keep_every_s
+            return
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(prefix + DATA_SUFFIX)
+
+    # -- restoring ------------------------------------------------------------------------------
+    def restore(self, sess: Session, save_path: str) -> None:
+        """Set the variables in `sess` to the values saved at prefix `save_path`.
+
+        All or nothing: every value is read and checked (present, same dtype, compatible
+        shape) before any is set. Raises NotFoundError for a missing file or variable,
+        InvalidArgumentError for a shape or dtype mismatch, DataLossError for a damaged file.
+        """
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        self._check_session(sess)
+        if not self._vars:
+            return
+        path = _data_path(os.fspath(save_path))
+        with _open_archive(path) as archive:
+            stored = set(archive.files)
+            missing = [(name, var) for name, var in self._vars.items() if name not in stored]
+            if missing:
+                raise _missing_error(missing, path, stored)
+            new_values = {var._var_name: self._checked(name, var, _read(archive, name, path), path)
+                          for name, var in self._vars.items()}
+        sess._vars.update(new_values)
+
+    def _checked(self, name: str, var: Variable, value: np.ndarray, path: str) -> np.ndarray:
+        label = var.op.name if name == var.op.name else f"{var.op.name} (saved as {name!r})"
+        if value.dtype != var.dtype.np:
+            raise InvalidArgumentError(
+                None, var.op, f"variable {label} ({var.op.where()}) has dtype {var.dtype.name}, "
+                              f"but checkpoint {path} holds it as {value.dtype}")
+        if not var.shape.is_compatible_with(value.shape):
+            if self._reshape and var.shape.is_fully_defined() and \
+                    value.size == var.shape.num_elements():
+                return value.reshape(var.shape.as_list())
+            raise InvalidArgumentError(
+                None, var.op, f"variable {label} ({var.op.where()}) has shape {var.shape}, "
+                              f"but checkpoint {path} holds shape {tuple(value.shape)}")
+        return value
+
+    def _check_session(self, sess) -> None:
+        if not isinstance(sess, Session):
+            raise TypeError(f"'sess' must be a Session, got {sess!r}")
+        if sess._closed:
+            raise RuntimeError("attempted to use a closed Session")
+        if self._graph is not None and sess.graph is not self._graph:
+            raise ValueError("the session's graph is not the graph of the Saver's variables")
+
+
+# -- finding checkpoints ------------------------------------------------------------------------
+def get_checkpoint_state(checkpoint_dir: str,
+                         latest_filename: str | None = None) -> CheckpointState | None:
+    """The index of `checkpoint_dir` (prefixes joined to it), or None if it has none.
+
+    >>> sg.train.get_checkpoint_state("ckpt").all_model_checkpoint_paths  # doctest: +SKIP
+    ['ckpt/model-200', 'ckpt/model-300']
+    """
+    checkpoint_dir = os.fspath(checkpoint_dir)
+    path = _index_path(checkpoint_dir, latest_filename)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DataLossError(None, None, f"checkpoint index {path} is not valid JSON "
+                                        f"({e})") from None
+    latest = doc.get("model_checkpoint_path") if isinstance(doc, dict) else None
+    paths = doc.get("all_model_checkpoint_paths") if isinstance(doc, dict) else None
+    times = doc.get("all_model_checkpoint_timestamps", []) if isinstance(doc, dict) else None
+    if (doc.get("format") if isinstance(doc, dict) else None) != _INDEX_FORMAT \
+            or not isinstance(latest, str) or not latest \
+            or not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) \
+            or not isinstance(times, list):
+        raise DataLossError(None, None, f"checkpoint index {path} is not a staticgrad "
+                                        "checkpoint index (format, model_checkpoint_path or "
+                                        "all_model_checkpoint_paths missing or malformed)")
+
+    def full(p):
+        return p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
+    return CheckpointState(full(latest), [full(p) for p in paths], [float(t) for t in times])
+
+
+def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
+    """The prefix of the newest checkpoint in `checkpoint_dir`, or None if there is none.
+
+    >>> saver.restore(sess, sg.train.latest_checkpoint("ckpt"))  # doctest: +SKIP
+    """
+    state = get_checkpoint_state(checkpoint_dir, latest_filename)
+    if state is None or not checkpoint_exists(state.model_checkpoint_path):
+        return None
+    return state.model_checkpoint_path
+
+
+def checkpoint_exists(checkpoint_prefix: str) -> bool:
+    """Whether a checkpoint with this prefix is on disk."""
+    return os.path.isfile(os.fspath(checkpoint_prefix) + DATA_SUFFIX)
+
+
+def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
+    """[(name, shape)] of the values in a checkpoint (a prefix, or a directory: its latest).
+
+    >>> sg.train.list_variables("ckpt")  # doctest: +SKIP
+    [('global_step', []), ('w', [3, 1])]
+    """
+    path = _data_path(_prefix_of(ckpt_dir_or_file))
+    with _open_archive(path) as archive:
+        return [(name, list(_read(archive, name, path).shape)) for name in sorted(archive.files)]
+
+
+def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
+    """The value saved under `name` in a checkpoint (a prefix, or a directory: its latest)."""
+    path = _data_path(_prefix_of(ckpt_dir_or_file))
+    with _open_archive(path) as archive:
+        if name not in archive.files:
+            raise NotFoundError(None, None, f"{name!r} is not in checkpoint {path}; it holds "
+                                            f"{_some(archive.files)}")
+        return _read(archive, name, path)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def _checkpoint_names(var_list) -> dict[str, Variable]:
+    """{checkpoint name: Variable} from var_list (None, a list of Variables, or a dict)."""
+    if var_list is None:
+        var_list = get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES)
+    if isinstance(var_list, dict):
+        items = list(var_list.items())
+    elif isinstance(var_list, list | tuple | set | frozenset):
+        items = [(v.op.name if isinstance(v, Variable) else repr(v), v) for v in var_list]
+    else:
+        raise TypeError(f"var_list must be None, a list of Variables or a dict of them, "
+                        f"got {type(var_list).__name__}")
+    names: dict[str, Variable] = {}
+    for name, var in items:
+        if not isinstance(var, Variable):
+            raise TypeError(f"var_list entry {name!r} is {var!r}, not a Variable")
+        if not isinstance(name, str) or not name or "\0" in name:
+            raise ValueError(f"checkpoint names must be non-empty strings, got {name!r} for "
+                             f"{var.op.name}")
+        if any(var is other for other in names.values()):
+            raise ValueError(f"variable {var.op.name} appears twice in var_list")
+        if name in names:
+            raise ValueError(f"at least two variables have the same checkpoint name: {name}")
+        if names and var.graph is not next(iter(names.values())).graph:
+            raise ValueError(f"variable {var.op.name} is from another graph than the other "
+                             "variables in var_list")
+        names[name] = var
+    return names
+
+
+def _index_path(directory: str, latest_filename: str | None) -> str:
+    filename = latest_filename or INDEX_FILENAME
+    if os.path.basename(filename) != filename:
+        raise ValueError(f"latest_filename must be a file name, not a path: {filename!r}")
+    return os.path.join(directory, filename)
+
+
+def _data_path(prefix: str) -> str:
+    """The data file of a prefix; a path already ending in .npz is taken as it is."""
+    if prefix.endswith(DATA_SUFFIX) and not os.path.exists(prefix + DATA_SUFFIX):
+        return prefix
+    return prefix + DATA_SUFFIX
+
+
+def _prefix_of(ckpt_dir_or_file: str) -> str:
+    ckpt_dir_or_file = os.fspath(ckpt_dir_or_file)
+    if os.path.isdir(ckpt_dir_or_file):
+        prefix = latest_checkpoint(ckpt_dir_or_file)
+        if prefix is None:
+            raise NotFoundError(None, None, f"no checkpoint found in {ckpt_dir_or_file}")
+        return prefix
+    return ckpt_dir_or_file
+
+
+@contextlib.contextmanager
+def _open_archive(path: str):
+    """The .npz archive at `path`, or NotFoundError / DataLossError naming it."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(_ZIP_MAGIC))
+        if magic != _ZIP_MAGIC:  # np.load would try to read it as a .npy file or a pickle
+            what = "is empty" if not magic else "does not start with a zip header"
+            raise DataLossError(None, None, f"checkpoint file {path} is not an .npz archive: "
+                                            f"it {what} (corrupt, truncated or another kind "
+                                            "of file)")
+        archive = np.load(path, allow_pickle=False)
+    except (FileNotFoundError, IsADirectoryError):
+        raise NotFoundError(None, None, f"checkpoint file {path} not found") from None
+    except PermissionError as e:
+        raise PermissionDeniedError(None, None, f"cannot read checkpoint file {path}: "
+                                                f"{e}") from None
+    except _READ_ERRORS as e:
+        raise DataLossError(None, None, f"checkpoint file {path} is corrupt or truncated: "
+                                        f"{type(e).__name__}: {e}") from None
+    with archive:
+        yield archive
+
+
+def _read(archive, name: str, path: str) -> np.ndarray:
+    """One value of the archive, as a writable C-ordered array, or DataLossError."""
+    try:
+        value = archive[name]
+    except _READ_ERRORS as e:
+        raise DataLossError(None, None, f"cannot read {name!r} from checkpoint file {path}: "
+                                        f"it is corrupt, truncated or holds pickled objects "
+                                        f"({type(e).__name__}: {e})") from None
+    if not value.flags.writeable or not value.flags.c_contiguous:
+        value = np.array(value, order="C")
+    return value
+
+
+def _missing_error(missing, path: str, stored) -> NotFoundError:
+    name, var = missing[0]
+    label = var.op.name if name == var.op.name else f"{var.op.name} (saved as {name!r})"
+    also = (f"; also missing: {', '.join(n for n, _ in missing[1:])}"
+            if len(missing) > 1 else "")
+    return NotFoundError(None, var.op, f"variable {label} ({var.op.where()}) is not in "
+                                       f"checkpoint {path}, which holds "
+                                       f"{_some(stored)}{also}")
+
+
+def _some(names, limit: int = 10) -> str:
+    names = sorted(names)
+    shown = ", ".join(names[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} values)"
+
+
+def _write_npz(f, arrays: dict[str, np.ndarray]) -> None:
+    # What np.savez does, without its keyword arguments: a variable may be named "file".
+    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, value in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, value, allow_pickle=False)
+
+
+def _write_index(index_path: str, latest: str, kept: list[tuple[str, float]]) -> None:
+    directory = os.path.dirname(index_path) or os.curdir
+
+    def rel(p):
+        return os.path.relpath(p, directory)
+    doc = {"format": _INDEX_FORMAT, "version": _INDEX_VERSION,
+           "model_checkpoint_path": rel(latest),
+           "all_model_checkpoint_paths": [rel(p) for p, _ in kept],
+           "all_model_checkpoint_timestamps": [t for _, t in kept]}
+    text = json.dumps(doc, indent=2) + "\n"
+    _atomic_write(index_path, lambda f: f.write(text.encode("utf-8")))
+
+
+def _atomic_write(path: str, write) -> None:
+    """Write a file through a temporary sibling, fsync it, and rename it into place; a failure
+    leaves whatever was at `path` untouched and removes the temporary file."""
+    directory = os.path.dirname(path) or os.curdir
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp = None
+        _fsync_directory(directory)  # make the rename itself durable
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+
+
+def _fsync_directory(directory: str) -> None:
+    if os.name != "posix":
+        return
+    with contextlib.suppress(OSError):  # some file systems refuse to fsync a directory
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
