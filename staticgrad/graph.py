@@ -176,6 +176,7 @@ class _ThreadState(threading.local):
         self.name_stack = ""
         self.control_stack = []  # list of lists of Operations (None entry clears)
         self.override_map = {}
+        self.var_scope = None    # the current VariableScope (see variable_scope.py)
 
 
 class Graph:

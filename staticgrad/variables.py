@@ -25,7 +25,9 @@ class Variable:
         if initial_value is None:
             raise ValueError("Variable needs an initial_value")
         g = initial_value.graph if isinstance(initial_value, Tensor) else get_default_graph()
-        with g.as_default(), g.name_scope(name or "Variable") as scope:
+        # TF1's init_scope: an initial value never waits on the control dependencies around it
+        with g.as_default(), g.control_dependencies(None), \
+                g.name_scope(name or "Variable") as scope:
             if callable(initial_value):
                 initial_value = initial_value()
             init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")

@@ -110,6 +110,7 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         name = check_op_name(name[:-1])
         if name in graph._by_name:
             raise ValueError(f"an operation named {name!r} already exists in the graph")
+        graph._names_in_use.setdefault(name.lower(), 1)  # later unique names avoid it
     else:
         # the full name (with its scope) is checked: no scope can smuggle in other characters
         name = check_op_name(graph.unique_name(check_op_name(name) if name else op_type))
@@ -310,6 +311,10 @@ def scalar_literal(value) -> str | None:
             return "np.nan"
         if np.isinf(v):
             return "np.inf" if v > 0 else "(-np.inf)"
+        if isinstance(value, np.floating) and value.dtype != np.float64:
+            short = str(value)  # float32 0.1 reads "0.1", not "0.10000000149011612"
+            if type(value)(float(short)) == value:
+                return short
         return repr(v)
     return None
 
