@@ -1,0 +1,27 @@
+"""`sg.train`: optimizers, the global step, and checkpoints (TF1's `tf.train`)."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer  # noqa: F401
+from .optimizers import (  # noqa: F401
+    AdagradOptimizer,
+    AdamOptimizer,
+    GradientDescentOptimizer,
+    MomentumOptimizer,
+    RMSPropOptimizer,
+)
+from .saver import (  # noqa: F401
+    CheckpointState,
+    Saver,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    list_variables,
+    load_variable,
+)
+from .training_util import (  # noqa: F401
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)

@@ -1,0 +1,167 @@
+"""The TF1 optimizers, each update written from its published rule (TF1's training_ops).
+
+With learning rate `lr` and gradient `g`, per variable `w`:
+
+- GradientDescent: `w -= lr * g`
+- Momentum:        `a = momentum * a + g`; `w -= lr * a`
+                   (Nesterov: `w -= lr * g + lr * momentum * a`)
+- Adam:            `lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)`;
+                   `m = beta1 * m + (1 - beta1) * g`; `v = beta2 * v + (1 - beta2) * g^2`;
+                   `w -= lr_t * m / (sqrt(v) + epsilon)`
+                   (beta1^t and beta2^t are the variables `beta1_power`, `beta2_power`)
+- RMSProp:         `ms = decay * ms + (1 - decay) * g^2` (ms starts at ones, as in TF1);
+                   `mom = momentum * mom + lr * g / sqrt(ms + epsilon)`; `w -= mom`
+                   (centered: `mg = decay * mg + (1 - decay) * g`, and the denominator is
+                   `sqrt(ms - mg^2 + epsilon)`)
+- Adagrad:         `a += g^2` (a starts at initial_accumulator_value); `w -= lr * g / sqrt(a)`
+"""
+
+from __future__ import annotations
+
+from ..ops.array_ops import ones
+from ..ops.math_ops import rsqrt, sqrt, square
+from ..ops.state_ops import assign, assign_sub, group
+from .optimizer import Optimizer
+
+
+class GradientDescentOptimizer(Optimizer):
+    """Plain gradient descent: `w -= learning_rate * g`."""
+
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+
+    def _apply_dense(self, grad, var):
+        lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
+        return assign_sub(var, lr * grad).op
+
+
+class MomentumOptimizer(Optimizer):
+    """Gradient descent with momentum (optionally Nesterov's), accumulator slot "momentum"."""
+
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
+                 use_nesterov=False):
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._momentum = momentum
+        self._use_nesterov = use_nesterov
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._zeros_slot(v, "momentum")
+
+    def _apply_dense(self, grad, var):
+        lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
+        mu = self._hyper("momentum", self._momentum, var.dtype)
+        accum = self.get_slot(var, "momentum")
+        a = assign(accum, accum * mu + grad)
+        step = grad * lr + a * mu * lr if self._use_nesterov else a * lr
+        return assign_sub(var, step).op
+
+
+class AdamOptimizer(Optimizer):
+    """Adam (Kingma & Ba), in TF1's form with epsilon outside the bias correction."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 use_locking=False, name="Adam"):
+        super().__init__(use_locking, name)
+        self._lr, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
+
+    def _create_slots(self, var_list):
+        first = min(var_list, key=lambda v: v.name)
+        self._non_slot("beta1_power", lambda: self._initial_power(self._beta1, first), first.graph)
+        self._non_slot("beta2_power", lambda: self._initial_power(self._beta2, first), first.graph)
+        for v in var_list:
+            self._zeros_slot(v, "m")
+            self._zeros_slot(v, "v")
+
+    @staticmethod
+    def _initial_power(beta, var):
+        from ..ops.registry import convert_to_tensor
+        return convert_to_tensor(beta, dtype=var.dtype)
+
+    def _beta_powers(self, graph):
+        return self._non_slots[("beta1_power", graph)], self._non_slots[("beta2_power", graph)]
+
+    def _apply_dense(self, grad, var):
+        dt = var.dtype
+        lr = self._hyper("learning_rate", self._lr, dt)
+        beta1 = self._hyper("beta1", self._beta1, dt)
+        beta2 = self._hyper("beta2", self._beta2, dt)
+        eps = self._hyper("epsilon", self._epsilon, dt)
+        b1_power, b2_power = self._beta_powers(var.graph)
+        from ..ops.math_ops import cast
+        b1p, b2p = (p.value() if p.dtype is dt else cast(p.value(), dt)
+                    for p in (b1_power, b2_power))
+        lr_t = lr * sqrt(1 - b2p) / (1 - b1p)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_t = assign(m, beta1 * m + (1 - beta1) * grad)
+        v_t = assign(v, beta2 * v + (1 - beta2) * square(grad))
+        return assign_sub(var, lr_t * m_t / (sqrt(v_t) + eps)).op
+
+    def _finish(self, update_ops, name_scope):
+        graph = update_ops[0].graph
+        b1_power, b2_power = self._beta_powers(graph)
+        with graph.control_dependencies(update_ops):
+            up1 = assign(b1_power, b1_power * self._hyper("beta1", self._beta1, b1_power.dtype))
+            up2 = assign(b2_power, b2_power * self._hyper("beta2", self._beta2, b2_power.dtype))
+        return group(*update_ops, up1, up2, name=name_scope)
+
+
+class RMSPropOptimizer(Optimizer):
+    """RMSProp (Hinton), with optional momentum and the centered variant."""
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False,
+                 centered=False, name="RMSProp"):
+        super().__init__(use_locking, name)
+        self._lr, self._decay, self._momentum = learning_rate, decay, momentum
+        self._epsilon, self._centered = epsilon, centered
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._slot_with_init(v, "rms", lambda v=v: ones(v.shape.dims, v.dtype))
+            if self._centered:
+                self._zeros_slot(v, "mg")
+            self._zeros_slot(v, "momentum")
+
+    def _apply_dense(self, grad, var):
+        dt = var.dtype
+        lr = self._hyper("learning_rate", self._lr, dt)
+        rho = self._hyper("decay", self._decay, dt)
+        mu = self._hyper("momentum", self._momentum, dt)
+        eps = self._hyper("epsilon", self._epsilon, dt)
+        ms = self.get_slot(var, "rms")
+        ms_t = assign(ms, rho * ms + (1 - rho) * square(grad))
+        denom = ms_t + eps
+        if self._centered:
+            mg = self.get_slot(var, "mg")
+            mg_t = assign(mg, rho * mg + (1 - rho) * grad)
+            denom = ms_t - square(mg_t) + eps
+        mom = self.get_slot(var, "momentum")
+        mom_t = assign(mom, mu * mom + lr * grad * rsqrt(denom))
+        return assign_sub(var, mom_t).op
+
+
+class AdagradOptimizer(Optimizer):
+    """Adagrad (Duchi et al.): per-coordinate steps shrinking with the summed squared gradients."""
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False,
+                 name="Adagrad"):
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value must be positive, got "
+                             f"{initial_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._lr, self._initial = learning_rate, initial_accumulator_value
+
+    def _create_slots(self, var_list):
+        from ..ops.array_ops import fill
+        from ..ops.registry import convert_to_tensor
+        for v in var_list:
+            self._slot_with_init(v, "accumulator", lambda v=v: fill(
+                v.shape.dims, convert_to_tensor(self._initial, dtype=v.dtype)))
+
+    def _apply_dense(self, grad, var):
+        lr = self._hyper("learning_rate", self._lr, var.dtype)
+        acc = self.get_slot(var, "accumulator")
+        acc_t = assign(acc, acc + square(grad))
+        return assign_sub(var, lr * grad * rsqrt(acc_t)).op
