@@ -121,3 +121,16 @@ def normal(gen, shape, dtype):
     if np.dtype(dtype) in (np.float32, np.float64):
         return gen.standard_normal(shape, dtype=dtype)
     return gen.standard_normal(shape).astype(dtype)
+
+
+# -- convolution and pooling: kernels in runtime_conv, reached as rt.conv2d etc. ------------------
+from .runtime_conv import (  # noqa: E402, F401
+    avg_pool,
+    avg_pool_grad,
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    max_pool,
+    max_pool_grad,
+    max_pool_grad_grad,
+)

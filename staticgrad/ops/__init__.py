@@ -10,6 +10,7 @@ from ..graph import Tensor
 from ..variables import Variable
 from . import (  # noqa: F401
     array_ops,
+    conv_ops,
     indexing_ops,
     join_ops,
     math_ops,

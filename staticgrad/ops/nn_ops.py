@@ -194,3 +194,15 @@ def l2_loss(t, name=None):
     t = convert_to_tensor(t)
     with name_scope(name, "L2Loss"):
         return reduce_sum(M.square(t)) * 0.5
+
+
+from .conv_ops import (  # noqa: E402, F401 - convolution and pooling are part of sg.nn
+    avg_pool,
+    avg_pool2d,
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    conv2d_transpose,
+    max_pool,
+    max_pool2d,
+)

@@ -1,0 +1,189 @@
+"""Convolution and pooling kernels (NHWC), reached from generated code as `rt.conv2d` etc.
+
+Layouts are TF1's: input [batch, height, width, channels], filter [height, width, in, out].
+`padding` is `((top, bottom), (left, right))`, or "SAME" / "VALID" resolved here with TF's
+arithmetic (generated code passes the resolved pairs; the strings are the fallback when a
+spatial size is known only at run time).
+
+- Forward conv: a strided window view of the padded input (im2col without a Python loop) and
+  one `tensordot` with the filter.
+- Backward: the filter gradient is one `tensordot` over the same windows; the input gradient
+  multiplies once (out_backprop x filter) and scatter-adds the result back, one slice-add per
+  kernel offset (col2im).
+- Pools fold over the kernel offsets (np.maximum / np.add, in place, on one strided slice per
+  offset), and so do their gradients. Max pooling pads with -inf and routes each gradient to
+  the first maximum of its window (row-major), as TF does; average pooling divides by the
+  number of non-padding elements of each window, as TF does.
+
+Every kernel keeps its input's dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# -- padding arithmetic (shared with the shape rules in ops/conv_ops.py) --------------------------
+
+def axis_pads(padding, size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int]:
+    """(before, after) padding along one axis; `padding` is "SAME", "VALID" or a pair."""
+    if padding == "VALID":
+        return (0, 0)
+    if padding == "SAME":
+        out = -(-size // stride)
+        total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
+        return (total // 2, total - total // 2)
+    return (int(padding[0]), int(padding[1]))
+
+
+def resolve_pads(padding, in_hw, k_hw, strides, dilations=(1, 1)):
+    """((top, bottom), (left, right)) for a 2-D window."""
+    per_axis = (padding, padding) if isinstance(padding, str) else padding
+    return tuple(axis_pads(*args) for args in zip(per_axis, in_hw, k_hw, strides, dilations))
+
+
+def output_size(size: int, k: int, stride: int, dilation: int, pads) -> int:
+    """Number of window positions along one axis (< 1 when the window does not fit)."""
+    return (size + pads[0] + pads[1] - (k - 1) * dilation - 1) // stride + 1
+
+
+# -- windows and kernel offsets ------------------------------------------------------------------
+
+def _pad(x, pads, value=0):
+    if not any(pads[0]) and not any(pads[1]):
+        return x
+    return np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)), constant_values=value)
+
+
+def _crop(xp, pads, hw):
+    (top, _), (left, _) = pads
+    return xp[:, top:top + hw[0], left:left + hw[1], :]
+
+
+def _windows(xp, k_hw, strides, dilations=(1, 1)):
+    """A view [N, OH, OW, kh, kw, C] of padded xp: the window of every output position."""
+    (kh, kw), (sh, sw), (dh, dw) = k_hw, strides, dilations
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    view = np.lib.stride_tricks.sliding_window_view(xp, span, axis=(1, 2))
+    return view[:, ::sh, ::sw, :, ::dh, ::dw].transpose(0, 1, 2, 4, 5, 3)
+
+
+def _taps(k_hw, strides, dilations, out_hw):
+    """For each kernel offset (i, j): the index of what it reads from the padded input at every
+    output position, a [N, OH, OW, C] slice."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = k_hw, strides, dilations, out_hw
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, (slice(None), slice(i * dh, i * dh + (oh - 1) * sh + 1, sh),
+                         slice(j * dw, j * dw + (ow - 1) * sw + 1, sw))
+
+
+def _padded_zeros(input_shape, pads, dtype):
+    n, h, w, c = input_shape
+    return np.zeros((n, h + sum(pads[0]), w + sum(pads[1]), c), dtype=dtype)
+
+
+# -- convolution ---------------------------------------------------------------------------------
+
+def conv2d(x, w, strides, padding, dilations):
+    """Cross-correlation of x [N, H, W, C] with w [kh, kw, C, O]: [N, OH, OW, O]."""
+    pads = resolve_pads(padding, x.shape[1:3], w.shape[:2], strides, dilations)
+    windows = _windows(_pad(x, pads), w.shape[:2], strides, dilations)
+    return np.tensordot(windows, w, axes=3)
+
+
+def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
+    """Gradient of conv2d with respect to its input of `input_shape`, given dy [N, OH, OW, O]."""
+    input_shape = tuple(int(d) for d in input_shape)
+    pads = resolve_pads(padding, input_shape[1:3], w.shape[:2], strides, dilations)
+    cols = np.tensordot(dy, w, axes=([3], [3]))  # [N, OH, OW, kh, kw, C]
+    dxp = _padded_zeros(input_shape, pads, cols.dtype)
+    for i, j, index in _taps(w.shape[:2], strides, dilations, dy.shape[1:3]):
+        dxp[index] += cols[:, :, :, i, j]
+    return _crop(dxp, pads, input_shape[1:3])
+
+
+def conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations):
+    """Gradient of conv2d with respect to its filter of `filter_shape`, given dy."""
+    k_hw = tuple(int(d) for d in filter_shape[:2])
+    pads = resolve_pads(padding, x.shape[1:3], k_hw, strides, dilations)
+    cols = _windows(_pad(x, pads), k_hw, strides, dilations)
+    cols = cols.reshape(-1, k_hw[0] * k_hw[1] * x.shape[3])  # one copy, in memory order
+    return (cols.T @ dy.reshape(-1, dy.shape[3])).reshape(*k_hw, x.shape[3], dy.shape[3])
+
+
+# -- pooling -------------------------------------------------------------------------------------
+
+def _pool_out_hw(in_hw, ksize, strides, pads):
+    return tuple(output_size(size, k, stride, 1, p)
+                 for size, k, stride, p in zip(in_hw, ksize, strides, pads))
+
+
+def _fold_taps(ufunc, xp, ksize, strides, out_hw):
+    """`ufunc` folded over the kernel offsets: its reduction over every window, in place."""
+    out = None
+    for _, _, index in _taps(ksize, strides, (1, 1), out_hw):
+        out = xp[index].copy() if out is None else ufunc(out, xp[index], out=out)
+    return out
+
+
+def max_pool(x, ksize, strides, padding):
+    pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
+    out_hw = _pool_out_hw(x.shape[1:3], ksize, strides, pads)
+    return _fold_taps(np.maximum, _pad(x, pads, -np.inf), ksize, strides, out_hw)
+
+
+def _first_max(xp, y, ksize, strides):
+    """For each kernel offset: (index into padded xp, mask of the outputs whose first maximum
+    in row-major window order is at that offset)."""
+    todo = np.ones(y.shape, dtype=bool)
+    for _, _, index in _taps(ksize, strides, (1, 1), y.shape[1:3]):
+        first = todo & (xp[index] == y)
+        todo &= ~first
+        yield index, first
+
+
+def max_pool_grad(x, y, dy, ksize, strides, padding):
+    """Gradient of y = max_pool(x): each dy goes to the first maximum of its window."""
+    pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
+    xp = _pad(x, pads, -np.inf)
+    dxp = np.zeros(xp.shape, dtype=dy.dtype)
+    for index, first in _first_max(xp, y, ksize, strides):
+        dxp[index] += np.where(first, dy, 0)
+    return _crop(dxp, pads, x.shape[1:3])
+
+
+def max_pool_grad_grad(x, y, g, ksize, strides, padding):
+    """g (shaped like x) read at the first maximum of each window: shaped like y."""
+    pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
+    xp, gp = _pad(x, pads, -np.inf), _pad(g, pads)
+    out = np.zeros(y.shape, dtype=g.dtype)
+    for index, first in _first_max(xp, y, ksize, strides):
+        out += np.where(first, gp[index], 0)
+    return out
+
+
+def _window_counts(in_hw, ksize, strides, pads, out_hw, dtype):
+    """Number of non-padding elements in each window, shaped [OH, OW, 1]."""
+    counts = []
+    for size, k, stride, (before, _), n in zip(in_hw, ksize, strides, pads, out_hw):
+        start = np.arange(n) * stride - before
+        counts.append(np.minimum(start + k, size) - np.maximum(start, 0))
+    return np.multiply.outer(*counts)[:, :, None].astype(dtype)
+
+
+def avg_pool(x, ksize, strides, padding):
+    pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
+    out_hw = _pool_out_hw(x.shape[1:3], ksize, strides, pads)
+    sums = _fold_taps(np.add, _pad(x, pads), ksize, strides, out_hw)
+    return sums / _window_counts(x.shape[1:3], ksize, strides, pads, out_hw, x.dtype)
+
+
+def avg_pool_grad(input_shape, dy, ksize, strides, padding):
+    """Gradient of avg_pool for an input of `input_shape`: each dy shared over its window."""
+    input_shape = tuple(int(d) for d in input_shape)
+    pads = resolve_pads(padding, input_shape[1:3], ksize, strides)
+    share = dy / _window_counts(input_shape[1:3], ksize, strides, pads, dy.shape[1:3], dy.dtype)
+    dxp = _padded_zeros(input_shape, pads, dy.dtype)
+    for _, _, index in _taps(ksize, strides, (1, 1), dy.shape[1:3]):
+        dxp[index] += share
+    return _crop(dxp, pads, input_shape[1:3])
