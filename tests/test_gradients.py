@@ -59,6 +59,7 @@ CASES = [
     ("Softplus", sg.nn.softplus, [(any_, (2, 3))], True),
     ("Erf", sg.erf, [(any_, (2, 3))], True),
     ("Relu", sg.nn.relu, [(away0, (2, 3))], True),
+    ("ReluGrad", lambda x: sg.square(sg.nn.relu(x)), [(away0, (2, 3))], True),
     ("Relu6", sg.nn.relu6, [(lambda s: away0(s) * 4, (3, 4))], True),
     ("Elu", sg.nn.elu, [(away0, (2, 3))], True),
     ("LeakyRelu", lambda x: sg.nn.leaky_relu(x, 0.1), [(away0, (2, 3))], True),

@@ -95,7 +95,7 @@ _unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))])
 _unary("Erf", "rt.erf({0})",
        lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
 _unary("Relu", "np.maximum({0}, 0)",
-       lambda op, g: [where(greater(_x(op), 0), g, zeros_like(g))], kinds="fi")
+       lambda op, g: [apply1("ReluGrad", [g, _x(op)], name="ReluGrad")], kinds="fi")
 _unary("Relu6", "np.clip({0}, 0, 6)", _relu6_grad, kinds="fi")
 _unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
 _unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))])
@@ -103,6 +103,24 @@ _unary("Identity", "{0}", lambda op, g: [g], kinds="fib", view=True)
 register("StopGradient", unary_infer("fib"), "{0}", None, differentiable=False, view=True,
          elementwise=True, broadcasts=False)
 register("LogicalNot", unary_infer("b"), "np.logical_not({0})", None, differentiable=False,
+         elementwise=True, broadcasts=False)
+
+
+def _relu_grad_infer(ctx):
+    check_kind(ctx, 0, "fi")
+    if ctx.in_dtypes[0] is not ctx.in_dtypes[1] or \
+            not ctx.in_shapes[0].is_compatible_with(ctx.in_shapes[1]):
+        raise ValueError(f"ReluGrad needs gradients and features of one shape and dtype, got "
+                         f"{ctx.in_shapes[0]} {ctx.in_dtypes[0].name} and {ctx.in_shapes[1]} "
+                         f"{ctx.in_dtypes[1].name}")
+    return [(ctx.in_shapes[0].merge_with(ctx.in_shapes[1]), ctx.in_dtypes[0])]
+
+
+# Relu's gradient: g where the input was positive, else 0. TF1 multiplies by the mask too
+# (a NaN gradient stays NaN); in NumPy `g * mask` is about ten times faster than np.where.
+register("ReluGrad", _relu_grad_infer, "{0} * ({1} > 0)",
+         lambda op, gg: [apply1("ReluGrad", [gg, op.inputs[1]], name="ReluGrad"),
+                         zeros_like(op.inputs[1])],
          elementwise=True, broadcasts=False)
 
 
