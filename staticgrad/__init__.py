@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from . import errors, runtime  # noqa: F401
+from . import errors, initializers, layers, losses, runtime, train  # noqa: F401
 from .autodiff import (  # noqa: F401
                        NoGradient,
                        NotDifferentiable,
@@ -51,6 +51,17 @@ from .graph import (  # noqa: F401
                        name_scope,
                        reset_default_graph,
 )
+from .initializers import (  # noqa: F401
+                       constant_initializer,
+                       glorot_normal_initializer,
+                       glorot_uniform_initializer,
+                       ones_initializer,
+                       random_normal_initializer,
+                       random_uniform_initializer,
+                       truncated_normal_initializer,
+                       variance_scaling_initializer,
+                       zeros_initializer,
+)
 from .ops import nn_ops as nn  # noqa: F401
 from .ops.array_ops import (  # noqa: F401
                        broadcast_to,
@@ -67,6 +78,7 @@ from .ops.array_ops import (  # noqa: F401
                        zeros,
                        zeros_like,
 )
+from .ops.clip_ops import clip_by_global_norm, clip_by_norm, global_norm  # noqa: F401
 from .ops.indexing_ops import eye, gather, lin_space, linspace, one_hot, range, slice  # noqa: F401
 from .ops.join_ops import concat, pad, split, stack, tile, unstack  # noqa: F401
 from .ops.math_ops import (  # noqa: F401
@@ -124,6 +136,7 @@ from .ops.math_ops import (  # noqa: F401
                        truediv,
                        where,
 )
+from .ops.nn_impl import squared_difference  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
                        arg_max,
                        arg_min,
@@ -154,6 +167,13 @@ from .ops.state_ops import (  # noqa: F401
 from .ops.state_ops import tuple_ as tuple  # noqa: F401, A001 - TF1's name
 from .session import InteractiveSession, Session, get_default_session  # noqa: F401
 from .shapes import Dimension, TensorShape  # noqa: F401
+from .variable_scope import (  # noqa: F401
+                       AUTO_REUSE,
+                       VariableScope,
+                       get_variable,
+                       get_variable_scope,
+                       variable_scope,
+)
 from .variables import (  # noqa: F401
                        Variable,
                        all_variables,
@@ -166,4 +186,5 @@ from .variables import (  # noqa: F401
 )
 
 newaxis = None
+bool = bool_  # noqa: A001 - TF1's name for the boolean dtype
 __version__ = "0.1.0"

@@ -206,3 +206,8 @@ from .conv_ops import (  # noqa: E402, F401 - convolution and pooling are part o
     max_pool,
     max_pool2d,
 )
+from .nn_impl import (  # noqa: E402, F401 - composite functions, also part of sg.nn
+    batch_normalization,
+    dropout,
+    moments,
+)
