@@ -71,3 +71,20 @@ def test_specialize_makes_shapes_concrete_and_folds_shape_arithmetic(g):
     assert spec.shapes[y].as_list() == [12, 1]
     assert int(spec.values[n]) == 12
     assert y.shape.as_list() == [None, None]  # the graph itself is unchanged
+
+
+def test_prune_skips_what_is_known_when_the_graph_is_built():
+    """A placeholder read only for its (known) shape need not be fed: shape(w), zeros_like(w),
+    and the filter gradient of a convolution, which reads only the filter's shape."""
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [1, 4, 4, 1], name="x")
+        w = sg.placeholder(sg.float32, [2, 2, 1, 1], name="w")
+        dw = sg.nn.conv2d_backprop_filter(x, sg.shape(w), sg.ones([1, 3, 3, 1]), [1, 1, 1, 1],
+                                          "VALID")
+        fetches = [sg.shape(w), sg.zeros_like(w), dw]
+        assert "w" not in {op.name for op in prune(fetches, {x})}
+        with sg.Session() as sess:
+            s, z, d = sess.run(fetches, {x: np.ones((1, 4, 4, 1), np.float32)})
+    assert s.tolist() == [2, 2, 1, 1] and not z.any()
+    np.testing.assert_array_equal(d, np.full((2, 2, 1, 1), 9.0))
