@@ -13,13 +13,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_script(relpath, *args, timeout=120):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def run_script(relpath, *args, timeout=120, hide=(), tmp_path=None, returncode=0):
+    """Run a script as `python <relpath> <args>` from the checkout's root; return its stdout.
+
+    `hide` names modules the script must not find (a stub package in `tmp_path` that raises
+    ImportError stands first on its PYTHONPATH), to check how it does without them.
+    """
+    path = [str(ROOT)]
+    for module in hide:
+        stub = tmp_path / "hidden" / module
+        stub.mkdir(parents=True)
+        (stub / "__init__.py").write_text(f"raise ImportError('{module} is hidden by the test')\n")
+        path.insert(0, str(tmp_path / "hidden"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     proc = subprocess.run([sys.executable, str(ROOT / relpath), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, (f"{relpath} exited with {proc.returncode}\n"
-                                  f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
-    return proc.stdout
+    assert proc.returncode == returncode, (
+        f"{relpath} exited with {proc.returncode}, not {returncode}\n"
+        f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    return proc.stdout if returncode == 0 else proc.stderr
 
 
 def number_after(label, text):
@@ -133,3 +145,51 @@ def test_seed_gradients_match_the_articles(grad_output):
     assert "gradient at y: [1. 1. 1.]  w.grad: [1. 1. 1.]" in out
     assert "w.grad = [1.]  b.grad = [1.]" in out
     assert "d3y/dx3 = 81.0 108.0 108.0 72.0" in out
+
+
+@pytest.fixture(scope="module")
+def quadratic(tmp_path_factory):
+    """The quadratic regression's output, with its plot and checkpoint in a temporary folder."""
+    folder = tmp_path_factory.mktemp("quadratic")
+    out = run_script("examples/quadratic_regression.py", "--plot", str(folder / "fit.png"),
+                     "--save-dir", str(folder / "checkpoint"))
+    return out, folder
+
+
+def test_quadratic_regression_fits_the_data(quadratic):
+    out, _ = quadratic
+    # y = 3 x^2 + 2 + 0.2 * uniform[0, 1) noise: the noise's mean 0.1 goes into b
+    assert number_after(r"fitted w", out) == pytest.approx(3.0, abs=0.1)
+    assert number_after(r"fitted w = \S+, b", out) == pytest.approx(2.1, abs=0.1)
+    losses = [float(v) for v in re.findall(r"step\s+\d+: loss = (\S+)", out)]
+    assert len(losses) == 9  # step 1, then every 100 steps up to 800
+    assert all(later <= earlier for earlier, later in zip(losses, losses[1:]))
+    # 100 points with noise of standard deviation 0.2 / sqrt(12): the summed squared error
+    # of the best fit is about 100 * 0.0033 = 0.33
+    assert losses[-1] < 0.5 < 100 < losses[0]
+
+
+def test_quadratic_regression_restores_what_it_saved(quadratic):
+    out, folder = quadratic
+    assert f"saved to {folder / 'checkpoint' / 'model'}" in out
+    assert (folder / "checkpoint" / "model.npz").exists()
+    assert number_after(r"restored w", out) == number_after(r"fitted w", out)
+    assert number_after(r"restored w = \S+, b", out) == number_after(r"fitted w = \S+, b", out)
+    assert "restored values equal the trained ones: True" in out
+
+
+def test_quadratic_regression_plot(quadratic):
+    pytest.importorskip("matplotlib")
+    out, folder = quadratic
+    assert f"plot written to {folder / 'fit.png'}" in out
+    assert (folder / "fit.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_quadratic_regression_without_matplotlib(tmp_path):
+    out = run_script("examples/quadratic_regression.py", "--steps", "5",
+                     "--plot", str(tmp_path / "fit.png"), hide=["matplotlib"], tmp_path=tmp_path)
+    assert "plot skipped: matplotlib is not installed" in out
+    assert not (tmp_path / "fit.png").exists()
+    out = run_script("examples/quadratic_regression.py", "--steps", "5", "--no-plot")
+    assert "plot skipped: --no-plot" in out
+
