@@ -193,3 +193,25 @@ def test_quadratic_regression_without_matplotlib(tmp_path):
     out = run_script("examples/quadratic_regression.py", "--steps", "5", "--no-plot")
     assert "plot skipped: --no-plot" in out
 
+
+DIGITS_EXAMPLES = ["digits_logistic", "digits_mlp", "digits_lenet"]
+
+
+@pytest.mark.parametrize("example", DIGITS_EXAMPLES)
+def test_digits_examples_without_sklearn(example, tmp_path):
+    err = run_script(f"examples/{example}.py", hide=["sklearn"], tmp_path=tmp_path,
+                     returncode=1)
+    assert err.strip() == "this example needs scikit-learn: pip install 'staticgrad[examples]'"
+
+
+# Each example's measured test accuracy (seed 0, default options), and the bound checked:
+# logistic 0.9711, MLP 0.9756, LeNet 0.9800.
+@pytest.mark.parametrize("example, bound", [("digits_logistic", 0.95), ("digits_mlp", 0.95),
+                                            ("digits_lenet", 0.95)])
+def test_digits_accuracy(example, bound):
+    pytest.importorskip("sklearn")
+    out = run_script(f"examples/{example}.py")
+    accuracy = number_after(r"test accuracy:", out)
+    assert bound <= accuracy <= 1.0, out
+    # not a TTY: a few plain progress lines rather than a progress bar
+    assert 3 <= len(re.findall(r"^epoch +\d+/\d+: training loss = ", out, re.M)) <= 7, out
