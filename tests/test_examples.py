@@ -123,6 +123,16 @@ def test_benchmark_smoke(tmp_path):
     assert len(data["us_per_call_rounds"]["make_callable"]) == 2
 
 
+def test_mlp_step_benchmark_smoke(tmp_path):
+    """W2 briefly: it checks that both ways take the same step, then times them."""
+    target = tmp_path / "w2.json"
+    out = run_script("benchmarks/bench_mlp_step.py", "--rounds", "1", "--number", "1",
+                     "--out", str(target))
+    assert "make_callable" in out
+    data = json.loads(target.read_text())
+    assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
+
+
 @pytest.fixture(scope="module")
 def grad_output():
     return run_script("examples/seed_gradients.py")
