@@ -9,6 +9,7 @@ with `get_variable` (so `reuse=True` shares them), and applies ops in that scope
 from __future__ import annotations
 
 import math
+import operator
 
 from . import initializers
 from .graph import GraphKeys, get_default_graph
@@ -18,6 +19,14 @@ from .ops.array_ops import reshape, shape
 from .ops.join_ops import stack
 from .ops.registry import convert_to_tensor, is_tensor_like
 from .variable_scope import get_variable, variable_scope
+
+
+def _layer_scope(name, default_name, reuse):
+    """A layer's variable scope: `name`, else a unique `default_name` (`dense_1`...); a layer
+    reusing variables without a name reuses the plain `default_name` scope (TF1's rule)."""
+    if reuse and name is None:
+        return variable_scope(default_name, reuse=reuse)
+    return variable_scope(name, default_name=default_name, reuse=reuse)
 
 
 def _weights(name, shape_, dtype, initializer, regularizer, trainable, default_init):
@@ -49,9 +58,14 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
         raise ValueError(f"dense: the last dimension of the inputs must be known, got "
                          f"{inputs.name} of shape {inputs.shape} (created at "
                          f"{inputs.op.where()})")
-    if not isinstance(units, int) or units <= 0:
+    try:
+        n_units = operator.index(units)  # a NumPy integer is fine
+    except TypeError:
+        n_units = 0
+    if n_units <= 0:
         raise ValueError(f"dense: units must be a positive integer, got {units!r}")
-    with variable_scope(name, default_name="dense", reuse=reuse):
+    units = n_units
+    with _layer_scope(name, "dense", reuse):
         kernel = _weights("kernel", [dims[-1], units], inputs.dtype, kernel_initializer,
                           kernel_regularizer, trainable,
                           initializers.glorot_uniform_initializer())
@@ -78,7 +92,7 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
         raise ValueError(f"conv2d layer: inputs must be [batch, height, width, channels] with "
                          f"known channels, got {inputs.name} of shape {inputs.shape}")
     kh, kw = _pair(kernel_size, "kernel_size")
-    with variable_scope(name, default_name="conv2d", reuse=reuse):
+    with _layer_scope(name, "conv2d", reuse):
         kernel = _weights("kernel", [kh, kw, dims[-1], filters], inputs.dtype,
                           kernel_initializer, kernel_regularizer, trainable,
                           initializers.glorot_uniform_initializer())

@@ -32,7 +32,7 @@ AUTO_REUSE = "AUTO_REUSE"
 class VariableScope:
     """A scope's settings: its name and the defaults `get_variable` uses inside it."""
 
-    def __init__(self, name="", reuse=None, initializer=None, regularizer=None, dtype=None,
+    def __init__(self, name="", reuse=False, initializer=None, regularizer=None, dtype=None,
                  original_name_scope=""):
         self.name = name
         self.reuse = reuse
@@ -97,42 +97,35 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
         raise TypeError("variable_scope needs a name_or_scope or a default_name")
     if reuse not in (None, True, False, AUTO_REUSE):
         raise ValueError(f"reuse must be None, True, False or AUTO_REUSE, got {reuse!r}")
+    reuse = reuse or None  # False means "inherit", as in TF1: reuse cannot be switched off
     g = get_default_graph()
     for v in values or ():
         if hasattr(v, "graph"):
             g = v.graph
             break
-    parent = g._thread.var_scope or VariableScope()
-    store = _store(g)
-    if isinstance(name_or_scope, VariableScope):
-        full_name = name_or_scope.name
-        name_scope_arg = name_or_scope.original_name_scope or None
-        template = name_or_scope
-    else:
-        if name_or_scope is None:
-            base = _join(parent.name, default_name)
-            count = store.scope_counts.get(base, 0)
-            full_name = base if count == 0 else f"{base}_{count}"
-            name_scope_arg = full_name.rsplit("/", 1)[-1]
-        else:
-            full_name = _join(parent.name, str(name_or_scope))
-            name_scope_arg = str(name_or_scope)
-        template = parent
-    store.scope_counts[full_name] = store.scope_counts.get(full_name, 0) + 1
-    if parent.reuse is True or reuse is True:
-        effective_reuse = True  # reuse is inherited, and cannot be switched off inside
-    elif reuse is None:
-        effective_reuse = template.reuse if isinstance(name_or_scope, VariableScope) \
-            else parent.reuse
-    else:
-        effective_reuse = reuse
     with contextlib.ExitStack() as stack:
+        stack.enter_context(g.as_default())
+        parent = g._thread.var_scope or VariableScope()
+        counts = _store(g).scope_counts
+        if isinstance(name_or_scope, VariableScope):
+            full_name = name_or_scope.name
+            name_scope_arg = name_or_scope.original_name_scope or None
+            template, inherited = name_or_scope, name_or_scope.reuse
+        else:
+            if name_or_scope is None:
+                full_name = _unique_scope_name(counts, _join(parent.name, default_name))
+            else:
+                full_name = _join(parent.name, str(name_or_scope))
+            name_scope_arg = str(name_or_scope or full_name.rsplit("/", 1)[-1])
+            template, inherited = parent, parent.reuse
+        counts[full_name] = counts.get(full_name, 0) + 1
+        saved_counts = dict(counts)
         if auxiliary_name_scope:
             ns = stack.enter_context(g.name_scope(name_scope_arg))
         else:
             ns = g.get_name_scope() + "/" if g.get_name_scope() else ""
         scope = VariableScope(
-            full_name, effective_reuse,
+            full_name, reuse or inherited,
             initializer if initializer is not None else template.initializer,
             regularizer if regularizer is not None else template.regularizer,
             _dt.as_dtype(dtype) if dtype is not None else template.dtype,
@@ -143,6 +136,25 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
             yield scope
         finally:
             g._thread.var_scope = old
+            # TF1: leaving a scope forgets its inner default names, so entering it again
+            # names its layers dense, dense_1... again (and AUTO_REUSE finds them);
+            # leaving a re-entered scope object restores the counts from before.
+            if isinstance(name_or_scope, VariableScope):
+                counts.clear()
+                counts.update(saved_counts)
+            else:
+                for key in [k for k in counts if k.startswith(full_name + "/")]:
+                    counts[key] = 0
+
+
+def _unique_scope_name(counts: dict, name: str) -> str:
+    """`name`, or `name_1`, `name_2`... : the first not yet used in this scope."""
+    if counts.get(name, 0) == 0:
+        return name
+    i = 1
+    while counts.get(f"{name}_{i}", 0) > 0:
+        i += 1
+    return f"{name}_{i}"
 
 
 def _join(prefix: str, name: str) -> str:
@@ -191,6 +203,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         from . import initializers
         initializer = (initializers.glorot_uniform_initializer() if dtype.is_floating
                        else initializers.zeros_initializer())
+    if isinstance(initializer, type):  # TF1 takes the class too: initializer=zeros_initializer
+        initializer = initializer()
     if callable(initializer):
         if shape is None or not shape.is_fully_defined():
             raise ValueError(f"get_variable {full_name}: the shape must be fully known to "
@@ -205,9 +219,12 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         value, init_dtype = initializer, dtype
     if trainable is None:
         trainable = True
-    with g.name_scope(None):  # the variable's name is exactly the scope's name + name
+    # The variable's op is named `full_name`, at the root of the name scopes; if another op
+    # already has that name (say an sg.Variable named "w"), the graph makes it unique ("w_1")
+    # while the store still knows the variable as `full_name`, as in TF1.
+    with g.name_scope(None):
         var = Variable(value, trainable=trainable, collections=collections,
-                       validate_shape=validate_shape, name=full_name + "/", dtype=init_dtype)
+                       validate_shape=validate_shape, name=full_name, dtype=init_dtype)
     store.variables[full_name] = var
     regularizer = regularizer if regularizer is not None else scope.regularizer
     if regularizer is not None:

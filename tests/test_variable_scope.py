@@ -144,3 +144,94 @@ def test_op_names_do_not_collide_with_a_get_variable_name():
     w = sg.get_variable("w", [1])
     other = sg.identity(sg.constant([1.0]), name="w")
     assert w.op.name == "w" and other.op.name == "w_1"
+
+
+def test_unnamed_layers_are_numbered_dense_dense_1_dense_2():
+    x = sg.placeholder(sg.float32, [None, 8])
+    h = sg.layers.dense(x, 8)
+    h = sg.layers.dense(h, 8)
+    sg.layers.dense(h, 2)
+    assert [v.op.name for v in sg.trainable_variables()][::2] == [
+        "dense/kernel", "dense_1/kernel", "dense_2/kernel"]
+
+
+def test_auto_reuse_towers_share_layer_by_layer():
+    def model(x):
+        with sg.variable_scope("model", reuse=sg.AUTO_REUSE):
+            h = sg.layers.dense(x, 4, activation=sg.nn.relu)
+            return sg.layers.dense(h, 3)
+    x = sg.placeholder(sg.float32, [None, 5])
+    train_out, test_out = model(x), model(x * 2.0)
+    assert [v.op.name for v in sg.trainable_variables()] == [
+        "model/dense/kernel", "model/dense/bias", "model/dense_1/kernel", "model/dense_1/bias"]
+    assert test_out.shape.as_list() == [None, 3]
+    xv = np.ones((1, 5), np.float32)
+    with sg.Session() as sess:
+        sess.run(sg.global_variables_initializer())
+        tested = sess.run(test_out, {x: xv})
+        trained = sess.run(train_out, {x: 2 * xv})
+    np.testing.assert_array_equal(tested, trained)  # the same weights, layer by layer
+
+
+def test_discriminator_called_twice_with_reuse():
+    def disc(x, reuse):
+        with sg.variable_scope("disc", reuse=reuse):
+            h = sg.layers.dense(x, 8, activation=sg.nn.relu)
+            return sg.layers.dense(h, 1)
+    x = sg.placeholder(sg.float32, [None, 4])
+    disc(x, False)
+    disc(x, True)
+    assert len(sg.trainable_variables()) == 4
+
+
+def test_unnamed_layer_with_reuse_uses_the_plain_scope():
+    x = sg.placeholder(sg.float32, [None, 3])
+    a = sg.layers.dense(x, 2)
+    b = sg.layers.dense(x, 2, reuse=True)
+    assert len(sg.trainable_variables()) == 2
+    with sg.Session() as sess:
+        sess.run(sg.global_variables_initializer())
+        va, vb = sess.run([a, b], {x: [[1.0, 2.0, 3.0]]})
+    np.testing.assert_array_equal(va, vb)
+
+
+def test_reentering_a_scope_object_restores_default_name_counts():
+    with sg.variable_scope("outer") as outer:
+        sg.layers.dense(sg.placeholder(sg.float32, [None, 2]), 2)
+    with sg.variable_scope(outer, reuse=True):
+        sg.layers.dense(sg.placeholder(sg.float32, [None, 2]), 2)  # dense again, reused
+    assert len(sg.trainable_variables()) == 2
+
+
+def test_get_variable_after_a_variable_of_that_name_gets_a_unique_op_name():
+    plain = sg.Variable(1.0, name="w")
+    got = sg.get_variable("w", [2])
+    assert plain.op.name == "w" and got.op.name == "w_1"
+    with sg.variable_scope(sg.get_variable_scope(), reuse=True):
+        assert sg.get_variable("w") is got
+
+
+def test_initializer_given_as_a_class():
+    b = sg.get_variable("b", [3], initializer=sg.zeros_initializer)
+    with sg.Session() as sess:
+        sess.run(b.initializer)
+        np.testing.assert_array_equal(sess.run(b), np.zeros(3))
+
+
+def test_variable_scope_values_switch_to_their_graph():
+    other = sg.Graph()
+    with other.as_default():
+        t = sg.constant(1.0)
+    with sg.variable_scope("s", values=[t]):
+        v = sg.get_variable("v", [1])
+    assert v.graph is other and v.op.name == "s/v"
+
+
+def test_reuse_false_inside_auto_reuse_still_reuses():
+    with sg.variable_scope("s", reuse=sg.AUTO_REUSE):
+        with sg.variable_scope("inner", reuse=False):
+            u = sg.get_variable("u", [1])
+    with sg.variable_scope("s", reuse=sg.AUTO_REUSE):
+        with sg.variable_scope("inner", reuse=False):
+            assert sg.get_variable("u") is u
+    assert sg.get_variable_scope().reuse is False
