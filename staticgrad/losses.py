@@ -15,7 +15,7 @@ from __future__ import annotations
 from .graph import GraphKeys, get_default_graph, name_scope
 from .ops import math_ops as M
 from .ops import nn_ops as nn
-from .ops.array_ops import ones_like, shape, size
+from .ops.array_ops import ones_like, shape, size, squeeze
 from .ops.nn_impl import squared_difference
 from .ops.reduction_ops import reduce_sum
 from .ops.registry import convert_to_tensor
@@ -55,10 +55,7 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
         weights = convert_to_tensor(weights, dtype_hint=losses.dtype)
         if weights.dtype is not losses.dtype:
             weights = M.cast(weights, losses.dtype)
-        if (weights.shape.is_fully_defined() and losses.shape.ndims is not None and
-                weights.shape.ndims > losses.shape.ndims):
-            raise ValueError(f"weights of shape {weights.shape} do not broadcast to losses of "
-                             f"shape {losses.shape}")
+        _check_broadcastable(weights, losses)
         weighted = losses * weights
         if reduction == Reduction.NONE:
             loss = weighted
@@ -73,6 +70,19 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
         if loss_collection:
             add_loss(loss, loss_collection)
         return loss
+
+
+def _check_broadcastable(weights, losses):
+    """TF1's rule: weights are a scalar, or have the losses' rank with each dim equal or 1
+    (a [batch] weight against [batch, 1] losses would otherwise broadcast to [batch, batch])."""
+    w, l_dims = weights.shape.dims, losses.shape.dims
+    if w is None or l_dims is None or len(w) == 0:
+        return
+    if len(w) != len(l_dims) or any(a is not None and b is not None and a not in (1, b)
+                                    for a, b in zip(w, l_dims)):
+        raise ValueError(f"weights of shape {weights.shape} ({weights.op.where()}) cannot be "
+                         f"broadcast to losses of shape {losses.shape}: they must be a scalar "
+                         "or have the losses' rank with each dimension equal or 1")
 
 
 def _num_present(losses, weights):
@@ -160,10 +170,24 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
                                  loss_collection=GraphKeys.LOSSES,
                                  reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """Like softmax_cross_entropy, with integer class labels."""
+    if labels is None or logits is None:
+        raise ValueError("sparse_softmax_cross_entropy: labels and logits must not be None")
     with name_scope(scope, "sparse_softmax_cross_entropy_loss"):
+        logits = convert_to_tensor(logits)
+        labels = _squeeze_last(convert_to_tensor(labels), logits)
+        weights = convert_to_tensor(weights, dtype_hint=logits.dtype)
+        weights = _squeeze_last(weights, logits) if weights.shape.ndims else weights
         losses = nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
                                                              name="xentropy")
         return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+
+
+def _squeeze_last(t, logits):
+    """Labels (or weights) of shape [batch, 1] against logits [batch, classes]: drop the 1."""
+    if (t.shape.ndims is not None and t.shape.ndims == logits.shape.ndims
+            and t.shape.dims[-1] == 1):
+        return squeeze(t, [-1])
+    return t
 
 
 def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,

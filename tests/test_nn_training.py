@@ -303,3 +303,34 @@ def test_dropout_layer_follows_training_flag():
         assert (sess.run(y, {training: False}) == 1).all()
         on = sess.run(y, {training: True})
     assert set(np.unique(on)) == {0.0, 2.0}
+
+
+def test_loss_weights_must_broadcast_as_in_tf1():
+    p = sg.constant([[1.0], [2.0], [3.0], [4.0]])
+    with pytest.raises(ValueError, match=r"weights of shape \(4,\).*losses of shape \(4, 1\)"):
+        sg.losses.mean_squared_error(np.zeros((4, 1)), p, weights=[1.0, 0.0, 0.0, 0.0])
+    ok = sg.losses.mean_squared_error(np.zeros((4, 1)), p, weights=[[1.0], [0.0], [0.0], [0.0]])
+    assert run(ok) == 1.0
+
+
+def test_sparse_loss_takes_labels_of_shape_batch_by_one():
+    logits = RNG.normal(size=(3, 5))
+    a = sg.losses.sparse_softmax_cross_entropy([[1], [4], [0]], logits)
+    b = sg.losses.sparse_softmax_cross_entropy([1, 4, 0], logits)
+    np.testing.assert_allclose(*run([a, b]))
+    with pytest.raises(ValueError, match="must not be None"):
+        sg.losses.sparse_softmax_cross_entropy(None, logits)
+
+
+def test_moments_of_float16_answer_in_float16():
+    mean, var = sg.nn.moments(sg.constant(np.arange(6, dtype=np.float16)), axes=[0])
+    assert mean.dtype is sg.float16 and var.dtype is sg.float16
+    np.testing.assert_allclose(run([mean, var]), [2.5, np.var(np.arange(6.0))], rtol=1e-3)
+
+
+def test_dense_takes_numpy_integer_units_and_initializes_glorot():
+    x = sg.placeholder(sg.float32, [None, 30])
+    sg.layers.dense(x, np.int64(40))
+    kernel = run(sg.trainable_variables()[0])
+    limit = np.sqrt(6 / 70)
+    assert kernel.shape == (30, 40) and 0.9 * limit < np.abs(kernel).max() <= limit

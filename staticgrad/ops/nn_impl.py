@@ -80,7 +80,8 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
     keepdims = bool(keepdims if keepdims is not None else keep_dims)
     with name_scope(name, "moments"):
         x = convert_to_tensor(x)
-        if x.dtype is _dt.float16:
+        dtype = x.dtype
+        if dtype is _dt.float16:  # accumulate in float32, answer in float16 (TF1)
             x = M.cast(x, _dt.float32)
         mean = reduce_mean(x, axes, keepdims=True, name="mean")
         variance = reduce_mean(squared_difference(x, M.stop_gradient(mean)), axes,
@@ -88,7 +89,7 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         if not keepdims:
             axes = [axes] if isinstance(axes, int) else list(axes)
             mean, variance = squeeze(mean, axes), squeeze(variance, axes)
-        return mean, variance
+        return _cast_to(mean, dtype), _cast_to(variance, dtype)
 
 
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
