@@ -231,3 +231,48 @@ def test_optimizers_fit_a_line():
                 for _ in range(500):
                     sess.run(train, {x: xs})
                 np.testing.assert_allclose(sess.run([a, c]), [2, -1], atol=1e-3)
+
+
+@pytest.mark.parametrize("name,make,rule", CASES[5:], ids=[c[0] for c in CASES[5:]])
+def test_rmsprop_and_adagrad_keep_float32(name, make, rule):
+    test_optimizer_in_float32_keeps_float32(name, make, rule)
+
+
+def test_integer_variables_without_gradients_are_skipped():
+    with sg.Graph().as_default():
+        x, y, w, b, loss = _model()
+        step = sg.train.get_or_create_global_step()
+        train = sg.train.GradientDescentOptimizer(0.1).minimize(
+            loss, var_list=sg.global_variables(), global_step=step)
+        assert train is not None
+
+
+def test_optimizer_variables_are_the_current_graphs_sorted():
+    opt = sg.train.AdamOptimizer()
+    graphs = [sg.Graph(), sg.Graph()]
+    for g in graphs:
+        with g.as_default():
+            opt.minimize(_model()[-1])
+    with graphs[1].as_default():
+        names = [v.op.name for v in opt.variables()]
+        assert all(v.graph is graphs[1] for v in opt.variables())
+    assert names == sorted(names) and len(names) == 6
+
+
+def test_a_variable_named_global_step_is_the_global_step():
+    with sg.Graph().as_default():
+        mine = sg.Variable(0, name="global_step", trainable=False)
+        assert sg.train.get_global_step() is mine
+        assert sg.train.get_or_create_global_step() is mine
+    with sg.Graph().as_default():
+        sg.Variable(0.5, name="global_step")
+        with pytest.raises(TypeError, match="must be an integer scalar"):
+            sg.train.get_global_step()
+
+
+def test_apply_gradients_errors_say_where():
+    with sg.Graph().as_default():
+        w = sg.Variable(np.zeros((3, 2)), name="w")
+        g = sg.constant(np.zeros((2, 3)), name="g")
+        with pytest.raises(ValueError, match=r"shape \(2, 3\).*\(3, 2\).*test_train.py"):
+            sg.train.GradientDescentOptimizer(0.1).apply_gradients([(g, w)])

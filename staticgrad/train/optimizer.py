@@ -18,7 +18,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..autodiff import gradients
 from ..errors import format_location
-from ..graph import GraphKeys, Tensor
+from ..graph import GraphKeys, Tensor, get_default_graph
 from ..ops.array_ops import zeros
 from ..ops.math_ops import cast
 from ..ops.registry import convert_to_tensor, is_tensor_like
@@ -98,14 +98,16 @@ class Optimizer:
                                 "not a variable")
             if g is not None:
                 g = convert_to_tensor(g)
+                where = f"gradient {g.name} ({g.op.where()}), variable {v.name} ({v.op.where()})"
+                if not v.dtype.is_floating:
+                    raise TypeError(f"cannot optimize variable {v.name} of dtype "
+                                    f"{v.dtype.name}; {where}")
                 if g.dtype is not v.dtype:
-                    raise TypeError(f"the gradient {g.name} ({g.dtype.name}) does not match "
-                                    f"variable {v.name} ({v.dtype.name})")
+                    raise TypeError(f"the gradient's dtype {g.dtype.name} does not match the "
+                                    f"variable's {v.dtype.name}: {where}")
                 if not g.shape.is_compatible_with(v.shape):
-                    raise ValueError(f"the gradient {g.name} has shape {g.shape}, variable "
-                                     f"{v.name} has shape {v.shape}")
-            if not v.dtype.is_floating:
-                raise TypeError(f"cannot optimize variable {v.name} of dtype {v.dtype.name}")
+                    raise ValueError(f"the gradient's shape {g.shape} does not match the "
+                                     f"variable's {v.shape}: {where}")
             pairs.append((g, v))
         var_list = [v for g, v in pairs if g is not None]
         if not var_list:
@@ -184,6 +186,9 @@ class Optimizer:
         return self._slots.get(name, {}).get(var)
 
     def variables(self) -> list[Variable]:
-        """The variables this optimizer created (slots and others such as Adam's beta powers)."""
+        """The variables this optimizer created in the default graph (slots, and others such
+        as Adam's beta powers), sorted by name."""
+        graph = get_default_graph()
         out = [v for slots in self._slots.values() for v in slots.values()]
-        return out + list(self._non_slots.values())
+        out += list(self._non_slots.values())
+        return sorted((v for v in out if v.graph is graph), key=lambda v: v.name)

@@ -18,8 +18,9 @@ With learning rate `lr` and gradient `g`, per variable `w`:
 
 from __future__ import annotations
 
-from ..ops.array_ops import ones
-from ..ops.math_ops import rsqrt, sqrt, square
+from ..ops.array_ops import fill, ones
+from ..ops.math_ops import cast, rsqrt, sqrt, square
+from ..ops.registry import convert_to_tensor
 from ..ops.state_ops import assign, assign_sub, group
 from .optimizer import Optimizer
 
@@ -77,7 +78,6 @@ class AdamOptimizer(Optimizer):
 
     @staticmethod
     def _initial_power(beta, var):
-        from ..ops.registry import convert_to_tensor
         return convert_to_tensor(beta, dtype=var.dtype)
 
     def _beta_powers(self, graph):
@@ -90,7 +90,6 @@ class AdamOptimizer(Optimizer):
         beta2 = self._hyper("beta2", self._beta2, dt)
         eps = self._hyper("epsilon", self._epsilon, dt)
         b1_power, b2_power = self._beta_powers(var.graph)
-        from ..ops.math_ops import cast
         b1p, b2p = (p.value() if p.dtype is dt else cast(p.value(), dt)
                     for p in (b1_power, b2_power))
         lr_t = lr * sqrt(1 - b2p) / (1 - b1p)
@@ -154,8 +153,6 @@ class AdagradOptimizer(Optimizer):
         self._lr, self._initial = learning_rate, initial_accumulator_value
 
     def _create_slots(self, var_list):
-        from ..ops.array_ops import fill
-        from ..ops.registry import convert_to_tensor
         for v in var_list:
             self._slot_with_init(v, "accumulator", lambda v=v: fill(
                 v.shape.dims, convert_to_tensor(self._initial, dtype=v.dtype)))

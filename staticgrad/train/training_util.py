@@ -7,12 +7,30 @@ from ..graph import GraphKeys, get_default_graph
 
 
 def get_global_step(graph=None):
-    """The graph's global step variable, or None if it has none."""
+    """The graph's global step: the one variable of the GLOBAL_STEP collection, else a
+    variable named "global_step" (a TF1 program may make its own), else None."""
     g = graph or get_default_graph()
     steps = g.get_collection(GraphKeys.GLOBAL_STEP)
     if len(steps) > 1:
         raise TypeError(f"the graph has {len(steps)} global steps: {[s.name for s in steps]}")
-    return steps[0] if steps else None
+    if not steps:
+        steps = [v for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES)
+                 if v.op.name == "global_step"]
+        if not steps:
+            return None
+    assert_global_step(steps[0])
+    return steps[0]
+
+
+def assert_global_step(global_step_tensor) -> None:
+    """A global step must be an integer scalar variable."""
+    from ..variables import Variable
+    if not isinstance(global_step_tensor, Variable):
+        raise TypeError(f"the global step must be a variable, got {global_step_tensor!r}")
+    if not global_step_tensor.dtype.is_integer or global_step_tensor.shape.ndims != 0:
+        raise TypeError(f"the global step {global_step_tensor.name} must be an integer scalar, "
+                        f"not {global_step_tensor.dtype.name} of shape "
+                        f"{global_step_tensor.shape} ({global_step_tensor.op.where()})")
 
 
 def create_global_step(graph=None):
