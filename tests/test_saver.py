@@ -653,3 +653,14 @@ def test_load_variable_of_a_missing_name_and_an_empty_directory(saved):
     empty.mkdir()
     with pytest.raises(sg.errors.NotFoundError, match="no checkpoint found"):
         sg.train.list_variables(str(empty))
+
+
+def test_restoring_a_missing_checkpoint_is_also_a_value_error_as_in_tf1(tmp_path):
+    with sg.Graph().as_default():
+        sg.Variable(1.0, name="v")
+        saver = sg.train.Saver()
+        with sg.Session() as sess:
+            with pytest.raises(ValueError, match="not a valid checkpoint"):
+                saver.restore(sess, str(tmp_path / "nothing"))
+            with pytest.raises(sg.errors.NotFoundError):
+                saver.restore(sess, str(tmp_path / "nothing"))

@@ -392,6 +392,11 @@ def _prefix_of(ckpt_dir_or_file: str) -> str:
     return ckpt_dir_or_file
 
 
+class CheckpointNotFoundError(NotFoundError, ValueError):
+    """No checkpoint file at the path: a NotFoundError, and the ValueError that TF1's
+    `Saver.restore` raises (so `except ValueError` in a TF1 program still catches it)."""
+
+
 @contextlib.contextmanager
 def _open_archive(path: str):
     """The .npz archive at `path`, or NotFoundError / DataLossError naming it."""
@@ -405,7 +410,9 @@ def _open_archive(path: str):
                                             "of file)")
         archive = np.load(path, allow_pickle=False)
     except (FileNotFoundError, IsADirectoryError):
-        raise NotFoundError(None, None, f"checkpoint file {path} not found") from None
+        raise CheckpointNotFoundError(
+            None, None, f"The passed save_path is not a valid checkpoint: checkpoint file "
+                        f"{path} not found") from None
     except PermissionError as e:
         raise PermissionDeniedError(None, None, f"cannot read checkpoint file {path}: "
                                                 f"{e}") from None
