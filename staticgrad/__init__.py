@@ -22,6 +22,7 @@ from .autodiff import (  # noqa: F401
                        hessians,
                        jacobian,
 )
+from .compiler import CompileOptions  # noqa: F401
 from .dtypes import (  # noqa: F401
                        DType,
                        as_dtype,

@@ -1,9 +1,12 @@
 """Turn (fetches, feed signature) into a compiled function: the session's slow path.
 
-    PIPELINE: prune -> specialize -> render -> exec
+    prune -> specialize -> lower -> PIPELINE (the rewriting passes, in order) -> render -> exec
 
-Each stage is a plain function (see `passes/` and `codegen/`); `compile_plan` runs them in
-order and returns a `Plan` holding the function and its source.
+`prune` and `specialize` work on the graph (what the fetches need, with the feeds' shapes);
+`lower` makes the IR (`ir.py`), which each pass of `PIPELINE` maps to a new one; the code
+generator renders the last. Every pass is a plain function, testable alone, and any of them
+can be switched off per session: `Session(options=CompileOptions(disable={"cse"}))`.
+With `verify=True` (the test suite turns it on) the IR is checked after every pass.
 """
 
 from __future__ import annotations
@@ -19,10 +22,46 @@ import numpy as np
 from . import runtime
 from .codegen.numpy_backend import render
 from .graph import Operation, Tensor
+from .ir import lower, verify
+from .passes.cse import cse
+from .passes.dce import eliminate_dead_code
+from .passes.fold import fold_constants
+from .passes.matmul import fold_transposes_into_matmul
 from .passes.prune import prune
+from .passes.simplify import simplify
 from .passes.specialize import specialize
 
 _counter = itertools.count()
+
+# The rewriting passes, in the order they run. Each maps a Program to a new Program.
+PIPELINE = (
+    ("fold", fold_constants),                          # known inputs -> computed now
+    ("simplify", simplify),                            # x*1, x+0, --x, no-op reshapes...
+    ("cse", cse),                                      # the same computation twice -> once
+    ("transpose_matmul", fold_transposes_into_matmul),  # matmul(transpose(a), b) -> flag
+    ("dce", eliminate_dead_code),                      # drop what no fetch needs any more
+)
+PASS_NAMES = tuple(name for name, _ in PIPELINE)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileOptions:
+    """How a session compiles: which passes of `PIPELINE` to skip, and whether to check the
+    IR after each pass (slower; for tests and for debugging a pass)."""
+
+    disable: frozenset = frozenset()
+    verify: bool = False
+
+    def __post_init__(self):
+        disable = frozenset([self.disable] if isinstance(self.disable, str) else self.disable)
+        unknown = disable - set(PASS_NAMES)
+        if unknown:
+            raise ValueError(f"unknown compiler passes {sorted(unknown)}; the passes are "
+                             f"{list(PASS_NAMES)}")
+        object.__setattr__(self, "disable", disable)
+
+
+DEFAULT_OPTIONS = CompileOptions()
 
 
 @dataclasses.dataclass
@@ -37,17 +76,31 @@ class Plan:
     feeds: list
 
 
+def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS):
+    """`program` through every enabled pass of PIPELINE, in order."""
+    if options.verify:
+        verify(program, "lower")
+    for name, run in PIPELINE:
+        if name not in options.disable:
+            program = run(program)
+            if options.verify:
+                verify(program, name)
+    return program
+
+
 def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], state: dict,
-                 rngs: dict, title: str = "") -> Plan:
+                 rngs: dict, title: str = "", options: CompileOptions | None = None) -> Plan:
     """Compile the computation of `fetches` from `feeds` (with shapes/dtypes `feed_sig`).
 
     `state` and `rngs` are the session's variable values and random generators; the
     generated module refers to them as `V` and `R`.
     """
-    fed = set(feeds)
-    ops = prune(fetches, fed)
+    options = options or DEFAULT_OPTIONS
+    ops = prune(fetches, set(feeds))
     spec = specialize(ops, dict(zip(feeds, feed_sig)))
-    rendered = render(ops, fetches, feeds, spec, title=title)
+    program = lower(ops, fetches, feeds, spec)
+    program = run_passes(program, options)
+    rendered = render(program, title=title)
     filename = f"<staticgrad-{next(_counter)}>"
     lines = rendered.source.splitlines(keepends=True)
     linecache.cache[filename] = (len(rendered.source), None, lines, filename)

@@ -17,8 +17,9 @@ import threading
 
 import numpy as np
 
+from . import compiler
 from . import dtypes as _dt
-from .compiler import Plan, compile_plan, failing_op
+from .compiler import CompileOptions, Plan, compile_plan, failing_op
 from .errors import FailedPreconditionError, InvalidArgumentError, OpError, format_location
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .variables import Variable
@@ -111,11 +112,14 @@ class Session:
     """
 
     def __init__(self, target: str = "", graph: Graph | None = None, config=None,
-                 backend: str = "numpy"):
+                 backend: str = "numpy", options: CompileOptions | None = None):
         if backend != "numpy":
             raise ValueError(f"backend {backend!r} is not available; this build has 'numpy'")
+        if options is not None and not isinstance(options, CompileOptions):
+            raise TypeError(f"options must be an sg.CompileOptions, got {options!r}")
         self.graph = graph if graph is not None else get_default_graph()
         self.backend = backend
+        self.options = options or compiler.DEFAULT_OPTIONS
         self._vars: dict[str, np.ndarray] = {}
         self._rngs: dict[str, np.random.Generator] = {}
         self._cache: dict = {}
@@ -264,7 +268,7 @@ class Session:
             log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
             plan = compile_plan(list(fetch_list), list(feeds),
                                 [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays],
-                                self._vars, self._rngs)
+                                self._vars, self._rngs, options=self.options)
             self._make_generators(plan)
             compiled = _Compiled(plan)
             self._cache[key] = compiled
@@ -376,8 +380,8 @@ class InteractiveSession(Session):
     """A session that makes itself the default on creation (for shells and notebooks)."""
 
     def __init__(self, target: str = "", graph: Graph | None = None, config=None,
-                 backend: str = "numpy"):
-        super().__init__(target, graph, config, backend)
+                 backend: str = "numpy", options: CompileOptions | None = None):
+        super().__init__(target, graph, config, backend, options)
         _interactive.append(self)
 
     def close(self) -> None:

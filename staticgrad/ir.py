@@ -1,0 +1,222 @@
+"""The compiler's IR: what one compiled `Session.run` computes, as values and nodes.
+
+`lower` turns the pruned, specialized graph operations into a `Program`; the rewriting
+passes (`passes/`) map a Program to a new Program; the code generator renders the last one.
+The user's graph is never changed.
+
+- A `Value` is one tensor: its concrete shape and dtype, and either the node that computes
+  it, or a constant (`const`), or nothing (a feed: an argument of the generated function).
+- A `Node` is one op application: type, attrs, input and output Values, the nodes that must
+  run before it (control dependencies), and `origin`, the graph operation it comes from
+  (its name and the user's line go into the generated code's comments and error messages).
+- Values and nodes are never changed once made: a pass that rewrites a node makes a new one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .dtypes import DType
+from .graph import Operation, Tensor
+from .ops.registry import NodeCtx, OpDef
+from .shapes import TensorShape
+
+
+class Value:
+    __slots__ = ("producer", "index", "shape", "dtype", "const", "name", "tensor")
+
+    def __init__(self, shape: TensorShape, dtype: DType, producer=None, index=0, const=None,
+                 name="t", tensor=None):
+        self.producer = producer   # the Node computing it; None for feeds and constants
+        self.index = index
+        self.shape = shape
+        self.dtype = dtype
+        self.const = const         # the value, when known at compile time
+        self.name = name           # a name for the generated code (made unique there)
+        self.tensor = tensor       # the graph tensor it stands for, if any
+
+    def __repr__(self):
+        what = "const" if self.const is not None else ("feed" if self.producer is None
+                                                       else self.producer.type)
+        return f"<Value {self.name} {self.dtype.name}{self.shape} {what}>"
+
+
+class Node:
+    __slots__ = ("type", "opdef", "attrs", "inputs", "outputs", "controls", "origin", "ctx",
+                 "static_uses", "members")
+
+    def __init__(self, opdef: OpDef, attrs: dict, inputs: tuple, controls: tuple,
+                 origin: Operation, ctx: NodeCtx, static_uses=frozenset(), members=()):
+        self.type = opdef.type
+        self.opdef = opdef
+        self.attrs = attrs
+        self.inputs = tuple(inputs)
+        self.outputs = ()
+        self.controls = tuple(controls)
+        self.origin = origin            # the graph op it comes from (name, user's line)
+        self.ctx = ctx                  # concrete shapes/dtypes/values for its emitter
+        self.static_uses = static_uses  # inputs read only for a value/shape known now
+        self.members = members          # for a fused group: the nodes it evaluates
+
+    def runtime_inputs(self):
+        """The inputs whose values are read when the node runs."""
+        return [v for i, v in enumerate(self.inputs) if i not in self.static_uses]
+
+    def __repr__(self):
+        return f"<Node {self.type} {self.origin.name if self.origin else ''}>"
+
+
+@dataclasses.dataclass
+class Program:
+    nodes: list[Node]
+    feeds: list[Value]
+    fetches: list  # Values; Nodes or None for fetched operations (which return None)
+
+
+def make_node(opdef: OpDef, attrs: dict, inputs, origin, controls=(), static_uses=None,
+              names=None) -> Node:
+    """A new node: its output shapes and dtypes come from the op's own shape rule, run on the
+    inputs' concrete shapes (so a pass cannot make a node its op would not make)."""
+    inputs = tuple(inputs)
+    ctx = NodeCtx(opdef.type, attrs, [v.shape for v in inputs], [v.dtype for v in inputs],
+                  [v.const for v in inputs], origin.name if origin is not None else "")
+    outs = opdef.infer(ctx)
+    ctx.out_shapes = [s for s, _ in outs]
+    ctx.out_dtypes = [d for _, d in outs]
+    if static_uses is None:
+        static_uses = static_input_uses(opdef, inputs)
+    node = Node(opdef, attrs, inputs, controls, origin, ctx, frozenset(static_uses))
+    base = names or [origin.name if origin is not None else opdef.type]
+    node.outputs = tuple(Value(s, d, node, i, name=base[i] if i < len(base) else
+                               f"{base[0]}_{i}")
+                         for i, (s, d) in enumerate(outs))
+    return node
+
+
+def static_input_uses(opdef: OpDef, inputs) -> set[int]:
+    """Inputs read only for a value or a shape known at compile time."""
+    uses = set()
+    for i, v in enumerate(inputs):
+        if i in opdef.static_inputs and v.const is not None:
+            uses.add(i)
+        elif i in opdef.shape_inputs and v.shape.is_fully_defined():
+            uses.add(i)
+    return uses
+
+
+def constant_value(array: np.ndarray, dtype: DType, name: str = "const", tensor=None) -> Value:
+    return Value(TensorShape(np.shape(array)), dtype, const=array, name=name, tensor=tensor)
+
+
+# -- from the graph ------------------------------------------------------------------------------
+
+def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Program:
+    """The Program computing `fetches` from `feeds` with the pruned, specialized `ops`."""
+    values: dict[Tensor, Value] = {}
+    nodes_of: dict[Operation, Node] = {}
+    feed_values = []
+    for t in feeds:
+        v = Value(spec.shapes[t], t.dtype, name=t.op.name if t.value_index == 0 else t.name,
+                  tensor=t)
+        values[t] = v
+        feed_values.append(v)
+
+    def value_of(t: Tensor, shape_only: bool = False) -> Value:
+        v = values.get(t)
+        if v is None:  # computed before the session ran: a constant
+            const = spec.values.get(t) if t in spec.shapes else t._static
+            if const is not None:
+                v = constant_value(np.asarray(const, dtype=t.dtype.np), t.dtype, _name(t), t)
+            elif shape_only:  # read only for its shape, which is known: never computed
+                v = Value(spec.shapes.get(t, t._shape), t.dtype, name=_name(t), tensor=t)
+            else:
+                raise AssertionError(f"tensor {t.name} is used before it is computed")
+            values[t] = v
+        return v
+
+    nodes = []
+    for op in ops:
+        if op.opdef.numpy is None and op.type != "NoOp":
+            continue  # feeds and constants: Values, not nodes
+        if all(t in values for t in op.outputs) and op.outputs:
+            continue  # every output fed
+        if not op.opdef.stateful and op.outputs and all(_is_static(t, spec) for t in op.outputs):
+            continue  # folded when specialized: its outputs are constants
+        ctx = spec.ctxs[op]
+        inputs = tuple(value_of(t, i in op.opdef.shape_inputs) for i, t in enumerate(op.inputs))
+        node = Node(op.opdef, op.attrs, inputs, tuple(nodes_of[c] for c in op.control_inputs
+                                                      if c in nodes_of), op, ctx,
+                    frozenset(static_input_uses(op.opdef, inputs)))
+        node.outputs = tuple(Value(spec.shapes.get(t, t._shape), t.dtype, node, i,
+                                   name=_name(t), tensor=t)
+                             for i, t in enumerate(op.outputs))
+        for t, v in zip(op.outputs, node.outputs):
+            values.setdefault(t, v)
+        nodes_of[op] = node
+        nodes.append(node)
+    fetch_items = [nodes_of.get(f) if isinstance(f, Operation) else value_of(f)
+                   for f in fetches]
+    return Program(nodes, feed_values, fetch_items)
+
+
+def _name(t: Tensor) -> str:
+    return t.op.name if t.value_index == 0 else t.name
+
+
+def _is_static(t, spec) -> bool:
+    return (spec.values.get(t) if t in spec.shapes else t._static) is not None
+
+
+# -- checking --------------------------------------------------------------------------------------
+
+class VerificationError(AssertionError):
+    pass
+
+
+def verify(program: Program, after: str = "") -> None:
+    """Check the IR's invariants: every input is defined before use, every node's outputs are
+    what its op's shape rule says for its inputs (arity, shapes, dtypes), fetches exist.
+    Run after every pass in the tests."""
+    where = f" after pass {after!r}" if after else ""
+    defined = set(map(id, program.feeds))
+    seen_nodes = set()
+    for node in program.nodes:
+        members = node.members or (node,)
+        for m in members:
+            for i, v in enumerate(m.inputs):
+                if id(v) not in defined and v.const is None and i not in m.static_uses:
+                    raise VerificationError(f"{m!r} reads {v!r} before it is defined{where}")
+            for c in m.controls:
+                if id(c) not in seen_nodes:
+                    raise VerificationError(f"{m!r} waits on {c!r}, which does not run "
+                                            f"before it{where}")
+            ctx = NodeCtx(m.type, m.attrs, [v.shape for v in m.inputs],
+                          [v.dtype for v in m.inputs], [v.const for v in m.inputs],
+                          m.ctx.name)
+            try:
+                want = m.opdef.infer(ctx)
+            except (ValueError, TypeError) as e:
+                raise VerificationError(f"{m!r}: its op rejects its inputs{where}: {e}") from e
+            if len(want) != len(m.outputs):
+                raise VerificationError(f"{m!r} has {len(m.outputs)} outputs, its op makes "
+                                        f"{len(want)}{where}")
+            for v, (shape, dtype) in zip(m.outputs, want):
+                if v.dtype is not dtype or not v.shape.is_compatible_with(shape):
+                    raise VerificationError(
+                        f"{m!r} output {v.name} is {v.dtype.name}{v.shape}, its op makes "
+                        f"{dtype.name}{shape}{where}")
+                if v.producer is not m:
+                    raise VerificationError(f"{v!r} does not point back at {m!r}{where}")
+            for v in m.outputs:
+                defined.add(id(v))
+            seen_nodes.add(id(m))
+        seen_nodes.add(id(node))
+        for v in node.outputs:
+            defined.add(id(v))
+    for f in program.fetches:
+        if isinstance(f, Value) and id(f) not in defined and f.const is None:
+            raise VerificationError(f"fetch {f!r} is never computed{where}")
+        if isinstance(f, Node) and id(f) not in seen_nodes:
+            raise VerificationError(f"fetched {f!r} is not in the program{where}")

@@ -1,0 +1,49 @@
+"""Common-subexpression elimination: two nodes of the same op, attrs and inputs compute
+the same values; the second reuses the first's. Equal small constants are merged first, so
+`x * 2.0` written twice is found too. Nodes that touch state, draw random numbers or wait on
+control dependencies are never merged."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Program, Value
+from .rewrite import rewrite
+
+CONST_KEY_LIMIT = 1024  # constants up to this many elements are compared by value
+
+
+def cse(program: Program) -> Program:
+    consts: dict = {}
+    seen: dict = {}
+
+    def canonical(v: Value) -> Value:
+        if v.const is None or v.const.size > CONST_KEY_LIMIT:
+            return v
+        key = (v.dtype, v.const.shape, v.const.tobytes())
+        return consts.setdefault(key, v)
+
+    def visit(node):
+        inputs = tuple(canonical(v) for v in node.inputs)
+        if (node.opdef.stateful or node.opdef.reads_state or node.controls or node.members
+                or node.opdef.numpy is None):
+            return node
+        key = (node.type, _hashable(node.attrs), tuple(map(id, inputs)), node.static_uses)
+        first = seen.setdefault(key, node)
+        return node if first is node else list(first.outputs)
+
+    return rewrite(program, visit)
+
+
+def _hashable(x):
+    if isinstance(x, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
+    if isinstance(x, list | tuple):
+        return tuple(_hashable(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return ("ndarray", x.dtype.str, x.shape, x.tobytes())
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        return repr(x)

@@ -1,0 +1,25 @@
+"""Dead-code elimination: drop the nodes that no fetch needs after the rewrites (a node that
+writes state, draws random numbers, or is waited on by a kept node always stays)."""
+
+from __future__ import annotations
+
+from ..ir import Node, Program, Value
+
+
+def eliminate_dead_code(program: Program) -> Program:
+    live: set[int] = set()
+    for f in program.fetches:
+        if isinstance(f, Value) and f.producer is not None:
+            live.add(id(f.producer))
+        elif isinstance(f, Node):
+            live.add(id(f))
+    for node in reversed(program.nodes):
+        if id(node) not in live and not node.opdef.stateful:
+            continue
+        live.add(id(node))
+        for v in node.runtime_inputs():
+            if v.producer is not None:
+                live.add(id(v.producer))
+        live.update(id(c) for c in node.controls)
+    return Program([n for n in program.nodes if id(n) in live], program.feeds,
+                   program.fetches)

@@ -1,0 +1,35 @@
+"""Constant folding: a node whose inputs are all known is computed now, with the op's own
+NumPy kernel (the same code the generated module would run), and becomes a constant."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Program, constant_value
+from ..ops.registry import run_kernel
+from .rewrite import rewrite
+
+# Results larger than this many elements stay computed at run time (memory over speed).
+FOLD_LIMIT = 1 << 16
+
+
+def fold_constants(program: Program) -> Program:
+    def visit(node):
+        if (node.opdef.stateful or node.opdef.numpy is None or node.members or node.controls
+                or not node.outputs):
+            return node
+        if any(v.const is None for i, v in enumerate(node.inputs) if i not in node.static_uses):
+            return node
+        if not all(v.shape.is_fully_defined() and v.shape.num_elements() <= FOLD_LIMIT
+                   for v in node.outputs):
+            return node
+        arrays = [v.const if v.const is not None else np.zeros(v.shape.dims, v.dtype.np)
+                  for v in node.inputs]
+        try:
+            with np.errstate(all="ignore"):
+                values = run_kernel(node.opdef, node.ctx, arrays)
+        except Exception:  # noqa: BLE001 - it will fail (and be reported) at run time instead
+            return node
+        return [constant_value(a, v.dtype, v.name, v.tensor)
+                for a, v in zip(values, node.outputs)]
+    return rewrite(program, visit)

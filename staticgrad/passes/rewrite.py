@@ -1,0 +1,57 @@
+"""The one walk every rewriting pass uses: visit nodes in order, substituting values.
+
+`rewrite(program, visit)` calls `visit(node)` on each node (its inputs already replaced by
+what earlier visits substituted) and builds a new Program from the answers:
+
+- the node itself: keep it;
+- a new Node: use it instead (its outputs replace the old node's, index by index);
+- a list of Values: drop the node; these values replace its outputs.
+
+The old Program is left as it was (passes are pure functions).
+"""
+
+from __future__ import annotations
+
+from ..ir import Node, Program, Value, make_node
+
+
+def rewrite(program: Program, visit) -> Program:
+    subst: dict[int, Value] = {}     # id(old value) -> new value
+    replaced: dict[int, Node] = {}   # id(old node) -> new node (for control deps, fetches)
+    nodes = []
+    for original in program.nodes:
+        node = _with_inputs(original, tuple(subst.get(id(v), v) for v in original.inputs),
+                            tuple(replaced.get(id(c), c) for c in original.controls))
+        result = visit(node)
+        if isinstance(result, Node):
+            nodes.append(result)
+            outputs = result.outputs
+            if result is not original:
+                replaced[id(original)] = result
+        else:
+            outputs = result
+        if outputs is not original.outputs:
+            for a, b in zip(original.outputs, outputs):
+                subst[id(a)] = b
+    fetches = [subst.get(id(f), f) if isinstance(f, Value) else
+               replaced.get(id(f), f) if isinstance(f, Node) else f
+               for f in program.fetches]
+    return Program(nodes, program.feeds, fetches)
+
+
+def _with_inputs(node, inputs, controls) -> Node:
+    """`node`, or a copy reading `inputs` (same shapes and dtypes: a substitution never
+    changes them) and waiting on `controls`."""
+    if all(a is b for a, b in zip(inputs, node.inputs)) and \
+            all(a is b for a, b in zip(controls, node.controls)):
+        return node
+    new = make_node(node.opdef, node.attrs, inputs, node.origin, controls,
+                    names=[v.name for v in node.outputs])
+    for a, b in zip(node.outputs, new.outputs):
+        b.tensor = a.tensor
+    return new
+
+
+def same_type(a: Value, b: Value) -> bool:
+    """Can b stand in for a: same dtype and the same (known) shape?"""
+    return a.dtype is b.dtype and a.shape.dims is not None and a.shape.dims == b.shape.dims

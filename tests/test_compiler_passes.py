@@ -1,0 +1,198 @@
+"""The rewriting passes, each alone on small programs, and the whole corpus of test graphs
+compiled with each pass switched off (results must not change)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_gradients import CASES, _build, _case_id
+
+import staticgrad as sg
+from staticgrad import compiler
+from staticgrad.ir import Program, VerificationError, lower, make_node, verify
+from staticgrad.ops.registry import get_opdef
+from staticgrad.passes.cse import cse
+from staticgrad.passes.dce import eliminate_dead_code
+from staticgrad.passes.fold import fold_constants
+from staticgrad.passes.matmul import fold_transposes_into_matmul
+from staticgrad.passes.prune import prune
+from staticgrad.passes.simplify import simplify
+from staticgrad.passes.specialize import specialize
+
+
+def program_for(fetches, feeds):
+    """The lowered (not yet rewritten) Program of a session run with these feeds."""
+    ops = prune(fetches, set(feeds))
+    spec = specialize(ops, {t: (tuple(v.shape), t.dtype) for t, v in feeds.items()})
+    return lower(ops, fetches, list(feeds), spec)
+
+
+def types(program):
+    return [n.type for n in program.nodes]
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    with sg.Graph().as_default() as g:
+        yield g
+
+
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+def test_fold_computes_known_nodes_with_the_ops_kernels():
+    c = sg.constant(np.arange(4096, dtype=np.float32) / 4096)  # too big to fold when built
+    y = sg.exp(c) * 2.0
+    p = program_for([y], {})
+    assert types(p) == ["Exp", "Mul"]
+    folded = fold_constants(p)
+    verify(folded)
+    assert folded.nodes == [] and folded.fetches[0].const is not None
+    want = np.exp(np.arange(4096, dtype=np.float32) / 4096) * 2
+    np.testing.assert_array_equal(folded.fetches[0].const, want)
+    assert types(p) == ["Exp", "Mul"]  # the input program is unchanged
+
+
+def test_fold_leaves_state_random_and_control_dependencies_alone():
+    v = sg.Variable(1.0)
+    r = sg.random_uniform([3])
+    with sg.control_dependencies([r]):
+        k = sg.identity(sg.constant(np.ones(2000, np.float32)))
+    p = fold_constants(program_for([v * 2.0, r, k], {}))
+    assert {"VariableV2", "RandomUniform", "Identity"} <= set(types(p))
+
+
+def test_simplify_removes_what_changes_nothing():
+    x = sg.placeholder(sg.float32, [2, 3], name="x")
+    y = sg.transpose(sg.transpose(x)) * sg.ones_like(x) + 0.0
+    y = sg.negative(sg.negative(sg.reshape(sg.identity(y), [2, 3])))
+    z = sg.cast(y, sg.float32) / 1.0 - 0.0
+    p = simplify(program_for([z], {x: X}))
+    verify(p)
+    assert p.fetches[0] is p.feeds[0]
+    assert eliminate_dead_code(p).nodes == []
+
+
+def test_simplify_keeps_nan_and_inf_semantics():
+    x = sg.placeholder(sg.float32, [3], name="x")
+    y = x * 0.0  # NaN * 0 is NaN, not 0: never simplified
+    p = simplify(program_for([y], {x: X[0]}))
+    assert types(p) == ["Mul"]
+    with sg.Session() as sess, np.errstate(invalid="ignore"):
+        out = sess.run(y, {x: [np.nan, np.inf, 1.0]})
+    assert np.isnan(out[0]) and np.isnan(out[1]) and out[2] == 0
+
+
+def test_simplify_merges_two_transposes_into_one():
+    x = sg.placeholder(sg.float32, [2, 3, 4], name="x")
+    y = sg.transpose(sg.transpose(x, [1, 0, 2]), [0, 2, 1])
+    p = eliminate_dead_code(simplify(program_for([y], {x: np.zeros((2, 3, 4), np.float32)})))
+    (node,) = p.nodes
+    assert node.type == "Transpose" and node.attrs["perm"] == [1, 2, 0]
+
+
+def test_simplify_never_drops_a_node_with_control_dependencies():
+    v = sg.Variable(0.0)
+    x = sg.placeholder(sg.float32, [], name="x")
+    bump = sg.assign_add(v, 1.0)
+    with sg.control_dependencies([bump]):
+        y = sg.identity(x)
+    p = simplify(program_for([y], {x: np.float32(1)}))
+    assert "Identity" in types(p)
+
+
+def test_cse_merges_equal_computations_and_equal_constants():
+    x = sg.placeholder(sg.float32, [2, 3], name="x")
+    a = sg.exp(x) * 2.0
+    b = sg.exp(x) * 2.0
+    p = eliminate_dead_code(cse(program_for([a + b], {x: X})))
+    verify(p)
+    assert types(p) == ["Exp", "Mul", "Add"]
+    add = p.nodes[-1]
+    assert add.inputs[0] is add.inputs[1]
+
+
+def test_cse_never_merges_random_draws():
+    r1, r2 = sg.random_normal([3]), sg.random_normal([3])
+    p = cse(program_for([r1 - r2], {}))
+    assert types(p).count("RandomStandardNormal") == 2
+
+
+def test_transposes_fold_into_matmul_flags():
+    a = sg.placeholder(sg.float32, [3, 2], name="a")
+    b = sg.placeholder(sg.float32, [4, 3], name="b")
+    y = sg.matmul(sg.transpose(a), sg.transpose(b))
+    p = eliminate_dead_code(fold_transposes_into_matmul(
+        program_for([y], {a: np.ones((3, 2), np.float32), b: np.ones((4, 3), np.float32)})))
+    (node,) = p.nodes
+    assert node.type == "MatMul" and node.attrs["transpose_a"] and node.attrs["transpose_b"]
+    assert node.inputs == tuple(p.feeds)
+
+
+def test_verifier_catches_a_broken_program():
+    x = sg.placeholder(sg.float32, [2, 3], name="x")
+    p = program_for([sg.exp(x)], {x: X})
+    (exp,) = p.nodes
+    bad = make_node(get_opdef("Exp"), {}, exp.outputs, exp.origin)  # reads its own output
+    with pytest.raises(VerificationError, match="before it is defined"):
+        verify(Program([bad], p.feeds, p.fetches))
+    wrong = make_node(get_opdef("Exp"), {}, p.feeds, exp.origin)
+    wrong.outputs[0].shape = sg.TensorShape([5])
+    with pytest.raises(VerificationError, match="its op makes"):
+        verify(Program([wrong], p.feeds, [wrong.outputs[0]]))
+
+
+def test_options_name_real_passes_and_switch_them_off():
+    with pytest.raises(ValueError, match="unknown compiler passes"):
+        sg.CompileOptions(disable={"fusion-magic"})
+    x = sg.placeholder(sg.float32, [2, 3], name="x")
+    y = sg.exp(x) + sg.exp(x)
+    with sg.Session(options=sg.CompileOptions(disable={"cse"})) as sess:
+        assert sess.source(y, {x: X}).count("np.exp(") == 2
+    with sg.Session() as sess:
+        assert sess.source(y, {x: X}).count("np.exp(") == 1
+
+
+def test_pipeline_is_one_visible_list():
+    assert compiler.PASS_NAMES == ("fold", "simplify", "cse", "transpose_matmul", "dce")
+
+
+# -- the corpus, with each pass switched off -----------------------------------------------------
+@pytest.mark.parametrize("disabled", [None, *compiler.PASS_NAMES, "all"])
+@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
+def test_corpus_gives_the_same_results_with_each_pass_off(case, disabled):
+    g, xs, values, loss, _ = _build(case)
+    with g.as_default():
+        grads = [t for t in sg.gradients(loss, xs) if t is not None]
+        off = set(compiler.PASS_NAMES) if disabled == "all" else ({disabled} if disabled else ())
+        ref_sess = sg.Session(graph=g, options=sg.CompileOptions(
+            disable=set(compiler.PASS_NAMES), verify=True))
+        sess = sg.Session(graph=g, options=sg.CompileOptions(disable=off, verify=True))
+        feed = dict(zip(xs, values))
+        want = ref_sess.run([loss, grads], feed)
+        got = sess.run([loss, grads], feed)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    for a, b in zip(got[1], want[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_a_training_step_is_the_same_with_every_pass_off():
+    rng = np.random.default_rng(0)
+    xv = rng.normal(size=(8, 4)).astype(np.float32)
+    yv = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 8)]
+    results = []
+    for disabled in (set(), set(compiler.PASS_NAMES)):
+        with sg.Graph().as_default():
+            sg.set_random_seed(1)
+            x = sg.placeholder(sg.float32, [None, 4])
+            y = sg.placeholder(sg.float32, [None, 3])
+            h = sg.layers.dense(x, 5, activation=sg.nn.relu)
+            loss = sg.losses.softmax_cross_entropy(y, sg.layers.dense(h, 3))
+            train = sg.train.AdamOptimizer(0.01).minimize(loss)
+            with sg.Session(options=sg.CompileOptions(disable=disabled, verify=True)) as sess:
+                sess.run(sg.global_variables_initializer())
+                losses = [sess.run([loss, train], {x: xv, y: yv})[0] for _ in range(5)]
+                results.append((losses, sess.run(sg.trainable_variables())))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    for a, b in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(a, b)
