@@ -60,6 +60,19 @@ class Node:
         self.static_uses = static_uses  # inputs read only for a value/shape known now
         self.members = members          # for a fused group: the nodes it evaluates
 
+    def with_inputs(self, inputs, controls) -> Node:
+        """A copy reading `inputs` (of the same shapes and dtypes as its own: substitutions
+        never change them, so the shape rule need not run again) and waiting on `controls`."""
+        inputs = tuple(inputs)
+        ctx = NodeCtx(self.type, self.attrs, [v.shape for v in inputs],
+                      [v.dtype for v in inputs], [v.const for v in inputs], self.ctx.name)
+        ctx.out_shapes, ctx.out_dtypes = self.ctx.out_shapes, self.ctx.out_dtypes
+        node = Node(self.opdef, self.attrs, inputs, controls, self.origin, ctx,
+                    frozenset(static_input_uses(self.opdef, inputs)), self.members)
+        node.outputs = tuple(Value(v.shape, v.dtype, node, v.index, name=v.name,
+                                   tensor=v.tensor) for v in self.outputs)
+        return node
+
     def runtime_inputs(self):
         """The inputs whose values are read when the node runs."""
         return [v for i, v in enumerate(self.inputs) if i not in self.static_uses]

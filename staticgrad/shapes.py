@@ -172,6 +172,9 @@ def broadcast_shapes(shapes: Iterable[TensorShape]):
     shapes = list(shapes)
     if any(s.dims is None for s in shapes):
         return TensorShape(None)
+    first = shapes[0].dims
+    if all(s.dims == first for s in shapes) and None not in first:
+        return shapes[0]  # the common case: equal, known shapes
     rank = max((len(s.dims) for s in shapes), default=0)
     out = []
     for i in range(rank):

@@ -41,11 +41,11 @@ def broadcast_infer(kinds: str, out_dtype=None):
             if dt is not first:
                 raise TypeError(f"input {i} has dtype {dt.name} that does not match dtype "
                                 f"{first.name} of input 0")
-        shapes = [str(s) for s in ctx.in_shapes]
         try:
             shape = broadcast_shapes(ctx.in_shapes)
         except ValueError:
-            raise ValueError(f"incompatible shapes {' and '.join(shapes)} "
+            shapes = " and ".join(str(s) for s in ctx.in_shapes)
+            raise ValueError(f"incompatible shapes {shapes} "
                              "(they cannot be broadcast together)") from None
         return [(shape, out_dtype or first)]
     return infer

@@ -12,7 +12,7 @@ The old Program is left as it was (passes are pure functions).
 
 from __future__ import annotations
 
-from ..ir import Node, Program, Value, make_node
+from ..ir import Node, Program, Value
 
 
 def rewrite(program: Program, visit) -> Program:
@@ -45,11 +45,7 @@ def _with_inputs(node, inputs, controls) -> Node:
     if all(a is b for a, b in zip(inputs, node.inputs)) and \
             all(a is b for a, b in zip(controls, node.controls)):
         return node
-    new = make_node(node.opdef, node.attrs, inputs, node.origin, controls,
-                    names=[v.name for v in node.outputs])
-    for a, b in zip(node.outputs, new.outputs):
-        b.tensor = a.tensor
-    return new
+    return node.with_inputs(inputs, controls)
 
 
 def same_type(a: Value, b: Value) -> bool:

@@ -25,9 +25,21 @@ class Spec:
 def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
     """Re-run shape inference over `ops` with fed tensors of the given (shape, dtype)."""
     shapes, values, ctxs = {}, {}, {}
+    changed = set()  # tensors whose shape or value differs from what the graph knows
     for t, (shape, _dtype) in feeds.items():
         shapes[t] = TensorShape(shape)
+        if shapes[t].dims != t._shape.dims or None in shapes[t].dims or t._static is not None:
+            changed.add(t)
     for op in ops:
+        if not any(t in changed for t in op.inputs) and not any(t in feeds for t in op.outputs):
+            # nothing new about its inputs: the graph's own shapes and values stand
+            ctx = NodeCtx(op.type, op.attrs, [t._shape for t in op.inputs],
+                          [t.dtype for t in op.inputs], [t._static for t in op.inputs], op.name)
+            ctx.out_shapes = [t._shape for t in op.outputs]
+            ctx.out_dtypes = [t.dtype for t in op.outputs]
+            ctxs[op] = ctx
+            continue
+        changed.update(op.outputs)
         in_shapes, in_values = [], []
         for t in op.inputs:
             in_shapes.append(shapes.get(t, t._shape))
