@@ -27,6 +27,7 @@ from .passes.cse import cse
 from .passes.dce import eliminate_dead_code
 from .passes.fold import fold_constants
 from .passes.matmul import fold_transposes_into_matmul
+from .passes.memory import plan_memory
 from .passes.prune import prune
 from .passes.simplify import simplify
 from .passes.specialize import specialize
@@ -40,6 +41,7 @@ PIPELINE = (
     ("cse", cse),                                      # the same computation twice -> once
     ("transpose_matmul", fold_transposes_into_matmul),  # matmul(transpose(a), b) -> flag
     ("dce", eliminate_dead_code),                      # drop what no fetch needs any more
+    ("memory", plan_memory),                           # free after last use, reuse buffers
 )
 PASS_NAMES = tuple(name for name, _ in PIPELINE)
 

@@ -86,6 +86,7 @@ class Program:
     nodes: list[Node]
     feeds: list[Value]
     fetches: list  # Values; Nodes or None for fetched operations (which return None)
+    memory: object = None  # the memory plan (passes/memory.py), made by the last pass
 
 
 def make_node(opdef: OpDef, attrs: dict, inputs, origin, controls=(), static_uses=None,

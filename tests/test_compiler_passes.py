@@ -154,7 +154,8 @@ def test_options_name_real_passes_and_switch_them_off():
 
 
 def test_pipeline_is_one_visible_list():
-    assert compiler.PASS_NAMES == ("fold", "simplify", "cse", "transpose_matmul", "dce")
+    assert compiler.PASS_NAMES == ("fold", "simplify", "cse", "transpose_matmul", "dce",
+                                   "memory")
 
 
 # -- the corpus, with each pass switched off -----------------------------------------------------
@@ -196,3 +197,60 @@ def test_a_training_step_is_the_same_with_every_pass_off():
     np.testing.assert_array_equal(results[0][0], results[1][0])
     for a, b in zip(results[0][1], results[1][1]):
         np.testing.assert_array_equal(a, b)
+
+
+# -- the memory plan -------------------------------------------------------------------------
+def _chain(x, n=8):
+    y = x
+    for i in range(n):
+        y = sg.exp(y * 0.5) - 1.0 if i % 2 else sg.tanh(y) * 2.0
+    return y
+
+
+def test_memory_plan_frees_after_last_use_and_writes_into_dead_buffers():
+    x = sg.placeholder(sg.float32, [1000], name="x")
+    y = _chain(x)
+    with sg.Session() as sess:
+        src = sess.source(y, {x: np.zeros(1000, np.float32)})
+    assert "out=" in src and "del " in src
+    assert "out=x" not in src  # never into a fed array
+
+
+def test_memory_plan_lowers_the_peak():
+    import tracemalloc
+    x = sg.placeholder(sg.float32, [1 << 18], name="x")
+    y = _chain(x, 12)
+    xv = np.linspace(-1, 1, 1 << 18, dtype=np.float32)
+    peaks, results = [], []
+    for options in (sg.CompileOptions(disable={"memory"}), sg.CompileOptions()):
+        with sg.Session(options=options) as sess:
+            sess.run(y, {x: xv})  # compile first
+            tracemalloc.start()
+            results.append(sess.run(y, {x: xv}))
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+    np.testing.assert_array_equal(results[0], results[1])
+    buffer = xv.nbytes
+    assert peaks[1] <= 3 * buffer < peaks[0]
+
+
+def test_memory_plan_never_overwrites_feeds_variables_or_fetches():
+    x = sg.placeholder(sg.float32, [4], name="x")
+    w = sg.Variable(np.arange(4, dtype=np.float32), name="w")
+    a = sg.exp(x)                 # fetched: must come back intact
+    b = a * 2.0 + w               # reads w before the update below
+    c = sg.reshape(b, [2, 2])     # a view of b, fetched
+    with sg.control_dependencies([c]):
+        update = sg.assign(w, b * 3.0)
+    xv = np.zeros(4, np.float32)
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        got_a, got_b, got_c, _ = sess.run([a, b, c, update], {x: xv})
+        new_w = sess.run(w)
+        again = sess.run(sg.identity(w))
+    np.testing.assert_array_equal(xv, 0)                       # the feed
+    np.testing.assert_array_equal(got_a, 1)                    # a fetch
+    np.testing.assert_array_equal(got_b, 2 + np.arange(4))    # the old w
+    np.testing.assert_array_equal(got_c.ravel(), got_b)        # a view of a fetch
+    np.testing.assert_array_equal(new_w, 3 * (2 + np.arange(4)))
+    np.testing.assert_array_equal(again, new_w)

@@ -18,6 +18,7 @@ from ..graph import Operation
 from ..ir import Node, Program, Value
 from ..ops.registry import render_numpy, scalar_literal
 from ..ops.state_ops import Store
+from ..passes.memory import UFUNCS
 from .templates import render_template
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
@@ -86,6 +87,7 @@ def render(program: Program, title: str = "") -> Rendered:
         return gname
 
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
+    memory = program.memory
     for node in program.nodes:
         if node.opdef.numpy is None:
             continue  # a NoOp: nothing to compute
@@ -99,7 +101,12 @@ def render(program: Program, title: str = "") -> Rendered:
         args = ["None" if i in node.static_uses else ref(v, node)
                 for i, v in enumerate(node.inputs)]
         ctx.in_alias = [alias.get(id(v), False) for v in node.inputs]
-        code = render_numpy(node.opdef, args, ctx)
+        into = memory.write_into.get(id(node)) if memory else None
+        if into is not None:  # the result goes into a dying input's buffer
+            ufunc, extra = UFUNCS[node.type]
+            code = f"{ufunc}({', '.join(args + ([extra] if extra else []))}, out={expr[id(into)]})"
+        else:
+            code = render_numpy(node.opdef, args, ctx)
         outs = [names.make(v.name) for v in node.outputs]
         if node.opdef.draws_random:
             random_ops.append(op)
@@ -120,6 +127,9 @@ def render(program: Program, title: str = "") -> Rendered:
             # an assignment's output is the variable's new value itself (V[...] = out = ...)
             alias[id(v)] = isinstance(code, Store) or (
                 node.opdef.view and bool(node.inputs) and alias.get(id(node.inputs[0]), False))
+        dead = [expr[id(v)] for v in memory.free_after.get(id(node), ())] if memory else []
+        if dead:
+            body.append(f"del {', '.join(dead)}")
 
     returns, fetch_names = [], []
     for f in program.fetches:

@@ -1,0 +1,75 @@
+"""The memory plan: free every intermediate after its last use, and let an elementwise node
+write its result into the buffer of an input that dies there (NumPy's `out=`).
+
+    a = np.exp(x)                      a = np.exp(x)
+    b = a * 2.0              ->        b = np.multiply(a, 2.0, out=a)
+    return (b,)                        del a
+                                       return (b,)
+
+A buffer is reused only when that is invisible: it was made by this program (never a fed
+array, a variable's value or a constant), nothing else refers to it (every consumer is an op
+that reads its inputs and keeps no reference: no view, no assignment into a variable, not a
+fetch), it dies at this node, and it has the result's exact shape and dtype.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir import Node, Program, Value
+
+# Elementwise ops whose NumPy form is one ufunc call (which takes out=), with extra args.
+UFUNCS = {
+    "Neg": ("np.negative", ""), "Abs": ("np.absolute", ""), "Square": ("np.square", ""),
+    "Sqrt": ("np.sqrt", ""), "Exp": ("np.exp", ""), "Log": ("np.log", ""),
+    "Sin": ("np.sin", ""), "Cos": ("np.cos", ""), "Tan": ("np.tan", ""),
+    "Tanh": ("np.tanh", ""), "Floor": ("np.floor", ""), "Sign": ("np.sign", ""),
+    "Reciprocal": ("np.reciprocal", ""), "Add": ("np.add", ""),
+    "Sub": ("np.subtract", ""), "Mul": ("np.multiply", ""), "RealDiv": ("np.divide", ""),
+    "Maximum": ("np.maximum", ""), "Minimum": ("np.minimum", ""), "Relu": ("np.maximum", "0"),
+}
+# Ops whose result is always a new array of their own (never a view of an input).
+FRESH = set(UFUNCS) | {"MatMul", "ReluGrad", "Sigmoid", "Softplus", "Expm1", "Log1p"}
+# Ops that read their inputs and keep no reference to them.
+READERS = FRESH | {"Sum", "Mean", "Max", "Min", "Prod", "Softmax", "LogSoftmax",
+                   "SoftmaxCrossEntropyWithLogits", "Greater", "Less", "GreaterEqual",
+                   "LessEqual", "Equal", "NotEqual", "Select", "SumTo", "Cast"}
+
+
+@dataclasses.dataclass
+class MemoryPlan:
+    free_after: dict   # id(node) -> [values whose last use is that node]
+    write_into: dict   # id(node) -> the input Value whose buffer the node's result reuses
+
+
+def plan_memory(program: Program) -> Program:
+    fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
+    last_use: dict[int, Node] = {}
+    consumers: dict[int, list[Node]] = {}
+    for node in program.nodes:
+        for v in node.runtime_inputs():
+            last_use[id(v)] = node
+            consumers.setdefault(id(v), []).append(node)
+    free_after: dict[int, list[Value]] = {}
+    write_into: dict[int, Value] = {}
+    for node in program.nodes:
+        for v in node.outputs:
+            if id(v) in fetched or node.opdef.reads_state:
+                continue
+            end = last_use.get(id(v), node)  # never read: free at once
+            free_after.setdefault(id(end), []).append(v)
+        if node.type in UFUNCS and len(node.outputs) == 1 and not node.members:
+            out = node.outputs[0]
+            for v in node.runtime_inputs():
+                if _reusable(v, out, node, last_use, consumers, fetched):
+                    write_into[id(node)] = v
+                    break
+    return dataclasses.replace(program, memory=MemoryPlan(free_after, write_into))
+
+
+def _reusable(v: Value, out: Value, node: Node, last_use, consumers, fetched) -> bool:
+    return (v.producer is not None and v.producer.type in FRESH and id(v) not in fetched
+            and last_use.get(id(v)) is node and v.dtype is out.dtype
+            and v.shape.is_fully_defined() and v.shape.ndims > 0  # 0-d results are scalars
+            and v.shape.dims == out.shape.dims
+            and all(c.type in READERS for c in consumers[id(v)]))
