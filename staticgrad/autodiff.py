@@ -5,7 +5,8 @@ The walk:
 2. seed each y with `grad_ys` (default: ones of y's shape, known at run time if need be);
 3. visit those ops in reverse creation order; sum each output's incoming gradients once
    (`add_n`), call the op's gradient rule, check it returned one gradient per input with the
-   input's dtype and shape, and sum a broadcast input's gradient back to its shape;
+   input's dtype and shape, and sum a broadcast input's gradient back to its shape (this
+   per-op step, `backward_step`, is shared with the dynamic mode's tape);
 4. read off the summed gradient of each x.
 
 Rules are written with the graph API (see `ops/`), so gradients of gradients need nothing
@@ -13,6 +14,8 @@ more. The walk is iterative and linear in the number of ops visited.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 from .graph import Operation, Tensor
 from .ops import math_ops as M
@@ -132,17 +135,9 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             out_grads = [None if t in stops else _sum(grads.get(t)) for t in op.outputs]
             if all(g is None for g in out_grads):
                 continue
-            rule, differentiable = _rule_for(op)
-            if not differentiable:
+            in_grads = backward_step(op, out_grads, graph.name_scope(f"{op.name}_grad"))
+            if in_grads is None:
                 continue
-            if rule is None:
-                raise LookupError(f"no gradient is defined for {op.where()}")
-            if len(op.outputs) > 1:
-                out_grads = [g if g is not None else zeros_like(t)
-                             for g, t in zip(out_grads, op.outputs)]
-            with graph.name_scope(f"{op.name}_grad"):
-                in_grads = rule(op, *out_grads)
-                in_grads = _checked(op, list(in_grads))
             for x, g in zip(op.inputs, in_grads):
                 if g is not None and x.dtype.is_floating:
                     grads.setdefault(x, []).append(g)
@@ -154,6 +149,25 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                 g = zeros_like(x)
             result.append(g)
         return result
+
+
+def backward_step(op, out_grads: list, scope=None) -> list | None:
+    """One op's step of a reverse pass: its gradient rule applied to the gradients of its
+    outputs, checked and with broadcasting summed away (`_checked`); None if the op is not
+    differentiable. `scope` (a context manager) is entered around the rule.
+
+    Shared by `gradients` (op: a graph Operation, building nodes) and the dynamic mode's tape
+    (op: a recorded node, run at once), so both use the same rules and checks.
+    """
+    rule, differentiable = _rule_for(op)
+    if not differentiable:
+        return None
+    if rule is None:
+        raise LookupError(f"no gradient is defined for {op.where()}")
+    if len(op.outputs) > 1:
+        out_grads = [g if g is not None else zeros_like(t) for g, t in zip(out_grads, op.outputs)]
+    with scope if scope is not None else contextlib.nullcontext():
+        return _checked(op, list(rule(op, *out_grads)))
 
 
 def _sum(parts):
