@@ -26,6 +26,7 @@ from .ir import lower, verify
 from .passes.cse import cse
 from .passes.dce import eliminate_dead_code
 from .passes.fold import fold_constants
+from .passes.fuse import fuse_elementwise
 from .passes.matmul import fold_transposes_into_matmul
 from .passes.memory import plan_memory
 from .passes.prune import prune
@@ -41,6 +42,7 @@ PIPELINE = (
     ("cse", cse),                                      # the same computation twice -> once
     ("transpose_matmul", fold_transposes_into_matmul),  # matmul(transpose(a), b) -> flag
     ("dce", eliminate_dead_code),                      # drop what no fetch needs any more
+    ("fuse", fuse_elementwise),                        # elementwise groups, run in blocks
     ("memory", plan_memory),                           # free after last use, reuse buffers
 )
 PASS_NAMES = tuple(name for name, _ in PIPELINE)

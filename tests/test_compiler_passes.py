@@ -155,13 +155,27 @@ def test_options_name_real_passes_and_switch_them_off():
 
 def test_pipeline_is_one_visible_list():
     assert compiler.PASS_NAMES == ("fold", "simplify", "cse", "transpose_matmul", "dce",
-                                   "memory")
+                                   "fuse", "memory")
 
 
 # -- the corpus, with each pass switched off -----------------------------------------------------
-@pytest.mark.parametrize("disabled", [None, *compiler.PASS_NAMES, "all"])
+@pytest.fixture
+def fuse_small_arrays(monkeypatch):
+    """Fusion for any size, in blocks of 4 elements on 2 threads: the corpus's small graphs
+    then go through fused groups and several blocks."""
+    from staticgrad import runtime_blocks
+    from staticgrad.passes import fuse
+    monkeypatch.setattr(fuse, "FUSE_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(runtime_blocks, "BLOCK", 4)
+    monkeypatch.setattr(runtime_blocks, "THREADS", 2)
+
+
+@pytest.mark.parametrize("disabled", [None, *compiler.PASS_NAMES, "all", "fuse-small"])
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
-def test_corpus_gives_the_same_results_with_each_pass_off(case, disabled):
+def test_corpus_gives_the_same_results_with_each_pass_off(case, disabled, request):
+    if disabled == "fuse-small":
+        request.getfixturevalue("fuse_small_arrays")
+        disabled = None
     g, xs, values, loss, _ = _build(case)
     with g.as_default():
         grads = [t for t in sg.gradients(loss, xs) if t is not None]
@@ -172,7 +186,7 @@ def test_corpus_gives_the_same_results_with_each_pass_off(case, disabled):
         feed = dict(zip(xs, values))
         want = ref_sess.run([loss, grads], feed)
         got = sess.run([loss, grads], feed)
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)  # fused sums add in blocks
     for a, b in zip(got[1], want[1]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
 
@@ -222,7 +236,8 @@ def test_memory_plan_lowers_the_peak():
     y = _chain(x, 12)
     xv = np.linspace(-1, 1, 1 << 18, dtype=np.float32)
     peaks, results = [], []
-    for options in (sg.CompileOptions(disable={"memory"}), sg.CompileOptions()):
+    for options in (sg.CompileOptions(disable={"memory", "fuse"}),
+                    sg.CompileOptions(disable={"fuse"})):
         with sg.Session(options=options) as sess:
             sess.run(y, {x: xv})  # compile first
             tracemalloc.start()
@@ -254,3 +269,55 @@ def test_memory_plan_never_overwrites_feeds_variables_or_fetches():
     np.testing.assert_array_equal(got_c.ravel(), got_b)        # a view of a fetch
     np.testing.assert_array_equal(new_w, 3 * (2 + np.arange(4)))
     np.testing.assert_array_equal(again, new_w)
+
+
+# -- fusion ----------------------------------------------------------------------------------
+N = 200_003  # more than one block per thread, and not a multiple of the block
+
+
+def _w3(x):
+    return sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-sg.square(x))
+                         + sg.log1p(sg.square(x)))
+
+
+def test_fusion_evaluates_forward_and_gradient_in_one_group_and_agrees():
+    x = sg.placeholder(sg.float32, [None], name="x")
+    y = _w3(x)
+    (dx,) = sg.gradients(y, [x])
+    mid = sg.tanh(1.5 * x + 0.3)  # an intermediate, fetched too
+    xv = np.random.default_rng(0).normal(size=N).astype(np.float32)
+    keep = xv.copy()
+    with sg.Session() as sess:
+        src = sess.source([y, dx, mid], {x: xv})
+        fused = sess.run([y, dx, mid], {x: xv})
+    with sg.Session(options=sg.CompileOptions(disable={"fuse"})) as sess:
+        plain = sess.run([y, dx, mid], {x: xv})
+    assert src.count("rt.run_blocks(") == 1 and "# fused: " in src
+    assert "#   Sum = sum(" in src  # the fused expression is shown
+    np.testing.assert_allclose(fused[0], plain[0], rtol=1e-5)  # sums add in another order
+    np.testing.assert_array_equal(fused[1], plain[1])          # elementwise: bit for bit
+    np.testing.assert_array_equal(fused[2], plain[2])
+    np.testing.assert_array_equal(xv, keep)
+
+
+def test_fused_groups_keep_dtypes_and_read_scalars_and_variables():
+    x = sg.placeholder(sg.float64, [N], name="x")
+    scale = sg.placeholder(sg.float64, [], name="scale")
+    w = sg.Variable(np.linspace(0, 1, N), name="w")
+    y = sg.exp(x * scale) * w - sg.sqrt(sg.abs(x) + 1.0)
+    xv = np.linspace(-2, 2, N)
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        got = sess.run(y, {x: xv, scale: 0.5})
+        assert "rt.run_blocks(" in sess.source(y, {x: xv, scale: 0.5})
+    want = np.exp(xv * 0.5) * np.linspace(0, 1, N) - np.sqrt(np.abs(xv) + 1.0)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, want)
+
+
+def test_an_error_in_a_fused_block_names_the_op():
+    x = sg.placeholder(sg.int32, [N], name="x")
+    y = sg.pow(x + 1, x - 5, name="the_power")  # negative integer powers raise in NumPy
+    with sg.Session() as sess, pytest.raises(sg.errors.InvalidArgumentError,
+                                             match="the_power"):
+        sess.run(y * 2, {x: np.arange(N, dtype=np.int32)})

@@ -19,6 +19,7 @@ from ..ir import Node, Program, Value
 from ..ops.registry import render_numpy, scalar_literal
 from ..ops.state_ops import Store
 from ..passes.memory import UFUNCS
+from .fused import render_group
 from .templates import render_template
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
@@ -52,7 +53,7 @@ class _Names:
 
 def _printable(text: str) -> str:
     """Text safe inside a comment or docstring of generated code, whatever it came from."""
-    return re.sub(r"[^A-Za-z0-9_.:/<>()?, -]", "?", str(text))
+    return re.sub(r"[^A-Za-z0-9_.:/<>()?, *+=%-]", "?", str(text))
 
 
 def _comment(op: Operation) -> str:
@@ -87,11 +88,29 @@ def render(program: Program, title: str = "") -> Rendered:
         return gname
 
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
+    kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
     for node in program.nodes:
-        if node.opdef.numpy is None:
-            continue  # a NoOp: nothing to compute
         ctx, op = node.ctx, node.origin
+        if node.opdef.numpy is None and not node.members:
+            continue  # a NoOp: nothing to compute
+        if node.members:  # a fused group: a block kernel, and the lines that run it
+            def out_name(v):
+                if id(v) not in expr:
+                    expr[id(v)] = names.make(v.name)
+                return expr[id(v)]
+            kname = names.make("fused")
+            run_lines, kernel, kernel_ops = render_group(node, kname, ref, out_name, names,
+                                                         _printable)
+            kernels.append((kernel, kernel_ops))
+            body.extend(run_lines)
+            line_ops[len(body)] = op
+            for v in node.outputs:
+                alias[id(v)] = False
+            dead = [expr[id(v)] for v in memory.free_after.get(id(node), ())] if memory else []
+            if dead:
+                body.append(f"del {', '.join(dead)}")
+            continue
         if node.opdef.reads_state:  # e.g. V['w']: evaluated where each consumer runs
             expr[id(node.outputs[0])] = render_numpy(node.opdef, [], ctx)
             alias[id(node.outputs[0])] = True
@@ -147,6 +166,7 @@ def render(program: Program, title: str = "") -> Rendered:
             returns.append(e)
     source = render_template("numpy/module.py.j2", title=_printable(title), params=params,
                              body=body, returns=returns, constants=sorted(constants),
+                             kernels=[lines for lines, _ in kernels],
                              feeds=[(expr[id(v)], _printable(v.tensor.name), v.dtype.name,
                                      _printable(v.shape)) for v in program.feeds],
                              fetches=[_printable(n) for n in fetch_names])
@@ -154,6 +174,9 @@ def render(program: Program, title: str = "") -> Rendered:
     # Map body line numbers (1-based within body) to source line numbers.
     first = next(i for i, line in enumerate(header_lines) if line.startswith("def run(")) + 2
     line_map = {first + k - 1: op for k, op in line_ops.items()}
+    for lines, ops in kernels:  # a kernel's lines map to the ops they compute
+        start = header_lines.index(lines[0]) + 1
+        line_map.update((start + i, op) for i, op in enumerate(ops) if op is not None)
     return Rendered(source, constants, line_map, var_reads, random_ops)
 
 

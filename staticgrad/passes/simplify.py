@@ -75,6 +75,9 @@ def _is(v: Value, number) -> bool:
     if v.const is not None:
         return v.const.size > 0 and bool(np.all(v.const == number))
     kind = _producer_type(v)
+    if kind in ("BroadcastTo", "Fill"):  # a known number spread over a shape
+        source = v.producer.inputs[0 if kind == "BroadcastTo" else 1]
+        return _is(source, number)
     return (kind == "OnesLike" and number == 1) or (kind == "ZerosLike" and number == 0)
 
 
