@@ -112,6 +112,9 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     if len(grad_ys) != len(ys):
         raise ValueError(f"got {len(grad_ys)} grad_ys for {len(ys)} ys")
     graph = ys[0].graph
+    if graph.eager:
+        raise TypeError("sg.gradients builds gradient nodes into a graph, but these are dynamic "
+                        "tensors: use staticgrad.dynamic.grad(ys, xs) or ys.backward()")
     for t in ys + xs:
         if t.graph is not graph:
             raise ValueError(f"{t.name} is from another graph than {ys[0].name}")
@@ -151,10 +154,11 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         return result
 
 
-def backward_step(op, out_grads: list, scope=None) -> list | None:
+def backward_step(op, out_grads: list, scope=None, wanted=None) -> list | None:
     """One op's step of a reverse pass: its gradient rule applied to the gradients of its
     outputs, checked and with broadcasting summed away (`_checked`); None if the op is not
-    differentiable. `scope` (a context manager) is entered around the rule.
+    differentiable. `scope` (a context manager) is entered around the rule; `wanted` (one
+    bool per input) may name the inputs whose gradients are needed, the others giving None.
 
     Shared by `gradients` (op: a graph Operation, building nodes) and the dynamic mode's tape
     (op: a recorded node, run at once), so both use the same rules and checks.
@@ -167,7 +171,7 @@ def backward_step(op, out_grads: list, scope=None) -> list | None:
     if len(op.outputs) > 1:
         out_grads = [g if g is not None else zeros_like(t) for g, t in zip(out_grads, op.outputs)]
     with scope if scope is not None else contextlib.nullcontext():
-        return _checked(op, list(rule(op, *out_grads)))
+        return _checked(op, list(rule(op, *out_grads)), wanted)
 
 
 def _sum(parts):
@@ -180,7 +184,7 @@ def _sum(parts):
     return parts[0]
 
 
-def _checked(op: Operation, in_grads: list) -> list:
+def _checked(op: Operation, in_grads: list, wanted=None) -> list:
     """Verify a rule's result: one gradient per input, each with the input's dtype and a
     shape compatible with it (after summing away broadcasting)."""
     if len(in_grads) != len(op.inputs):
@@ -188,7 +192,7 @@ def _checked(op: Operation, in_grads: list) -> list:
                          f"gradients for {len(op.inputs)} inputs")
     out = []
     for i, (x, g) in enumerate(zip(op.inputs, in_grads)):
-        if g is None or not x.dtype.is_floating:
+        if g is None or not x.dtype.is_floating or (wanted is not None and not wanted[i]):
             out.append(None)
             continue
         g = convert_to_tensor(g, dtype_hint=x.dtype)

@@ -182,6 +182,10 @@ class _ThreadState(threading.local):
 class Graph:
     """A persistent graph of operations. Make it current with `with g.as_default():`."""
 
+    # True only for the dynamic mode's eager context (staticgrad.dynamic): an op "created" on
+    # it runs at once on NumPy values instead of becoming a node (see ops.registry).
+    eager = False
+
     def __init__(self):
         self._ops: list[Operation] = []
         self._by_name: dict[str, Operation] = {}

@@ -97,14 +97,24 @@ class NodeCtx:
 # -- creating operations ------------------------------------------------------------------------
 
 def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) -> Operation:
-    """Validate inputs, infer outputs, and add one operation to `graph`."""
+    """Validate inputs, infer outputs, and add one operation to `graph`.
+
+    On the dynamic mode's eager context (`graph.eager`), the op runs at once instead, with the
+    same shape rule and kernel (see staticgrad.dynamic.dispatch); what it returns has the
+    same `outputs`.
+    """
+    if graph.eager:
+        return graph.run_operation(op_type, inputs, attrs, name)
     opdef = get_opdef(op_type)
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"input {i} of {op_type} must be a Tensor, got {type(t).__name__}")
         if t.graph is not graph:
+            hint = ("; it is a dynamic tensor: call graph-API functions on dynamic tensors under "
+                    "staticgrad.dynamic.eager_mode(), so that the constants they make are "
+                    "dynamic too") if t.graph.eager else ""
             raise ValueError(f"input {t.name} of {op_type} is from another graph; all inputs of "
-                             f"an op must be from the same graph")
+                             f"an op must be from the same graph{hint}")
     graph._check_not_finalized(f"creating a {op_type} op")
     if name and name.endswith("/"):  # an exact name, from a name scope (TF1 convention)
         name = check_op_name(name[:-1])

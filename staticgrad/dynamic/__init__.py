@@ -1,0 +1,180 @@
+"""staticgrad's dynamic mode: define-by-run, in PyTorch's vocabulary, for contrast with graphs.
+
+    import staticgrad.dynamic as dy
+
+    w = dy.tensor([2.0, 5.0], requires_grad=True)
+    x = dy.tensor([4.0, 4.0])
+    loss = (10 - (w * x).sum()) ** 2          # each op runs at once, recorded on a tape
+    loss.backward()                           # walks the tape back; frees it
+    print(w.grad)                             # tensor([-80., -80.]); accumulates until zeroed
+    with dy.no_grad():
+        w -= 0.01 * w.grad
+    w.grad.zero_()
+
+One source of truth with the graph side. An op on dynamic tensors goes through the graph
+API's own `create_operation`: a dynamic tensor's graph is the eager context, on which an op
+runs at once (`dispatch.py`) -- with the registry's shape rule (the same errors, at the
+user's line) and the registry's kernel (the NumPy expression that generated code and constant
+folding use). Gradients run the registry's gradient rules on the recorded nodes (`tape.py`,
+`autograd.py`), through the very per-op step `sg.gradients` uses (`autodiff.backward_step`):
+there is no second set of derivatives. Rules call the graph API (`M.where`, `zeros_like`...),
+and in the eager context those calls compute too, recording themselves when
+`create_graph=True`: higher derivatives come for free, as they do on the graph side.
+
+Graph-API functions accept dynamic tensors (`sg.reduce_sum(x, 1)` runs at once); those that
+make constants from Python values (`sg.zeros`, a list of labels) need `eager_mode()`.
+
+Modules: `mode` (grad mode, the eager context), `tensor` (the Tensor), `dispatch` (running an
+op), `tape` (nodes), `autograd` (backward, grad, Function), `functions` (PyTorch-named ops),
+`trace` (dynamic to static), `printing` (PyTorch's repr), `nn.functional`.
+"""
+
+from __future__ import annotations
+
+from . import autograd, nn  # noqa: F401
+from .autograd import Function, backward, grad  # noqa: F401
+from .functions import (  # noqa: F401
+    DoubleTensor,
+    FloatTensor,
+    LongTensor,
+    abs,
+    absolute,
+    add,
+    all,
+    allclose,
+    amax,
+    amin,
+    any,
+    arange,
+    argmax,
+    argmin,
+    as_tensor,
+    bmm,
+    bool,
+    broadcast_to,
+    cat,
+    chunk,
+    clamp,
+    clip,
+    clone,
+    concat,
+    concatenate,
+    cos,
+    detach,
+    div,
+    divide,
+    dot,
+    double,
+    empty,
+    empty_like,
+    eq,
+    equal,
+    erf,
+    exp,
+    expm1,
+    eye,
+    flatten,
+    float,
+    float16,
+    float32,
+    float64,
+    floor,
+    floor_divide,
+    from_numpy,
+    full,
+    full_like,
+    ge,
+    get_default_dtype,
+    greater,
+    greater_equal,
+    gt,
+    half,
+    index_select,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    is_tensor,
+    le,
+    less,
+    less_equal,
+    linspace,
+    log,
+    log1p,
+    log_softmax,
+    logical_and,
+    logical_not,
+    logical_or,
+    long,
+    lt,
+    manual_seed,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    mm,
+    mul,
+    multiply,
+    mv,
+    ne,
+    neg,
+    negative,
+    not_equal,
+    numel,
+    ones,
+    ones_like,
+    permute,
+    pow,
+    prod,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    reciprocal,
+    relu,
+    remainder,
+    reshape,
+    result_type,
+    rsqrt,
+    rsub,
+    sigmoid,
+    sign,
+    sin,
+    softmax,
+    split,
+    sqrt,
+    square,
+    squeeze,
+    stack,
+    std,
+    sub,
+    subtract,
+    sum,
+    swapaxes,
+    t,
+    tan,
+    tanh,
+    tensor,
+    transpose,
+    true_divide,
+    uint8,
+    unbind,
+    unsqueeze,
+    var,
+    where,
+    zeros,
+    zeros_like,
+)
+from .mode import (  # noqa: F401
+    eager_mode,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .tensor import RemovableHandle, Size, Tensor, TracerWarning  # noqa: F401
+from .trace import Traced, trace  # noqa: F401

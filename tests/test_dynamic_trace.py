@@ -1,0 +1,141 @@
+"""dy.trace: one run of a Python function on dynamic tensors, recorded into a static Graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+import staticgrad.dynamic as dy
+import staticgrad.dynamic.nn.functional as F
+
+RNG = np.random.default_rng(0)
+
+
+def test_trace_round_trip_values_and_graph():
+    def f(x, y):
+        return (x * y + 2.0).exp().sum(dim=1)
+
+    x, y = dy.tensor(RNG.normal(size=(2, 3))), dy.tensor(RNG.normal(size=3))
+    traced = dy.trace(f, x, y)
+    assert isinstance(traced.graph, sg.Graph)
+    assert [p.op.type for p in traced.inputs] == ["Placeholder", "Placeholder"]
+    assert traced.inputs[0].shape == (2, 3) and traced.inputs[0].dtype is sg.float64
+    types = [op.type for op in traced.graph.get_operations()]
+    for t in ("Mul", "Add", "Exp", "Sum", "Const"):
+        assert t in types
+    np.testing.assert_allclose(traced(x, y), f(x, y).numpy(), rtol=1e-12)
+    a, b = RNG.normal(size=(2, 3)), RNG.normal(size=3)  # new inputs of the same shapes
+    np.testing.assert_allclose(traced(a, b), f(dy.tensor(a), dy.tensor(b)).numpy(),
+                               rtol=1e-12)
+    assert "test_dynamic_trace.py" in traced.graph.get_operations()[-1].location[0]
+    assert "2 inputs" in repr(traced)
+
+
+def test_parameters_become_variables_with_the_same_gradients():
+    w = dy.tensor(RNG.normal(size=(3, 2)), requires_grad=True)
+    b = dy.tensor(np.zeros(2), requires_grad=True)
+
+    def model(x, labels):
+        return F.cross_entropy(F.relu(x @ w + b), labels)
+
+    x, labels = dy.tensor(RNG.normal(size=(4, 3))), dy.tensor([0, 1, 1, 0])
+    loss = model(x, labels)
+    loss.backward()
+    traced = dy.trace(model, x, labels)
+    assert len(traced.variables) == 2
+    with traced.graph.as_default():
+        grads = sg.gradients(traced.outputs, traced.variables)
+    sess = traced.session
+    feed = {traced.inputs[0]: x.numpy(), traced.inputs[1]: labels.numpy()}
+    got_loss, (gw, gb) = sess.run([traced.outputs, grads], feed)
+    np.testing.assert_allclose(got_loss, loss.item(), rtol=1e-12)
+    np.testing.assert_allclose(gw, w.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(gb, b.grad.numpy(), rtol=1e-10)
+
+
+def test_python_control_flow_is_frozen_to_the_traced_path():
+    def f(x):
+        if x.sum() > 0:  # a Python branch on a value: traced once, one way
+            return x * 2
+        return -x
+
+    positive, negative = dy.tensor([1.0, 2.0]), dy.tensor([-1.0, -2.0])
+    with pytest.warns(dy.TracerWarning, match="control flow"):
+        traced = dy.trace(f, positive)
+    np.testing.assert_allclose(traced(positive), [2.0, 4.0])
+    np.testing.assert_allclose(traced(negative), [-2.0, -4.0])  # not f(negative) = [1, 2]
+    assert f(negative).tolist() == [1.0, 2.0]
+    assert "Neg" not in {op.type for op in traced.graph.get_operations()}
+
+
+def test_python_loops_are_unrolled():
+    def f(x):
+        for _ in range(3):
+            x = dy.tanh(x)
+        return x
+
+    traced = dy.trace(f, dy.ones(2))
+    assert [op.type for op in traced.graph.get_operations()].count("Tanh") == 3
+
+
+def test_random_ops_stay_random_and_structures_are_kept():
+    def f(x):
+        noise = dy.rand(x.shape)
+        return {"noisy": x + noise, "pair": (x * 2, noise)}
+
+    traced = dy.trace(f, dy.zeros(1000))
+    out = traced(np.zeros(1000, np.float32))
+    assert set(out) == {"noisy", "pair"} and isinstance(out["pair"], tuple)
+    first = out["noisy"]
+    second = traced(np.zeros(1000, np.float32))["noisy"]
+    assert not np.array_equal(first, second) and 0 <= first.min() and first.max() < 1
+
+
+def test_in_place_updates_and_custom_functions_are_traced_through():
+    class Double(dy.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    def f(x):
+        y = x + 1
+        y += 10  # an in-place update: later uses read the updated node
+        return Double.apply(y) * y
+
+    x = dy.tensor([1.0, 2.0])
+    traced = dy.trace(f, x)
+    np.testing.assert_allclose(traced(x), f(x).numpy())
+    np.testing.assert_allclose(traced(np.array([0.0, 0.0], np.float32)), [242.0, 242.0])
+    assert "CustomGradient" not in {op.type for op in traced.graph.get_operations()}
+
+
+def test_values_read_in_python_become_constants_with_a_warning():
+    def f(x):
+        scale = x.max().item()
+        return x / scale
+
+    with pytest.warns(dy.TracerWarning):
+        traced = dy.trace(f, dy.tensor([1.0, 4.0]))
+    np.testing.assert_allclose(traced(np.array([2.0, 8.0], np.float32)), [0.5, 2.0])
+
+
+def test_trace_errors():
+    with pytest.raises(TypeError, match="must return tensors"):
+        dy.trace(lambda x: 3, dy.ones(1))
+    with pytest.raises(RuntimeError, match="inside another"):
+        dy.trace(lambda x: dy.trace(lambda y: y, x).outputs, dy.ones(1))
+    traced = dy.trace(lambda x: x * 2, dy.ones(1))
+    with pytest.raises(TypeError, match="takes 1 inputs"):
+        traced()
+
+
+def test_traced_graph_runs_through_the_compiler():
+    w = dy.tensor(RNG.normal(size=(3, 3)).astype(np.float32), requires_grad=True)
+    traced = dy.trace(lambda x: dy.sigmoid(x @ w).sum(), dy.ones(5, 3))
+    src = traced.session.source(traced.outputs, {traced.inputs[0]: np.ones((5, 3), np.float32)})
+    assert "def " in src
