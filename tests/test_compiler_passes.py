@@ -222,10 +222,10 @@ def _chain(x, n=8):
 
 
 def test_memory_plan_frees_after_last_use_and_writes_into_dead_buffers():
-    x = sg.placeholder(sg.float32, [1000], name="x")
+    x = sg.placeholder(sg.float32, [8192], name="x")
     y = _chain(x)
-    with sg.Session() as sess:
-        src = sess.source(y, {x: np.zeros(1000, np.float32)})
+    with sg.Session(options=sg.CompileOptions(disable={"fuse"})) as sess:
+        src = sess.source(y, {x: np.zeros(8192, np.float32)})
     assert "out=" in src and "del " in src
     assert "out=x" not in src  # never into a fed array
 
@@ -250,24 +250,26 @@ def test_memory_plan_lowers_the_peak():
 
 
 def test_memory_plan_never_overwrites_feeds_variables_or_fetches():
-    x = sg.placeholder(sg.float32, [4], name="x")
-    w = sg.Variable(np.arange(4, dtype=np.float32), name="w")
+    n = 8192  # large enough to be planned
+    x = sg.placeholder(sg.float32, [n], name="x")
+    w = sg.Variable(np.arange(n, dtype=np.float32), name="w")
     a = sg.exp(x)                 # fetched: must come back intact
     b = a * 2.0 + w               # reads w before the update below
-    c = sg.reshape(b, [2, 2])     # a view of b, fetched
+    c = sg.reshape(b, [2, -1])    # a view of b, fetched
     with sg.control_dependencies([c]):
         update = sg.assign(w, b * 3.0)
-    xv = np.zeros(4, np.float32)
-    with sg.Session() as sess:
+    xv = np.zeros(n, np.float32)
+    with sg.Session(options=sg.CompileOptions(disable={"fuse"})) as sess:
         sess.run(w.initializer)
+        assert "out=" in sess.source([a, b, c, update], {x: xv})  # the plan is at work
         got_a, got_b, got_c, _ = sess.run([a, b, c, update], {x: xv})
         new_w = sess.run(w)
         again = sess.run(sg.identity(w))
     np.testing.assert_array_equal(xv, 0)                       # the feed
     np.testing.assert_array_equal(got_a, 1)                    # a fetch
-    np.testing.assert_array_equal(got_b, 2 + np.arange(4))    # the old w
+    np.testing.assert_array_equal(got_b, 2 + np.arange(n))    # the old w
     np.testing.assert_array_equal(got_c.ravel(), got_b)        # a view of a fetch
-    np.testing.assert_array_equal(new_w, 3 * (2 + np.arange(4)))
+    np.testing.assert_array_equal(new_w, 3 * (2 + np.arange(n)))
     np.testing.assert_array_equal(again, new_w)
 
 

@@ -6,7 +6,7 @@ write its result into the buffer of an input that dies there (NumPy's `out=`).
     return (b,)                        del a
                                        return (b,)
 
-A buffer is reused only when that is invisible: it was made by this program (never a fed
+Only buffers of MIN_BYTES or more are planned. A buffer is reused only when that is invisible: it was made by this program (never a fed
 array, a variable's value or a constant), nothing else refers to it (every consumer is an op
 that reads its inputs and keeps no reference: no view, no assignment into a variable, not a
 fetch), it dies at this node, and it has the result's exact shape and dtype.
@@ -36,6 +36,11 @@ READERS = FRESH | {"Sum", "Mean", "Max", "Min", "Prod", "Softmax", "LogSoftmax",
                    "LessEqual", "Equal", "NotEqual", "Select", "SumTo", "Cast"}
 
 
+# Buffers smaller than this are left to NumPy: for them `del` and `out=` cost more than they
+# save (a ufunc call with out= takes about a microsecond longer).
+MIN_BYTES = 1 << 14
+
+
 @dataclasses.dataclass
 class MemoryPlan:
     free_after: dict   # id(node) -> [values whose last use is that node]
@@ -54,7 +59,7 @@ def plan_memory(program: Program) -> Program:
     write_into: dict[int, Value] = {}
     for node in program.nodes:
         for v in node.outputs:
-            if id(v) in fetched or node.opdef.reads_state:
+            if id(v) in fetched or node.opdef.reads_state or not _large(v):
                 continue
             end = last_use.get(id(v), node)  # never read: free at once
             free_after.setdefault(id(end), []).append(v)
@@ -67,8 +72,13 @@ def plan_memory(program: Program) -> Program:
     return dataclasses.replace(program, memory=MemoryPlan(free_after, write_into))
 
 
+def _large(v: Value) -> bool:
+    n = v.shape.num_elements()
+    return n is not None and n * v.dtype.np.itemsize >= MIN_BYTES
+
+
 def _reusable(v: Value, out: Value, node: Node, last_use, consumers, fetched) -> bool:
-    return (v.producer is not None and v.producer.type in FRESH and id(v) not in fetched
+    return (_large(v) and v.producer is not None and v.producer.type in FRESH and id(v) not in fetched
             and last_use.get(id(v)) is node and v.dtype is out.dtype
             and v.shape.is_fully_defined() and v.shape.ndims > 0  # 0-d results are scalars
             and v.shape.dims == out.shape.dims
