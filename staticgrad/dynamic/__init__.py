@@ -6,7 +6,7 @@
     x = dy.tensor([4.0, 4.0])
     loss = (10 - (w * x).sum()) ** 2          # each op runs at once, recorded on a tape
     loss.backward()                           # walks the tape back; frees it
-    print(w.grad)                             # tensor([-80., -80.]); accumulates until zeroed
+    print(w.grad)                             # tensor([144., 144.]); accumulates until zeroed
     with dy.no_grad():
         w -= 0.01 * w.grad
     w.grad.zero_()
