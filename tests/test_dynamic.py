@@ -392,6 +392,19 @@ def test_grad_checks_its_inputs_and_grad_outputs():
     assert gx.tolist() == [2.0, 40.0]
 
 
+def test_backward_into_chosen_inputs_and_several_outputs():
+    x, y = leaf([1.0, 2.0]), leaf([3.0])
+    z = (x * y).sum()
+    z.backward(inputs=[x], retain_graph=True)
+    assert x.grad.tolist() == [3.0, 3.0] and y.grad is None
+    a, b = x * 2, x * y
+    ga, = dy.grad([a, b], [x], grad_outputs=[dy.ones(2), dy.tensor([1.0, 10.0])],
+                  retain_graph=True)
+    assert ga.tolist() == [2.0 + 3.0, 2.0 + 30.0]
+    dy.autograd.backward([a.sum(), b.sum()])
+    assert x.grad.tolist() == [3.0 + 5.0, 3.0 + 5.0] and y.grad.tolist() == [3.0]
+
+
 def test_grad_of_a_branch_runs_only_what_it_needs():
     x = leaf([1.0, 2.0])
     a = x * 2

@@ -132,6 +132,9 @@ def test_trace_errors():
     traced = dy.trace(lambda x: x * 2, dy.ones(1))
     with pytest.raises(TypeError, match="takes 1 inputs"):
         traced()
+    w = dy.ones(1, requires_grad=True)
+    with pytest.raises(RuntimeError, match="outside the traced function"):
+        dy.trace(lambda x: (w * x).sum().backward(), dy.ones(1))
 
 
 def test_traced_graph_runs_through_the_compiler():

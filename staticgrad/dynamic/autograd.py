@@ -125,6 +125,10 @@ def _add(pending: dict, fn, index: int, g) -> None:
 def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None:
     """The reverse pass (see the module docstring). With `targets`, return the gradient of
     each target instead of accumulating into leaves."""
+    if STATE.tracer is not None:
+        raise RuntimeError("dy.trace records a forward computation: call backward() or grad() "
+                           "outside the traced function, or take sg.gradients of the traced "
+                           "graph's outputs")
     pending = {}
     for t, g in zip(roots, seeds):
         _add(pending, *_edge_of(t), g)
