@@ -53,6 +53,14 @@ def initial_weights(seed=0):
     return out
 
 
+def batch(seed=1):
+    """One batch: standard-normal inputs and one-hot labels, float32."""
+    rng = np.random.default_rng(seed)
+    xb = rng.normal(size=(BATCH, SIZES[0])).astype(np.float32)
+    yb = np.eye(SIZES[-1], dtype=np.float32)[rng.integers(0, SIZES[-1], BATCH)]
+    return xb, yb
+
+
 def build_graph(weights):
     g = sg.Graph()
     with g.as_default():
@@ -106,9 +114,7 @@ def main(argv=None):
     parser.add_argument("--out", default=DEFAULT_OUT, help="JSON results file")
     args = parser.parse_args(argv)
 
-    rng = np.random.default_rng(1)
-    xb = rng.normal(size=(BATCH, SIZES[0])).astype(np.float32)
-    yb = np.eye(SIZES[-1], dtype=np.float32)[rng.integers(0, SIZES[-1], BATCH)]
+    xb, yb = batch()
     weights = initial_weights()
 
     g, x, y, params, loss, train, init = build_graph(weights)

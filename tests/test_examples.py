@@ -1,5 +1,6 @@
 """Run every example (and the benchmark, briefly) as a user would, and check what it prints."""
 
+import importlib.util
 import json
 import math
 import os
@@ -131,6 +132,27 @@ def test_mlp_step_benchmark_smoke(tmp_path):
     assert "make_callable" in out
     data = json.loads(target.read_text())
     assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
+
+
+def test_benchmark_suite_quick(tmp_path):
+    """The suite of issue 5 in its smoke mode, without peers: every workload runs, every way
+    passes its check against hand NumPy, and the JSON (and the charts) are written."""
+    target = tmp_path / "results" / "suite.json"
+    out = run_script("benchmarks/suite.py", "--quick", "--no-peers", "--out", str(target))
+    assert "Ratios to hand NumPy" in out
+    data = json.loads(target.read_text())
+    assert list(data["workloads"]) == ["W1", "W2", "W3", "W4", "W5"]
+    for key, workload in data["workloads"].items():
+        ways = workload["ways"]
+        assert ways["hand_numpy"]["ratio"] == 1.0, key
+        assert {"staticgrad", "staticgrad_no_passes"} <= set(ways), key
+        for name, way in ways.items():
+            assert "error" not in way, (key, name, way)
+            assert way["median"] > 0 and way["ratio"] > 0, (key, name, way)
+    assert set(data["workloads"]["W4"]["scaling"]["staticgrad"]) == {"100", "300"}
+    if importlib.util.find_spec("matplotlib"):
+        for png in ("suite.png", "w4_scaling.png"):
+            assert (target.parent / png).read_bytes().startswith(b"\x89PNG")
 
 
 @pytest.fixture(scope="module")

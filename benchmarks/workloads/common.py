@@ -1,0 +1,147 @@
+"""What the workloads share: ways, staticgrad's compile variants, the timing loop, the check.
+
+A *way* is one implementation of a workload (hand-written NumPy, staticgrad with some options,
+a peer system). Its `setup()` builds and compiles whatever it needs and returns
+`(call, first)`: `call` is the zero-argument function that is timed, `first` the arrays its
+first result gave (checked against hand NumPy's before anything is timed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+import timeit
+from collections.abc import Callable
+
+import numpy as np
+
+import staticgrad as sg
+
+from . import peers
+
+SHORT_LABELS = {"hand_numpy": "hand NumPy", "staticgrad": "staticgrad",
+                "staticgrad_make_callable": "staticgrad make_callable",
+                "staticgrad_no_passes": "staticgrad, every pass off",
+                "staticgrad_no_fusion": "staticgrad, no fusion", **peers.LABELS}
+
+
+@dataclasses.dataclass
+class Way:
+    name: str                  # key in the JSON: hand_numpy, staticgrad, tf1, ...
+    label: str                 # what the table prints
+    setup: Callable[[], tuple]  # -> (call, first)
+
+
+@dataclasses.dataclass
+class Workload:
+    """A workload timed in-process: hand NumPy, staticgrad's variants, the peers."""
+
+    key: str                   # "W1"
+    title: str
+    unit: str                  # "us", "ms": per call
+    scale: float               # seconds -> unit
+    number: int                # calls per way per round
+    quick_number: int
+    hand: Callable             # the hand-NumPy setup
+    staticgrad_way: Callable   # (options, fast) -> setup
+    peer_setups: dict          # peer name -> setup
+    rtol: float = 1e-5
+    atol: float = 0.0
+    fusion_matters: bool = False  # add "staticgrad, no fusion" once the pass exists
+
+    def ways(self, available) -> list:
+        """hand NumPy; staticgrad's variants through `sess.run(feed_dict)` (the default one
+        through `make_callable` too); then each available peer."""
+        out = [Way("hand_numpy", "hand NumPy", self.hand)]
+        for name, (suffix, options) in staticgrad_variants(self.fusion_matters).items():
+            out.append(Way(name, f"staticgrad sess.run(feed_dict){suffix}",
+                           self.staticgrad_way(options, fast=False)))
+            if options is None:
+                out.append(Way("staticgrad_make_callable", "staticgrad make_callable",
+                               self.staticgrad_way(options, fast=True)))
+        out += [Way(p, peers.LABELS[p], self.peer_setups[p]) for p in available]
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# staticgrad's variants: default, every pass off, and (once the pass exists) no fusion.
+
+def staticgrad_variants(fusion_matters: bool = False) -> dict:
+    """{way name: (label suffix, CompileOptions or None)}, read from PASS_NAMES at run time."""
+    names = tuple(sg.compiler.PASS_NAMES)
+    variants = {"staticgrad": ("", None),
+                "staticgrad_no_passes": (", every pass off",
+                                         sg.CompileOptions(disable=set(names)))}
+    if fusion_matters and "fuse" in names:
+        variants["staticgrad_no_fusion"] = (", no fusion", sg.CompileOptions(disable={"fuse"}))
+    return variants
+
+
+def session(graph, options) -> sg.Session:
+    return sg.Session(graph=graph, options=options)
+
+
+# ---------------------------------------------------------------------------------------------
+# results
+
+def as_numpy(value) -> np.ndarray:
+    """A result of any system as a NumPy array (torch tensors, JAX arrays, NumPy scalars)."""
+    if hasattr(value, "detach"):  # torch
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def as_arrays(values) -> list:
+    return [as_numpy(v) for v in values]
+
+
+def mismatch(got: list, want: list, rtol: float, atol: float) -> str | None:
+    """None when `got` matches `want` elementwise; else what differs."""
+    if len(got) != len(want):
+        return f"{len(got)} results, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape and g.size != w.size:
+            return f"result {i}: shape {g.shape}, expected {w.shape}"
+        g = g.reshape(w.shape)
+        if g.dtype != w.dtype and not (g.dtype.kind == w.dtype.kind == "f"):
+            return f"result {i}: dtype {g.dtype}, expected {w.dtype}"
+        if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+            err = np.max(np.abs(g.astype(np.float64) - w) / (atol + rtol * np.abs(w) + 1e-300))
+            return (f"result {i} differs (worst error {err:.3g} times the tolerance "
+                    f"rtol={rtol}, atol={atol}); first values {g.ravel()[:3]} vs "
+                    f"{w.ravel()[:3]}")
+    return None
+
+
+def error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) < 600 else text[:600] + " ..."
+
+
+# ---------------------------------------------------------------------------------------------
+# timing
+
+def interleaved(calls: dict, rounds: int, number: int, warmup: int = 2,
+                settle_s: float = 0.0) -> dict:
+    """Seconds per call of each callable: `rounds` rounds, in each of which every callable is
+    timed in turn for `number` calls (so drifts in load hit every way alike).
+
+    After each turn the loop sleeps `settle_s`: thread pools that busy-wait after their work
+    (OpenBLAS, OpenMP, Eigen) would otherwise take cores from the way timed next -- with
+    several runtimes in one process on 2 cores, that doubled some ways' times."""
+    for call in calls.values():
+        for _ in range(warmup):
+            call()
+    per_call = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            time.sleep(settle_s)
+            per_call[name].append(timeit.timeit(call, number=number) / number)
+    return per_call
+
+
+def median(values: list) -> float:
+    return statistics.median(values)
+
