@@ -338,6 +338,6 @@ class Function:
 
 def Variable(data, requires_grad=False):  # noqa: N802 - PyTorch's (deprecated) name
     """`torch.autograd.Variable` of old code: a leaf tensor sharing `data`'s values."""
-    from .functions import tensor
+    from .creation import tensor
     t = data.detach() if isinstance(data, Tensor) else tensor(data)
     return t.requires_grad_(requires_grad)

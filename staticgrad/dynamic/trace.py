@@ -139,7 +139,7 @@ def trace(fn, *example_inputs) -> Traced:
     """
     if STATE.tracer is not None:
         raise RuntimeError("dy.trace cannot run inside another dy.trace")
-    from .functions import tensor
+    from .creation import tensor
     examples = [x if isinstance(x, Tensor) else tensor(x) for x in example_inputs]
     graph = Graph()
     tracer = Tracer(graph)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import creation
 from .. import functions as _f
 from ..dispatch import run_operation
 
@@ -84,7 +85,7 @@ def nll_loss(input, target, reduction="mean"):  # noqa: A002
 def binary_cross_entropy_with_logits(input, target, reduction="mean"):  # noqa: A002
     """max(x, 0) - x * z + log(1 + exp(-|x|)), stable, for logits x and labels z."""
     x, z = input, _f._as(_f._tensor(target), input.dtype)
-    zeros = _f.zeros_like(x)
+    zeros = creation.zeros_like(x)
     nonneg = x >= 0
     relu_x = _f.where(nonneg, x, zeros)
     neg_abs = _f.where(nonneg, -x, x)
@@ -97,13 +98,13 @@ def dropout(input, p=0.5, training=True):  # noqa: A002
         return input
     if not 0 <= p < 1:
         raise ValueError(f"dropout probability has to be in [0, 1), got {p}")
-    keep = _f._as(_f.rand(input.shape, dtype=input.dtype) >= p, input.dtype)
+    keep = _f._as(creation.rand(input.shape, dtype=input.dtype) >= p, input.dtype)
     return input * keep * (1.0 / (1.0 - p))
 
 
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot rows for integer class indices."""
     depth = int(np.max(tensor._data)) + 1 if num_classes == -1 else int(num_classes)
-    attrs = {"depth": depth, "on_value": 1, "off_value": 0, "axis": -1, "dtype": _f.int64}
+    attrs = {"depth": depth, "on_value": 1, "off_value": 0, "axis": -1, "dtype": creation.int64}
     return run_operation("OneHot", [tensor], attrs).outputs[0]
 
