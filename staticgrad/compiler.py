@@ -30,6 +30,7 @@ from .passes.fuse import fuse_elementwise
 from .passes.matmul import fold_transposes_into_matmul
 from .passes.memory import plan_memory
 from .passes.prune import prune
+from .passes.scalars import hold_scalars
 from .passes.simplify import simplify
 from .passes.specialize import specialize
 
@@ -43,6 +44,7 @@ PIPELINE = (
     ("transpose_matmul", fold_transposes_into_matmul),  # matmul(transpose(a), b) -> flag
     ("dce", eliminate_dead_code),                      # drop what no fetch needs any more
     ("fuse", fuse_elementwise),                        # elementwise groups, run in blocks
+    ("scalars", hold_scalars),                         # one-element chains on NumPy scalars
     ("memory", plan_memory),                           # free after last use, reuse buffers
 )
 PASS_NAMES = tuple(name for name, _ in PIPELINE)

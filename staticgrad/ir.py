@@ -87,6 +87,7 @@ class Program:
     feeds: list[Value]
     fetches: list  # Values; Nodes or None for fetched operations (which return None)
     memory: object = None  # the memory plan (passes/memory.py), made by the last pass
+    scalars: frozenset = frozenset()  # ids of nodes computed on NumPy scalars (scalars.py)
 
 
 def make_node(opdef: OpDef, attrs: dict, inputs, origin, controls=(), static_uses=None,

@@ -74,8 +74,16 @@ def render(program: Program, title: str = "") -> Rendered:
         alias[id(v)] = True
         params.append(expr[id(v)])
 
+    scal: dict[int, str] = {}      # id(Value) -> its NumPy scalar (the scalar fast path)
+
     def ref(v: Value, consumer: Node | None) -> str:
         if id(v) in expr:
+            return expr[id(v)]
+        if id(v) in scal:  # held as a scalar: an array of its shape, made where needed
+            if v.shape.ndims == 0:
+                return scal[id(v)]
+            expr[id(v)] = names.make(v.name)
+            body.append(f"{expr[id(v)]} = {scal[id(v)]}[{', '.join(['None'] * v.shape.ndims)}]")
             return expr[id(v)]
         if v.const is None:
             raise AssertionError(f"{v!r} is used before it is computed")
@@ -86,6 +94,22 @@ def render(program: Program, title: str = "") -> Rendered:
         constants[gname] = np.asarray(v.const, dtype=v.dtype.np)
         expr[id(v)] = gname
         return gname
+
+    def scalar_ref(v: Value, consumer: Node) -> str:
+        """v as a NumPy scalar (v has one element)."""
+        if id(v) in scal:
+            return scal[id(v)]
+        first = "[" + ", ".join(["0"] * v.shape.ndims) + "]" if v.shape.ndims else "[()]"
+        if v.const is not None:
+            lit = scalar_literal(v.const.ravel()[0])
+            if lit is not None and _weak_ok(consumer, v):
+                return lit
+            return ref(v, None) + first
+        if v.producer is not None and v.producer.opdef.reads_state:
+            return ref(v, consumer) + first  # read where used, like every variable read
+        scal[id(v)] = names.make(v.name + "_s")
+        body.append(f"{scal[id(v)]} = {ref(v, consumer)}{first}")
+        return scal[id(v)]
 
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
@@ -110,6 +134,15 @@ def render(program: Program, title: str = "") -> Rendered:
             dead = [expr[id(v)] for v in memory.free_after.get(id(node), ())] if memory else []
             if dead:
                 body.append(f"del {', '.join(dead)}")
+            continue
+        if id(node) in program.scalars:  # the scalar fast path: computed on NumPy scalars
+            args = ["None" if i in node.static_uses else scalar_ref(v, node)
+                    for i, v in enumerate(node.inputs)]
+            (out,) = node.outputs
+            scal[id(out)] = names.make(out.name)
+            body.append(_comment(op))
+            body.append(f"{scal[id(out)]} = {render_numpy(node.opdef, args, ctx)}")
+            line_ops[len(body)] = op
             continue
         if node.opdef.reads_state:  # e.g. V['w']: evaluated where each consumer runs
             expr[id(node.outputs[0])] = render_numpy(node.opdef, [], ctx)

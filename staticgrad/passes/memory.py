@@ -6,8 +6,9 @@ write its result into the buffer of an input that dies there (NumPy's `out=`).
     return (b,)                        del a
                                        return (b,)
 
-Only buffers of MIN_BYTES or more are planned. A buffer is reused only when that is invisible: it was made by this program (never a fed
-array, a variable's value or a constant), nothing else refers to it (every consumer is an op
+Only buffers of MIN_BYTES or more are planned. A buffer is reused only when that is
+invisible: it was made by this program (never a fed array, a variable's value or a
+constant), nothing else refers to it (every consumer is an op
 that reads its inputs and keeps no reference: no view, no assignment into a variable, not a
 fetch), it dies at this node, and it has the result's exact shape and dtype.
 """
@@ -78,8 +79,8 @@ def _large(v: Value) -> bool:
 
 
 def _reusable(v: Value, out: Value, node: Node, last_use, consumers, fetched) -> bool:
-    return (_large(v) and v.producer is not None and v.producer.type in FRESH and id(v) not in fetched
-            and last_use.get(id(v)) is node and v.dtype is out.dtype
+    return (_large(v) and v.producer is not None and v.producer.type in FRESH
+            and id(v) not in fetched and last_use.get(id(v)) is node and v.dtype is out.dtype
             and v.shape.is_fully_defined() and v.shape.ndims > 0  # 0-d results are scalars
             and v.shape.dims == out.shape.dims
             and all(c.type in READERS for c in consumers[id(v)]))

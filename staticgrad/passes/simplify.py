@@ -2,6 +2,7 @@
 included (the sign of a zero aside: `-0.0 + 0` is `+0.0`).
 
     x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0  -> x     (1 and 0: constants or ones_like/zeros_like)
+    x * -1, -1 * x                            -> -x
     -(-x)                                     -> x
     transpose(transpose(x, p), q)             -> transpose(x, p then q), or x
     identity, stop_gradient, add_n of one, a cast to the same dtype, a reshape, broadcast,
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Program, Value, make_node
+from ..ops.registry import get_opdef
 from .rewrite import rewrite, same_type
 
 PASS_THROUGH = {"Identity", "StopGradient", "PlaceholderWithDefault"}
@@ -51,7 +53,12 @@ def _simplified(node, out):
         return _if_same(out, ins[0].producer.inputs[0])
     if t == "Mul":
         a, b = ins
-        return _if_same(out, a) if _is(b, 1) else (_if_same(out, b) if _is(a, 1) else None)
+        for x, c in ((a, b), (b, a)):
+            if _is(c, 1):
+                return _if_same(out, x)
+            if _is(c, -1) and same_type(out, x):  # x * -1 -> -x
+                return make_node(get_opdef("Neg"), {}, (x,), node.origin, names=[out.name])
+        return None
     if t == "RealDiv" and _is(ins[1], 1):
         return _if_same(out, ins[0])
     if t == "Add":
