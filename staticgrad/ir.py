@@ -44,7 +44,7 @@ class Value:
 
 
 class Node:
-    __slots__ = ("type", "opdef", "attrs", "inputs", "outputs", "controls", "origin", "ctx",
+    __slots__ = ("type", "opdef", "attrs", "inputs", "outputs", "controls", "origin", "_ctx",
                  "static_uses", "members")
 
     def __init__(self, opdef: OpDef, attrs: dict, inputs: tuple, controls: tuple,
@@ -56,18 +56,27 @@ class Node:
         self.outputs = ()
         self.controls = tuple(controls)
         self.origin = origin            # the graph op it comes from (name, user's line)
-        self.ctx = ctx                  # concrete shapes/dtypes/values for its emitter
+        self._ctx = ctx                 # concrete shapes/dtypes/values for its emitter
         self.static_uses = static_uses  # inputs read only for a value/shape known now
         self.members = members          # for a fused group: the nodes it evaluates
+
+    @property
+    def ctx(self) -> NodeCtx:
+        """What the op's emitter and kernel see: made from the inputs when first asked."""
+        if self._ctx is None:
+            ctx = NodeCtx(self.type, self.attrs, [v.shape for v in self.inputs],
+                          [v.dtype for v in self.inputs], [v.const for v in self.inputs],
+                          self.origin.name if self.origin is not None else "")
+            ctx.out_shapes = [v.shape for v in self.outputs]
+            ctx.out_dtypes = [v.dtype for v in self.outputs]
+            self._ctx = ctx
+        return self._ctx
 
     def with_inputs(self, inputs, controls) -> Node:
         """A copy reading `inputs` (of the same shapes and dtypes as its own: substitutions
         never change them, so the shape rule need not run again) and waiting on `controls`."""
         inputs = tuple(inputs)
-        ctx = NodeCtx(self.type, self.attrs, [v.shape for v in inputs],
-                      [v.dtype for v in inputs], [v.const for v in inputs], self.ctx.name)
-        ctx.out_shapes, ctx.out_dtypes = self.ctx.out_shapes, self.ctx.out_dtypes
-        node = Node(self.opdef, self.attrs, inputs, controls, self.origin, ctx,
+        node = Node(self.opdef, self.attrs, inputs, controls, self.origin, None,
                     frozenset(static_input_uses(self.opdef, inputs)), self.members)
         node.outputs = tuple(Value(v.shape, v.dtype, node, v.index, name=v.name,
                                    tensor=v.tensor) for v in self.outputs)

@@ -28,6 +28,8 @@ FUSED = OpDef("Fused", infer=None, numpy=None, differentiable=False,
 
 
 def fuse_elementwise(program: Program) -> Program:
+    if not any(_large(v) for n in program.nodes for v in n.outputs):
+        return program  # nothing large enough to gain from blocks
     waited_on = {id(c) for n in program.nodes for c in n.controls}
     group_of: dict[int, int] = {}        # id(node) -> group number (before merges)
     merged_into: dict[int, int] = {}     # group number -> the group it was merged into

@@ -49,6 +49,8 @@ class MemoryPlan:
 
 
 def plan_memory(program: Program) -> Program:
+    if not any(_large(v) for n in program.nodes for v in n.outputs):
+        return dataclasses.replace(program, memory=MemoryPlan({}, {}))
     fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
     last_use: dict[int, Node] = {}
     consumers: dict[int, list[Node]] = {}
