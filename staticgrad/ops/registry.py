@@ -115,7 +115,8 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
                     "dynamic too") if t.graph.eager else ""
             raise ValueError(f"input {t.name} of {op_type} is from another graph; all inputs of "
                              f"an op must be from the same graph{hint}")
-    graph._check_not_finalized(f"creating a {op_type} op")
+    if graph._finalized:
+        graph._check_not_finalized(f"creating a {op_type} op")
     if name and name.endswith("/"):  # an exact name, from a name scope (TF1 convention)
         name = check_op_name(name[:-1])
         if name in graph._by_name:
@@ -123,7 +124,7 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         graph._names_in_use.setdefault(name.lower(), 1)  # later unique names avoid it
     else:
         # the full name (with its scope) is checked: no scope can smuggle in other characters
-        name = check_op_name(graph.unique_name(check_op_name(name) if name else op_type))
+        name = check_op_name(graph.unique_name(name or op_type))
     override = graph._thread.override_map.get(op_type)
     if override is not None:
         attrs["_gradient_op_type"] = override
@@ -282,15 +283,17 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
     `dtype` is a requirement (TypeError on mismatch); `dtype_hint` is tried first for Python and
     NumPy values (so `x + 1` keeps x's float32).
     """
-    from ..variables import Variable
-    if isinstance(value, Variable):
-        value = value._tensor
+    if type(value) is not Tensor:
+        from ..variables import Variable
+        if isinstance(value, Variable):
+            value = value._tensor
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not _dt.as_dtype(dtype):
             raise TypeError(f"tensor {value.name} has dtype {value.dtype.name}, but "
                             f"{_dt.as_dtype(dtype).name} is required "
                             f"(created at {value.op.where()})")
         return value
+    from ..variables import Variable
     if isinstance(value, list | tuple) and any(isinstance(v, Tensor | Variable) for v in value):
         from .join_ops import stack
         return stack(list(value), name=name)
@@ -305,6 +308,8 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
 
 
 def is_tensor_like(value) -> bool:
+    if type(value) is Tensor:
+        return True
     from ..variables import Variable
     return isinstance(value, Tensor | Variable)
 
