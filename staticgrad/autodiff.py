@@ -121,6 +121,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
 
     with graph.as_default(), graph.name_scope(name):
         relevant = _between(xs, ys, stops)
+        xs_set = set(xs)
         grads: dict[Tensor, list[Tensor]] = {}
         for y, gy in zip(ys, grad_ys):
             if gy is None:
@@ -138,7 +139,10 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             out_grads = [None if t in stops else _sum(grads.get(t)) for t in op.outputs]
             if all(g is None for g in out_grads):
                 continue
-            in_grads = backward_step(op, out_grads, graph.name_scope(f"{op.name}_grad"))
+            # only inputs that lead back to an x need a gradient (not x * 1.0001's constant)
+            wanted = [t in xs_set or t.op in relevant for t in op.inputs]
+            in_grads = backward_step(op, out_grads, graph.name_scope(f"{op.name}_grad"),
+                                     wanted)
             if in_grads is None:
                 continue
             for x, g in zip(op.inputs, in_grads):
