@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 
+from .gcpause import paused_gc
 from .graph import Operation, Tensor
 from .ops import math_ops as M
 from .ops.array_ops import ones_like, reshape, shape_of, sum_to, zeros_like
@@ -119,7 +120,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         if t.graph is not graph:
             raise ValueError(f"{t.name} is from another graph than {ys[0].name}")
 
-    with graph.as_default(), graph.name_scope(name):
+    with graph.as_default(), graph.name_scope(name), paused_gc():
         relevant = _between(xs, ys, stops)
         xs_set = set(xs)
         grads: dict[Tensor, list[Tensor]] = {}

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import runtime
 from .codegen.numpy_backend import render
+from .gcpause import paused_gc
 from .graph import Operation, Tensor
 from .ir import lower, verify
 from .passes.cse import cse
@@ -102,16 +103,17 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
     generated module refers to them as `V` and `R`.
     """
     options = options or DEFAULT_OPTIONS
-    ops = prune(fetches, set(feeds))
-    spec = specialize(ops, dict(zip(feeds, feed_sig)))
-    program = lower(ops, fetches, feeds, spec)
-    program = run_passes(program, options)
-    rendered = render(program, title=title)
-    filename = f"<staticgrad-{next(_counter)}>"
-    lines = rendered.source.splitlines(keepends=True)
-    linecache.cache[filename] = (len(rendered.source), None, lines, filename)
-    namespace = {"np": np, "rt": runtime, "V": state, "R": rngs, **rendered.constants}
-    exec(compile(rendered.source, filename, "exec"), namespace)  # noqa: S102
+    with paused_gc():
+        ops = prune(fetches, set(feeds))
+        spec = specialize(ops, dict(zip(feeds, feed_sig)))
+        program = lower(ops, fetches, feeds, spec)
+        program = run_passes(program, options)
+        rendered = render(program, title=title)
+        filename = f"<staticgrad-{next(_counter)}>"
+        lines = rendered.source.splitlines(keepends=True)
+        linecache.cache[filename] = (len(rendered.source), None, lines, filename)
+        namespace = {"np": np, "rt": runtime, "V": state, "R": rngs, **rendered.constants}
+        exec(compile(rendered.source, filename, "exec"), namespace)  # noqa: S102
     plan = Plan(namespace["run"], rendered.source, filename, rendered.line_ops,
                 rendered.var_reads, rendered.random_ops, fetches, feeds)
     # tracebacks show generated lines while the plan lives; the text goes with it

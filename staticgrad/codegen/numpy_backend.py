@@ -35,12 +35,16 @@ class Rendered:
     random_ops: list       # random Operations the plan draws from
 
 
+_NON_WORD = re.compile(r"\W", flags=re.ASCII)
+_UNPRINTABLE = re.compile(r"[^A-Za-z0-9_.:/<>()?, *+=%-]")
+
+
 class _Names:
     def __init__(self):
         self.used = set(RESERVED)
 
     def make(self, text: str) -> str:
-        base = re.sub(r"\W", "_", text, flags=re.ASCII).strip("_") or "t"
+        base = _NON_WORD.sub("_", text).strip("_") or "t"
         if base[0].isdigit() or keyword.iskeyword(base):
             base = "t_" + base
         name, i = base, 1
@@ -53,7 +57,7 @@ class _Names:
 
 def _printable(text: str) -> str:
     """Text safe inside a comment or docstring of generated code, whatever it came from."""
-    return re.sub(r"[^A-Za-z0-9_.:/<>()?, *+=%-]", "?", str(text))
+    return _UNPRINTABLE.sub("?", str(text))
 
 
 def _comment(op: Operation) -> str:
