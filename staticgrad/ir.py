@@ -77,7 +77,7 @@ class Node:
         never change them, so the shape rule need not run again) and waiting on `controls`."""
         inputs = tuple(inputs)
         node = Node(self.opdef, self.attrs, inputs, controls, self.origin, None,
-                    frozenset(static_input_uses(self.opdef, inputs)), self.members)
+                    static_input_uses(self.opdef, inputs), self.members)
         node.outputs = tuple(Value(v.shape, v.dtype, node, v.index, name=v.name,
                                    tensor=v.tensor) for v in self.outputs)
         return node
@@ -119,15 +119,20 @@ def make_node(opdef: OpDef, attrs: dict, inputs, origin, controls=(), static_use
     return node
 
 
-def static_input_uses(opdef: OpDef, inputs) -> set[int]:
+_NONE = frozenset()
+
+
+def static_input_uses(opdef: OpDef, inputs) -> frozenset[int]:
     """Inputs read only for a value or a shape known at compile time."""
+    if not opdef.static_inputs and not opdef.shape_inputs:
+        return _NONE  # most ops read all their inputs
     uses = set()
     for i, v in enumerate(inputs):
         if i in opdef.static_inputs and v.const is not None:
             uses.add(i)
         elif i in opdef.shape_inputs and v.shape.is_fully_defined():
             uses.add(i)
-    return uses
+    return frozenset(uses)
 
 
 def constant_value(array: np.ndarray, dtype: DType, name: str = "const", tensor=None) -> Value:
