@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-BLOCK = 1 << 14
+BLOCK = 1 << 15
 
 
 def _threads() -> int:

@@ -7,7 +7,7 @@
         out_Tanh[lo:hi] = Tanh                 # the group's outputs, written in full
         return np.sum(Add_2)                   # its part of the group's sum, if any
 
-    # fused: 23 elementwise ops over 1000000 float32 elements, in blocks of 16384
+    # fused: 23 elementwise ops over 1000000 float32 elements, in blocks of 32768
     #   Sum = sum(tanh(1.5 * x + 0.3) * sigmoid(x) + ...)
     Tanh = np.empty((1000000,), dtype=np.float32)
     parts = rt.run_blocks(fused_1, 1000000, x.reshape(-1), Tanh.reshape(-1))
