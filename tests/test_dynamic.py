@@ -248,6 +248,22 @@ def test_no_grad_records_nothing():
     assert not y.requires_grad and y.grad_fn is None and y.is_leaf
 
 
+def test_tape_nodes_created_counts_recorded_ops_only():
+    w, x = leaf([1.0, 2.0]), dy.tensor([3.0, 4.0])
+    before = dy.tape_nodes_created()
+    assert dy.tape_nodes_created() == before  # reading the counter records nothing
+    loss = (w * x).sum()                        # two nodes
+    _ = x * 2                                   # none: x requires no grad
+    with dy.no_grad():
+        _ = w * 2                               # none: no_grad
+    assert dy.tape_nodes_created() - before == 2
+    loss.backward()                             # backward records nothing without create_graph
+    assert dy.tape_nodes_created() - before == 2
+    # node numbers stay in creation order (backward sorts by them)
+    a = w * x
+    assert a.grad_fn.seq > loss.grad_fn.seq
+
+
 def test_enable_grad_inside_no_grad_and_as_decorators():
     w = leaf([1.0])
     with dy.no_grad():

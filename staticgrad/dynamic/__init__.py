@@ -25,9 +25,9 @@ Graph-API functions accept dynamic tensors (`sg.reduce_sum(x, 1)` runs at once);
 make constants from Python values (`sg.zeros`, a list of labels) need `eager_mode()`.
 
 Modules: `mode` (grad mode, the eager context), `tensor` (the Tensor), `dispatch` (running an
-op), `tape` (nodes), `autograd` (backward, grad, Function), `creation` (making tensors),
-`functions` (PyTorch-named ops), `trace` (dynamic to static), `printing` (PyTorch's repr),
-`nn.functional`.
+op), `tape` (nodes; `tape_nodes_created()` counts them), `autograd` (backward, grad,
+Function), `creation` (making tensors), `functions` (PyTorch-named ops), `trace` (dynamic to
+static), `printing` (PyTorch's repr), `nn.functional`.
 """
 
 from __future__ import annotations
@@ -179,5 +179,6 @@ from .mode import (  # noqa: F401
     no_grad,
     set_grad_enabled,
 )
+from .tape import nodes_created as tape_nodes_created  # noqa: F401
 from .tensor import RemovableHandle, Size, Tensor, TracerWarning  # noqa: F401
 from .trace import Traced, trace  # noqa: F401

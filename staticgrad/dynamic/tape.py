@@ -40,8 +40,20 @@ TORCH_NAMES = {
     "AddN": "Add", "Rsqrt": "Rsqrt", "LogSoftmax": "LogSoftmax",
 }
 
-_SEQUENCE = itertools.count()
+_SEQUENCE = itertools.count()  # Node.seq: creation order
+_READS = itertools.count()     # numbers of _SEQUENCE that nodes_created() took
 _CLASSES: dict[str, type] = {}
+
+
+def nodes_created() -> int:
+    """How many tape nodes this process has recorded so far: the difference across some code
+    is the number of nodes that code recorded (`dy.tape_nodes_created()`).
+
+    >>> before = nodes_created(); y = (w * x).sum(); nodes_created() - before   # doctest: +SKIP
+    2
+    """
+    # each read takes one number from the sequence: node numbers stay in creation order
+    return next(_SEQUENCE) - next(_READS)
 
 
 def node_class(name: str) -> type:
