@@ -17,7 +17,7 @@ compile cache lies in a directory new to each suite run, so nothing comes from a
 The result of every way is checked against hand NumPy's (float32 sin differs slightly across
 libraries, so the check is loose: rtol 1e-3). Peers' children run with Python's recursion
 limit raised to 200,000 (PyTensor recurses over the graph's depth and stops with a
-RecursionError at N = 5,000 otherwise); staticgrad's run under the default limit.
+RecursionError from N = 1,000 on otherwise); staticgrad's run under the default limit.
 """
 
 from __future__ import annotations
