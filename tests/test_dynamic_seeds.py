@@ -1,5 +1,5 @@
 """The seed articles' PyTorch examples, run as written with `dy` in place of `torch`, print
-the articles' numbers (examples/seed_gradients.py prints the same ones define-then-run)."""
+the articles' numbers (examples/course/ prints them both ways, as programs)."""
 
 from __future__ import annotations
 

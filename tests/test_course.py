@@ -1,0 +1,209 @@
+"""The course material of issue 7, run as a student would run it: every program of
+examples/course/ against the seed articles' numbers (both programs of a pair print them)."""
+
+import math
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from test_examples import ROOT, run_script
+
+COURSE = ROOT / "examples" / "course"
+PAIRS = sorted(p.stem.removesuffix("_dynamic") for p in COURSE.glob("seed*_dynamic.py"))
+NUMBER = r"(?<![\w.])[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf)(?![\w.])"
+
+
+def numbers_after(label, text):
+    """Every number printed on the line after `label` (a regex), e.g. the elements of
+    tensor([3.0000e-01, 3.0000e+00]) or of [3.e-01 3.e+00]; `^` matches at each line."""
+    m = re.search(label + r"(.*)", text, re.M)
+    assert m, f"no line with {label!r} in:\n{text}"
+    return [float(v) for v in re.findall(NUMBER, m.group(1))]
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    """What each course program prints, the programs run side by side."""
+    names = [f"{pair}_{way}" for pair in PAIRS for way in ("dynamic", "static")]
+    with ThreadPoolExecutor(4) as pool:
+        futures = {name: pool.submit(run_script, f"examples/course/{name}.py") for name in names}
+        return {name: f.result() if f.exception() is None else f.exception()
+                for name, f in futures.items()}
+
+
+def output(outputs, name):
+    if isinstance(outputs[name], BaseException):
+        raise outputs[name]
+    return outputs[name]
+
+
+def test_every_program_has_its_pair_and_names_its_article():
+    programs = {p.stem for p in COURSE.glob("seed*.py")}
+    assert programs == {f"{pair}_{way}" for pair in PAIRS for way in ("dynamic", "static")}
+    assert {pair[:7] for pair in PAIRS} == {f"seed00{i}" for i in range(5)}  # all five seeds
+    for name in programs:
+        doc = (COURSE / f"{name}.py").read_text().split('"""')[1]
+        assert doc.startswith(f"Seed {name[4:7]} ("), name
+        assert ("define-by-run" if name.endswith("dynamic") else "define-then-run") in doc, name
+
+
+# (label, the article's numbers) that both programs of a pair print
+ARTICLE = {
+    "seed000_weights_chain": [(r"^b =", [8]), (r"^c =", [20]), (r"^d =", [212]),
+                              (r"^L =", [-202])]
+    + [(rf"Gradient of w{i} w.r.t to L:", [g]) for i, g in enumerate((-36, -28, -8, -20), 1)],
+    "seed000_no_grad": [(r"^L =", [-18])],
+    "seed001_backward_gradient": [
+        (r"example 1: y =", [22.7918, 39.9459, 61.0794]),
+        (r"example 1: a.grad =", [0.3, 3.0, 3e-4]),
+        (r"example 1: b.grad =", [1.2, 16.0, 2e-3]),
+        (r"example 1: c.grad =", [1.6667e-02, 1.4286e-01, 1.25e-05]),
+        (r"example 2: a.grad, b.grad, c.grad =", [3, 4, 10]),
+        (r"example 3: a.grad, b.grad, c.grad =", [3.3003, 0, math.inf]),
+        (r"example 4: a.grad, b.grad, c.grad =", [6, 8, 2])],
+    "seed003_regression": [(r"initial w, b:", [1.1046, 0])],
+    "seed004_hooks": [(r"the gradient at y:", [1, 1, 1])],
+    "seed004_custom_function": [(r"^z =", [0.75])],
+    "seed004_higher_order": [(r"y, dy/dx, d2y/dx2, d3y/dx3 =", [81, 108, 108, 72])],
+}
+
+
+@pytest.mark.parametrize("way", ["dynamic", "static"])
+@pytest.mark.parametrize("pair", sorted(ARTICLE))
+def test_both_ways_print_the_articles_numbers(outputs, pair, way):
+    out = output(outputs, f"{pair}_{way}")
+    for label, numbers in ARTICLE[pair]:
+        got = numbers_after(label, out)
+        assert got == pytest.approx(numbers, rel=1e-4), (pair, way, label, out)
+
+
+def lines(outputs, name):
+    return output(outputs, name).splitlines()
+
+
+def test_seed000_weights_chain(outputs):
+    dynamic = output(outputs, "seed000_weights_chain_dynamic")
+    assert "grad_fn=<RsubBackward1>" in dynamic
+    assert dynamic.count("AccumulateGrad") == 4
+    assert "a second L.backward(): Trying to backward through the graph a second time" in dynamic
+    static = output(outputs, "seed000_weights_chain_static")
+    assert numbers_after(r"the gradients, run again:", static) == [-36, -28, -8, -20]
+    assert "L, declared: <Tensor" in static
+
+
+def test_seed000_retain_grad(outputs):
+    quarter = [0.5] * 4 + [0.25] * 4 + [1.0]
+    dynamic = output(outputs, "seed000_retain_grad_dynamic")
+    assert "tensor([0.5000, 0.5000, 0.5000, 0.5000]) None None" in dynamic
+    assert numbers_after(r"with retain_grad:", dynamic) == quarter
+    assert "tensor([0.2500, 0.2500, 0.2500, 0.2500]) tensor(1.)" in dynamic
+    static = output(outputs, "seed000_retain_grad_static")
+    assert numbers_after(r"dz/dx, dz/dy, dz/dz:", static) == quarter
+
+
+def test_seed000_no_grad(outputs):
+    dynamic = output(outputs, "seed000_no_grad_dynamic")
+    assert "w1.grad, w2.grad: tensor([-4.]) None" in dynamic
+    assert numbers_after(r"^tape nodes recorded:", dynamic) == [3]
+    assert numbers_after(r"under no_grad: tape nodes recorded:", dynamic) == [0]
+    assert "under no_grad: L = tensor([-18.])" in dynamic  # no grad_fn
+    static = output(outputs, "seed000_no_grad_static")
+    assert numbers_after(r"dL/dw1:", static) == [-4]
+    assert "trainable variables: ['w1:0']" in static
+    both, alone = (numbers_after(rf"ops run for L {what}", static)[0]
+                   for what in ("and its gradient:", r"alone \(inference\):"))
+    assert 0 < alone < both
+
+
+def test_seed001_prints_as_pytorch_does(outputs):
+    dynamic = output(outputs, "seed001_backward_gradient_dynamic")
+    for text in ("a.grad = tensor([3.0000e-01, 3.0000e+00, 3.0000e-04])",
+                 "b.grad = tensor([1.2000e+00, 1.6000e+01, 2.0000e-03])",
+                 "c.grad = tensor([1.6667e-02, 1.4286e-01, 1.2500e-05])",
+                 "tensor(3.) tensor(4.) tensor(10.)", "tensor([3.3003]) tensor([0.]) tensor([inf])",
+                 "tensor(6.) tensor(8.) tensor(2.)"):
+        assert text in dynamic, text
+    static = output(outputs, "seed001_backward_gradient_static")
+    assert "example 3, a not fed: you must feed a value for placeholder 'a'" in static
+    assert numbers_after(r"example 4, each run: a.grad, b.grad, c.grad =", static) == [3, 4, 1]
+
+
+SEED_002 = """\
+Forward: z = 0.2528530955314636
+dz/dz = 1 (输出对自己的梯度永远是1) -> 1.0
+dz/dw = dz/dz * ∂z/∂w = 1 * 1 = 1.0
+dz/dy1 = dz/dw * ∂w/∂y1 = 1.0 * y2 = 1.0 * 0.14112000167369843 = 0.14112000167369843
+dz/dy2 = dz/dw * ∂w/∂y2 = 1.0 * y1 = 1.0 * 1.7917594909667969 = 1.7917594909667969
+dz/da = dz/dy1 * ∂y1/∂a = 0.14112000167369843 * (1/a) = 0.14112000167369843 * (1/6.0) = \
+0.023520000278949738
+dz/dX1 = dz/da * ∂a/∂X1 = 0.023520000278949738 * X2 = 0.023520000278949738 * 3.0 = \
+0.07056000083684921
+dz/dX2 = dz/da * ∂a/∂X2 + dz/dy2 * ∂y2/∂X2
+ = 0.023520000278949738 * X1 + 1.7917594909667969 * cos(X2)
+ = 0.023520000278949738 * 2.0 + 1.7917594909667969 * -0.9899924993515015
+ = -1.7267885208129883
+"""
+
+
+@pytest.mark.parametrize("way", ["dynamic", "static"])
+def test_seed002_prints_the_articles_output_exactly(outputs, way):
+    assert output(outputs, f"seed002_chain_rule_{way}") == SEED_002
+
+
+def test_seed003_leaves(outputs):
+    assert lines(outputs, "seed003_leaves_dynamic")[:4] == [
+        "requires_grad of x, w, b: False True True", "requires_grad of y, z: True True",
+        "is_leaf of x, w, b, y, z: True True True False False",
+        "grad_fn of x, w, b: None None None"]
+    dynamic = output(outputs, "seed003_leaves_dynamic")
+    assert re.search(r"grad_fn of y, z: <MulBackward0 object at 0x[0-9a-f]+> "
+                     r"<AddBackward0 object at 0x[0-9a-f]+>", dynamic)
+    assert "w.grad, b.grad, x.grad: tensor([2.]) tensor([1.]) None" in dynamic
+    assert "y.grad, z.grad: None None" in dynamic
+    static = output(outputs, "seed003_leaves_static")
+    assert numbers_after(r"dz/dw, dz/db:", static) == [2, 1]
+    assert "trainable variables: ['w:0', 'b:0']" in static
+    assert "x = x:0: op type Placeholder, inputs []" in static
+    assert "y = Mul:0: op type Mul, inputs ['w:0', 'x:0']" in static
+
+
+def test_seed003_regression_both_ways_alike_and_near_the_article(outputs):
+    runs = {}
+    for way in ("dynamic", "static"):
+        out = output(outputs, f"seed003_regression_{way}")
+        losses = [float(v) for v in re.findall(r"step +\d+: loss = (\S+)", out)]
+        runs[way] = losses + numbers_after(r"fitted w, b:", out)
+        assert len(losses) == 9 and losses[0] > 100 > 0.5 > losses[-1], out
+    assert runs["dynamic"] == pytest.approx(runs["static"], rel=1e-4)
+    # the article: w = 2.9668, b = 2.1138, from PyTorch's noise (ours is NumPy's)
+    assert runs["static"][-2:] == pytest.approx([2.9668, 2.1138], abs=0.05)
+
+
+def test_seed004_hooks_and_repeated_backward(outputs):
+    dynamic = output(outputs, "seed004_hooks_dynamic")
+    assert "hook, the gradient at y: tensor([1., 1., 1.])" in dynamic
+    assert "autograd.grad(z, y): (tensor([1., 1., 1.]),)" in dynamic
+    assert numbers_after(r"dz/dw:", output(outputs, "seed004_hooks_static")) == [1, 1, 1]
+    dynamic = output(outputs, "seed004_repeated_backward_dynamic")
+    for how in ("retain_graph", "rebuilt graph"):
+        assert numbers_after(rf"{how}, first backward: w.grad =", dynamic) == [1, 1, 1]
+        assert numbers_after(rf"{how}, second backward: w.grad =", dynamic) == [2, 2, 2]
+    static = output(outputs, "seed004_repeated_backward_static")
+    assert numbers_after(r"first run: dz/dw =", static) == [1, 1, 1]
+    assert numbers_after(r"second run: dz/dw =", static) == [1, 1, 1]  # nothing accumulates
+    assert numbers_after(r"accumulate, second run: accumulated =", static) == [2, 2, 2]
+
+
+def test_seed004_custom_function_backward_runs_when_each_way_says(outputs):
+    dynamic = lines(outputs, "seed004_custom_function_dynamic")
+    assert dynamic == ["z = tensor([0.7500], grad_fn=<MultiplyAddBackward>)",
+                       "backward called with grad_output = tensor([1.])",
+                       "x.grad, w.grad, b.grad: None tensor([1.]) tensor([1.])"]
+    static = lines(outputs, "seed004_custom_function_static")
+    assert static[0].startswith("backward called with grad_output = <Tensor")  # at build time
+    assert static[1:] == ["z = [0.75]", "dz/dw, dz/db: [1.] [1.]"]
+
+
+def test_seed004_higher_order(outputs):
+    assert "dy/dx = tensor(108., grad_fn=" in output(outputs, "seed004_higher_order_dynamic")
+    assert "dy/dx = <Tensor" in output(outputs, "seed004_higher_order_static")
