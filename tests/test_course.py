@@ -1,6 +1,9 @@
 """The course material of issue 7, run as a student would run it: every program of
-examples/course/ against the seed articles' numbers (both programs of a pair print them)."""
+examples/course/ against the seed articles' numbers (both programs of a pair print them),
+the comparison program and the static-versus-dynamic benchmark, briefly."""
 
+import importlib.util
+import json
 import math
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -207,3 +210,59 @@ def test_seed004_custom_function_backward_runs_when_each_way_says(outputs):
 def test_seed004_higher_order(outputs):
     assert "dy/dx = tensor(108., grad_fn=" in output(outputs, "seed004_higher_order_dynamic")
     assert "dy/dx = <Tensor" in output(outputs, "seed004_higher_order_static")
+
+
+def table_rows(out, way):
+    """The (label, nodes built) rows of `way` in each model's table."""
+    rows, current = [], None
+    for line in out.splitlines():
+        if line.startswith(("dynamic ", "static ")):
+            current = line.split()[0]
+        elif not line.startswith(" "):
+            current = None
+        m = re.match(r"\S*\s+((?:setup \(once\)|iteration \d+|median of \d+|all \d+))\s+(\d+)",
+                     line)
+        if m and current == way:
+            rows.append((m.group(1), int(m.group(2))))
+    return rows
+
+
+def test_compare_static_dynamic_briefly(tmp_path):
+    plot = tmp_path / "compare.png"
+    out = run_script("examples/course/compare_static_dynamic.py", "--iterations", "4",
+                     "--plot", str(plot))
+    assert out.count("nodes built  build ms   run ms  graph KB  peak KB  total ms") == 2
+    assert "seed 003 regression" in out and "MLP 16-64-64-4" in out
+    dynamic, static = table_rows(out, "dynamic"), table_rows(out, "static")
+    # per model: iterations 1-3, the median, all 4 (static: and its setup row first)
+    assert [label for label, _ in dynamic] == ["iteration 1", "iteration 2", "iteration 3",
+                                               "median of 4", "all 4"] * 2
+    assert [label for label, _ in static][:2] == ["setup (once)", "iteration 1"]
+    for model in (dynamic[:5], dynamic[5:]):  # a new tape of the same size each iteration
+        per_iteration = {nodes for label, nodes in model[:4]}
+        assert len(per_iteration) == 1 and per_iteration.pop() > 0
+        assert model[4][1] == 4 * model[0][1]
+    for model in (static[:6], static[6:]):  # the graph is built once, before iteration 1
+        assert model[0][1] > 0 and all(nodes == 0 for _, nodes in model[1:5])
+    for dyn_loss, static_loss in re.findall(r"final loss: dynamic (\S+), static (\S+)", out):
+        assert float(dyn_loss) == pytest.approx(float(static_loss), rel=1e-4)
+    assert out.count("dynamic / static = ") == 2
+    if importlib.util.find_spec("matplotlib"):
+        assert f"plot written to {plot}" in out
+        assert plot.read_bytes().startswith(b"\x89PNG")
+    else:
+        assert "plot skipped: matplotlib is not installed" in out
+
+
+def test_static_vs_dynamic_benchmark_smoke(tmp_path):
+    """A tiny run: the ways agree on one step, and the JSON is written; no timing asserted."""
+    target = tmp_path / "results" / "svd.json"
+    out = run_script("benchmarks/bench_static_vs_dynamic.py", "--rounds", "1", "--number", "2",
+                     "--builds", "1", "--out", str(target))
+    assert "dynamic / static (sess.run):" in out
+    data = json.loads(target.read_text())
+    assert set(data["ratio_to_hand_numpy"]) == {"hand_numpy", "dynamic", "sess_run",
+                                                "make_callable"}
+    assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
+    assert data["ratio_dynamic_to_static_sess_run"] > 0
+    assert len(data["us_per_step_rounds"]["dynamic"]) == 1
