@@ -51,19 +51,32 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
     full = [v for v in node.outputs if v.producer.type != "Sum"]
     out_params = {id(v): names.make("out_" + v.name) for v in full}
 
+    # a block's arrays are freed after their last use, so few are alive at once (and the
+    # memory they free is reused, still in cache, by the next ones)
+    sliced = {id(v) for v in node.inputs if id(v) in local and v.shape.num_elements() != 1}
+    last_use = {id(v): i for i, m in enumerate(node.members) for v in m.inputs}
     body, partials, body_ops = [], [], []
-    for m in node.members:
+    for i, m in enumerate(node.members):
         a = [local[id(v)] if id(v) in local else ref(v, m) for v in m.inputs]
-        if m.type == "Sum":
-            partials.append(f"np.sum({a[0]})")
-            continue
         out = names.make(m.outputs[0].name)
         local[id(m.outputs[0])] = out
-        body.append(f"{out} = {render_numpy(m.opdef, a, m.ctx)}")
+        if m.type == "Sum":
+            body.append(f"{out} = np.sum({a[0]})")
+            partials.append(out)
+        else:
+            body.append(f"{out} = {render_numpy(m.opdef, a, m.ctx)}")
+            sliced.add(id(m.outputs[0]))
         body_ops.append(m.origin)
         if id(m.outputs[0]) in out_params:
             body.append(f"{out_params[id(m.outputs[0])]}[lo:hi] = {out}")
             body_ops.append(m.origin)
+        dead = sorted({local[id(v)] for v in (*m.inputs, m.outputs[0])
+                       if id(v) in sliced and last_use.get(id(v), i) <= i})
+        if dead:
+            body.append(f"del {', '.join(dead)}")
+            body_ops.append(None)
+            sliced.difference_update(id(v) for v in (*m.inputs, m.outputs[0])
+                                     if id(v) in sliced and last_use.get(id(v), i) <= i)
     kernel = [f"def {kname}(lo, hi, {', '.join(params + list(out_params.values()))}):"]
     kernel += [f"    {line}" for line in prologue + body]
     kernel.append(f"    return {', '.join(partials) if partials else None}")
