@@ -1,6 +1,6 @@
 """The course material of issue 7, run as a student would run it: every program of
 examples/course/ against the seed articles' numbers (both programs of a pair print them),
-the comparison program and the static-versus-dynamic benchmark, briefly."""
+the comparison program, the static-versus-dynamic benchmark and the docs' figures, briefly."""
 
 import importlib.util
 import json
@@ -266,3 +266,22 @@ def test_static_vs_dynamic_benchmark_smoke(tmp_path):
     assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
     assert data["ratio_dynamic_to_static_sess_run"] > 0
     assert len(data["us_per_step_rounds"]["dynamic"]) == 1
+
+
+FIGURES = ["seed000_forward.png", "seed000_gradients.png", "seed000_tape.png"]
+
+
+def test_make_figures_writes_the_pictures(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = run_script("docs/make_figures.py", "--out", str(tmp_path))
+    for name in FIGURES:
+        assert f"wrote {tmp_path / name}" in out
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+        assert (tmp_path / name).stat().st_size < 200 * 1024
+
+
+def test_the_docs_show_the_committed_pictures():
+    doc = (ROOT / "docs" / "static-vs-dynamic.md").read_text()
+    for name in FIGURES + ["compare_static_dynamic.png"]:
+        assert f"images/{name}" in doc, name
+        assert (ROOT / "docs" / "images" / name).stat().st_size < 200 * 1024, name
