@@ -73,6 +73,20 @@ def test_simplify_removes_what_changes_nothing():
     assert eliminate_dead_code(p).nodes == []
 
 
+def test_simplify_powers_of_one_and_two():
+    x = sg.placeholder(sg.float32, [4], name="x")
+    (dx,) = sg.gradients(sg.reduce_sum(x ** 3 + x ** 2), [x])  # holds x ** 2 and x ** 1
+    xv = np.array([np.nan, np.inf, -2.0, 0.5], np.float32)
+    with sg.Session() as sess, np.errstate(invalid="ignore"):
+        src = sess.source(dx, {x: xv})
+        got = sess.run(dx, {x: xv})
+    with sg.Session(options=sg.CompileOptions(disable={"simplify"})) as sess, \
+            np.errstate(invalid="ignore"):
+        want = sess.run(dx, {x: xv})
+    assert "** 1.0" not in src and "** 2.0" not in src and "np.square(" in src
+    np.testing.assert_array_equal(got, want)
+
+
 def test_simplify_keeps_nan_and_inf_semantics():
     x = sg.placeholder(sg.float32, [3], name="x")
     y = x * 0.0  # NaN * 0 is NaN, not 0: never simplified

@@ -3,6 +3,7 @@ included (the sign of a zero aside: `-0.0 + 0` is `+0.0`).
 
     x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0  -> x     (1 and 0: constants or ones_like/zeros_like)
     x * -1, -1 * x                            -> -x
+    x ** 1 -> x;  x ** 2 -> square(x)
     -(-x)                                     -> x
     transpose(transpose(x, p), q)             -> transpose(x, p then q), or x
     identity, stop_gradient, add_n of one, a cast to the same dtype, a reshape, broadcast,
@@ -61,6 +62,10 @@ def _simplified(node, out):
         return None
     if t == "RealDiv" and _is(ins[1], 1):
         return _if_same(out, ins[0])
+    if t == "Pow" and _is(ins[1], 1):  # x ** 1 is x exactly (IEEE pow), NaN and Inf too
+        return _if_same(out, ins[0])
+    if t == "Pow" and _is(ins[1], 2) and same_type(out, ins[0]):  # NumPy computes both as x*x
+        return make_node(get_opdef("Square"), {}, (ins[0],), node.origin, names=[out.name])
     if t == "Add":
         a, b = ins
         return _if_same(out, a) if _is(b, 0) else (_if_same(out, b) if _is(a, 0) else None)
