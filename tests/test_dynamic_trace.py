@@ -142,3 +142,34 @@ def test_traced_graph_runs_through_the_compiler():
     traced = dy.trace(lambda x: dy.sigmoid(x @ w).sum(), dy.ones(5, 3))
     src = traced.session.source(traced.outputs, {traced.inputs[0]: np.ones((5, 3), np.float32)})
     assert "def " in src
+
+
+@pytest.mark.parametrize("cut", ["detach", "data", "detach_"])
+def test_detach_and_data_are_stop_gradients_of_the_traced_value(cut):
+    def f(x):
+        y = x * 3
+        if cut == "detach_":
+            y.detach_()
+        else:
+            y = y.detach() if cut == "detach" else y.data
+        return y * 2 + x
+
+    x = dy.tensor([1.0, 2.0])
+    traced = dy.trace(f, x)
+    new = np.array([10.0, 20.0], np.float32)
+    np.testing.assert_allclose(traced(new), f(dy.tensor(new)).numpy())  # not a frozen [6, 12]
+    assert "StopGradient" in {op.type for op in traced.graph.get_operations()}
+    with traced.graph.as_default():
+        (grad,) = sg.gradients(traced.outputs, traced.inputs)
+    np.testing.assert_allclose(traced.session.run(grad, {traced.inputs[0]: new}), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("read", [np.asarray, np.array, lambda t: t.numpy(),
+                                  lambda t: t.tolist(), dy.tensor])
+def test_reading_values_out_of_a_traced_tensor_warns(read):
+    def f(x):
+        return dy.tensor(read(x)) * 2
+
+    with pytest.warns(dy.TracerWarning, match="constant"):
+        traced = dy.trace(f, dy.tensor([1.0, 2.0]))
+    np.testing.assert_allclose(traced(np.array([10.0, 20.0], np.float32)), [2.0, 4.0])

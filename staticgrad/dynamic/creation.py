@@ -48,6 +48,7 @@ def tensor(data, dtype=None, requires_grad=False) -> Tensor:
     tensor([1., 2.], requires_grad=True)
     """
     if isinstance(data, Tensor):
+        data._python_value("dy.tensor(tensor)")  # a copy of the values: a constant in a trace
         data = data._data
     from_python = not isinstance(data, np.ndarray | np.generic)
     array = np.array(data)

@@ -287,18 +287,28 @@ class Tensor(GraphTensor):
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
-        """A tensor sharing this one's data, cut from the graph (a leaf that needs no grad)."""
-        return Tensor._make(self._data, self.dtype, self._version)
+        """A tensor sharing this one's data, cut from the graph (a leaf that needs no grad).
+        Under `dy.trace` it is a StopGradient of this tensor's node."""
+        result = Tensor._make(self._data, self.dtype, self._version)
+        if STATE.tracer is not None:
+            STATE.tracer.stop_gradient(self, result)
+        return result
 
     def detach_(self) -> Tensor:
         """Cut this tensor from the graph in place: it becomes a leaf that needs no grad."""
+        if STATE.tracer is not None:
+            STATE.tracer.stop_gradient(self, self)
         self.op, self.value_index, self._requires_grad, self._retains = NO_NODE, 0, False, False
         return self
 
     @property
     def data(self) -> Tensor:
-        """The same values as a tensor that records nothing (updating it is not versioned)."""
-        return Tensor._make(self._data, self.dtype)
+        """The same values as a tensor that records nothing (updating it is not versioned).
+        Under `dy.trace` it is a StopGradient of this tensor's node."""
+        result = Tensor._make(self._data, self.dtype)
+        if STATE.tracer is not None:
+            STATE.tracer.stop_gradient(self, result)
+        return result
 
     @data.setter
     def data(self, value):
@@ -336,6 +346,7 @@ class Tensor(GraphTensor):
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        self._python_value("np.asarray(tensor)")
         return np.array(self._data, dtype=dtype, copy=copy) if copy else \
             np.asarray(self._data, dtype=dtype)
 

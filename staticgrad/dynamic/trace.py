@@ -57,6 +57,12 @@ class Tracer:
         for t, g in zip(outputs, results):
             self.bind(t, g)
 
+    def stop_gradient(self, t: Tensor, result: Tensor) -> None:
+        """result is t's value cut from the graph (`detach()`, `.data`): in the graph it is a
+        StopGradient of t's node, so that it still follows the inputs."""
+        self.bind(result, create_operation(self.graph, "StopGradient", [self.lookup(t)],
+                                           {}).outputs[0])
+
     def alias(self, t: Tensor, value: Tensor) -> None:
         """t now holds value's values (an in-place update): later uses read value's node."""
         self.bind(t, self.lookup(value))
@@ -126,7 +132,8 @@ def trace(fn, *example_inputs) -> Traced:
     they were in this run, and random ops (dy.rand, dropout) as random ops that draw anew at
     each run. Parameters the function reads (leaf tensors that require grad) become graph
     variables holding their current values; other tensors made outside the function, or
-    inside it from data (dy.tensor, dy.zeros), become constants.
+    inside it from data (dy.tensor, dy.zeros), become constants. `detach()` and `.data`
+    become StopGradient nodes: the graph still computes them from the inputs.
 
     What tracing loses -- the graph is one path through the Python code, frozen:
     - Python control flow: an `if` or loop on a tensor's value (`if x.sum() > 0:`, `.item()`)
@@ -134,6 +141,8 @@ def trace(fn, *example_inputs) -> Traced:
       says where a Python value was read from a tensor);
     - Python numbers computed from tensors or shapes become constants, and the placeholders
       have the examples' exact shapes, so the graph takes inputs of those shapes only;
+    - values taken out of a tensor (`.item()`, `.numpy()`, `.tolist()`, `np.asarray(t)`,
+      `dy.tensor(t)`) are constants in the graph, each with a TracerWarning;
     - hooks, retain_grad and custom Functions' hand-written backward (the graph's gradients
       use the ops' own rules); in-place writes by index, which later reads see as constants.
     """
