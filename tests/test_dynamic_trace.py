@@ -173,3 +173,45 @@ def test_reading_values_out_of_a_traced_tensor_warns(read):
     with pytest.warns(dy.TracerWarning, match="constant"):
         traced = dy.trace(f, dy.tensor([1.0, 2.0]))
     np.testing.assert_allclose(traced(np.array([10.0, 20.0], np.float32)), [2.0, 4.0])
+
+
+def test_an_in_place_update_of_a_parameter_warns_that_state_does_not_advance():
+    p = dy.tensor([1.0, 1.0], requires_grad=True)
+
+    def step(g):
+        with dy.no_grad():
+            p.sub_(g)
+        return p * 1
+
+    with pytest.warns(dy.TracerWarning, match="state does not advance") as caught:
+        traced = dy.trace(step, dy.tensor([0.5, 0.5]))
+    assert caught[0].filename == __file__
+    g = np.array([0.5, 0.5], np.float32)
+    np.testing.assert_allclose(traced(g), [0.5, 0.5])
+    np.testing.assert_allclose(traced(g), [0.5, 0.5])  # eager would give [0, 0] this time
+
+    def scale_input(x):
+        x.copy_(x * 2)
+        return x + 1
+
+    with pytest.warns(dy.TracerWarning, match="state does not advance"):
+        dy.trace(scale_input, dy.tensor([3.0]))
+    with pytest.warns(dy.TracerWarning, match="state does not advance"):
+        dy.trace(lambda x: _set_data(p, x), dy.tensor([2.0, 2.0]))
+
+
+def _set_data(t, value):
+    t.data = value * 1
+    return t * 1
+
+
+def test_in_place_updates_of_tensors_made_in_the_function_do_not_warn(recwarn):
+    def f(x):
+        y = x + 1
+        y += 10
+        y.mul_(2)
+        return y
+
+    traced = dy.trace(f, dy.tensor([1.0]))
+    assert not [w for w in recwarn if issubclass(w.category, dy.TracerWarning)]
+    np.testing.assert_allclose(traced(np.array([0.0], np.float32)), [22.0])

@@ -316,6 +316,8 @@ class Tensor(GraphTensor):
         self._data = array
         self.dtype = _dt.as_dtype(array.dtype)
         self._shape = tensor_shape(array.shape)
+        if STATE.tracer is not None:
+            STATE.tracer.written(self, value if isinstance(value, Tensor) else None, 3)
 
     # -- Python values ------------------------------------------------------------------------
     def _python_value(self, what: str):
@@ -426,12 +428,9 @@ class Tensor(GraphTensor):
                                f"{tuple(self._data.shape)} and dtype {self.dtype.name} in "
                                f"place: {e}") from None
         self._version[0] += 1
-        tracer = STATE.tracer
-        if tracer is not None:
-            if key is None and isinstance(value, Tensor):
-                tracer.alias(self, value)
-            else:
-                tracer.untraceable(self, "an in-place write by index or of a NumPy value")
+        if STATE.tracer is not None:
+            STATE.tracer.written(self, value if key is None and isinstance(value, Tensor)
+                                 else None)
         return self
 
     def zero_(self) -> Tensor:

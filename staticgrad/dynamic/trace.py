@@ -24,6 +24,7 @@ class Tracer:
         self.tensors: dict[int, object] = {}  # id(dynamic tensor) -> graph tensor
         self._alive = []  # the mapped dynamic tensors, kept so that their ids stay theirs
         self.variables: list[Variable] = []
+        self.state: set[int] = set()  # ids of the inputs and of the parameters read
 
     def bind(self, t: Tensor, graph_tensor) -> None:
         self.tensors[id(t)] = graph_tensor
@@ -39,6 +40,7 @@ class Tracer:
                     var = Variable(t._data.copy(), name="parameter")
                     self.variables.append(var)
                     found = var._tensor
+                    self.state.add(id(t))
                 else:
                     found = constant(t._data, dtype=t.dtype)
             self.bind(t, found)
@@ -63,14 +65,26 @@ class Tracer:
         self.bind(result, create_operation(self.graph, "StopGradient", [self.lookup(t)],
                                            {}).outputs[0])
 
-    def alias(self, t: Tensor, value: Tensor) -> None:
-        """t now holds value's values (an in-place update): later uses read value's node."""
-        self.bind(t, self.lookup(value))
-
-    def untraceable(self, t: Tensor, what: str) -> None:
-        warnings.warn(TracerWarning(f"{what} is not recorded by dy.trace: later uses of the "
-                                    "tensor read its value at this point as a constant"),
-                      stacklevel=4)
+    def written(self, t: Tensor, value: Tensor | None, stacklevel: int = 4) -> None:
+        """t was written in place, with the whole of `value` (a tensor), or with something the
+        graph cannot follow (`value` None: a write by index, or of a NumPy value)."""
+        if id(t) in self.state or (id(t) not in self.tensors and t.is_leaf
+                                   and t.requires_grad):
+            warnings.warn(TracerWarning(
+                "an in-place update of a parameter or an input of the traced function is not "
+                "recorded by dy.trace as a write: within one run of the graph later uses read "
+                "the new value, but the parameter (a graph variable) or the caller's input is "
+                "never updated, so the traced function's state does not advance from one call "
+                "to the next; update parameters outside the traced function, or return the new "
+                "values"), stacklevel=stacklevel)
+            self.state.discard(id(t))
+        if value is not None:
+            self.bind(t, self.lookup(value))  # later uses read value's node
+            return
+        warnings.warn(TracerWarning("an in-place write by index or of a NumPy value is not "
+                                    "recorded by dy.trace: later uses of the tensor read its "
+                                    "value at this point as a constant"),
+                      stacklevel=stacklevel)
         self.tensors.pop(id(t), None)
 
 
@@ -144,7 +158,12 @@ def trace(fn, *example_inputs) -> Traced:
     - values taken out of a tensor (`.item()`, `.numpy()`, `.tolist()`, `np.asarray(t)`,
       `dy.tensor(t)`) are constants in the graph, each with a TracerWarning;
     - hooks, retain_grad and custom Functions' hand-written backward (the graph's gradients
-      use the ops' own rules); in-place writes by index, which later reads see as constants.
+      use the ops' own rules); in-place writes by index, which later reads see as constants;
+    - state: an in-place update of a parameter or an input (`p.sub_(lr * g)` under no_grad,
+      `p.data = ...`) is seen by later ops of the same run, but the graph never writes it
+      back -- the parameter's graph variable keeps its traced value, so calling the traced
+      function again does not continue from the updated state (a TracerWarning says so).
+      Trace the loss (or the gradients) and update the parameters outside the traced graph.
     """
     if STATE.tracer is not None:
         raise RuntimeError("dy.trace cannot run inside another dy.trace")
@@ -156,6 +175,7 @@ def trace(fn, *example_inputs) -> Traced:
         inputs = [placeholder(x.dtype, x.shape, name=f"input_{i}") for i, x in enumerate(examples)]
     for x, p in zip(examples, inputs):
         tracer.bind(x, p)
+        tracer.state.add(id(x))
     STATE.tracer = tracer
     try:
         result = fn(*examples)
