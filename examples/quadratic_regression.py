@@ -3,8 +3,11 @@
 The regression of seed article 003 ("backward() ... update the parameters by hand"): 100
 points x in [-1, 1], y = 3 x**2 + 2 + 0.2 * uniform[0, 1) noise, a model w * x**2 + b with
 w ~ N(0, 1) and b = 0, the summed squared error, plain gradient descent with learning rate
-0.001 for 800 steps. The article's PyTorch loop ends at w = 2.9668, b = 2.1138; the noise
-has mean 0.1, so b lands near 2.1 rather than 2.
+0.001 for 800 steps. The article's PyTorch loop ends at w = 2.9668, b = 2.1138. This
+example draws its own noise (NumPy's RandomState(100).rand, not the article's torch.rand
+draw), so it ends near those numbers, not on them; examples/course/seed003_regression_*.py
+use the article's exact draw and print them. The noise has mean 0.1, so b lands near 2.1
+rather than 2.
 
 Where the article calls loss.backward() and updates w and b itself, here
 GradientDescentOptimizer.minimize adds the gradient and the update ops to the graph once, and

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import warnings
 
+import numpy as np
 import pytest
 
 import staticgrad.dynamic as dy
@@ -182,10 +183,17 @@ def test_seed_003_leaves_grad_fn_and_grads(capsys):
     assert out[5:] == ["tensor([2.]) tensor([1.]) None", "None None"]
 
 
+def pytorch_cpu_rand(seed, size):
+    """What `torch.manual_seed(seed); torch.rand(size)` draws on the CPU: MT19937 seeded as
+    NumPy's legacy RandomState seeds it, a float32 being the low 24 bits of a draw * 2**-24."""
+    draws = np.random.RandomState(seed).randint(0, 2**32, size=tuple(size), dtype=np.uint32)
+    return torch.tensor(((draws & 0xFFFFFF) * 2.0**-24).astype(np.float32))
+
+
 def test_seed_003_regression_by_hand_written_gradient_descent():
     torch.manual_seed(100)
     x = torch.unsqueeze(torch.linspace(-1, 1, 100), dim=1)
-    y = 3 * x.pow(2) + 2 + 0.2 * torch.rand(x.size())
+    y = 3 * x.pow(2) + 2 + 0.2 * pytorch_cpu_rand(100, x.size())  # the article's torch.rand
     w = torch.randn(1, 1, dtype=torch.float, requires_grad=True)
     b = torch.zeros(1, 1, dtype=torch.float, requires_grad=True)
     assert repr(b) == "tensor([[0.]], requires_grad=True)"
@@ -200,8 +208,9 @@ def test_seed_003_regression_by_hand_written_gradient_descent():
             b -= lr * b.grad
             w.grad.zero_()
             b.grad.zero_()
-    # the article: tensor([[2.9668]]) and tensor([[2.1138]]) from PyTorch's random draws
-    assert abs(w.item() - 3.0) < 0.15 and abs(b.item() - 2.1) < 0.1
+    # the article: tensor([[2.9668]]) and tensor([[2.1138]]) (the fit forgets where w started)
+    assert repr(w) == "tensor([[2.9668]], requires_grad=True)"
+    assert repr(b) == "tensor([[2.1138]], requires_grad=True)"
     assert w.is_leaf and w.requires_grad and w.shape == (1, 1)
 
 

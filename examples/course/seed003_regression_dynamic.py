@@ -4,9 +4,9 @@ The article's experiment: 100 points x in [-1, 1], y = 3x^2 + 2 + 0.2 * uniform 
 model w x^2 + b, the summed squared error, 800 steps of plain gradient descent with learning
 rate 0.001, written by hand: each step runs the forward pass (recording a new tape),
 loss.backward(), and the update under no_grad(), then zeroes the gradients. It starts from
-the article's w = 1.1046, b = 0 and ends near its w = 2.9668, b = 2.1138 (the noise is
-NumPy's, not PyTorch's; its mean, 0.1, goes into b). The static program of this pair builds
-the step once and runs it 800 times.
+the article's w = 1.1046, b = 0 and ends on its w = 2.9668, b = 2.1138 (the noise is the
+article's own draw of torch.rand, made with NumPy: see _course.torch_rand; its mean, about
+0.1, goes into b). The static program of this pair builds the step once and runs it 800 times.
 
     python examples/course/seed003_regression_dynamic.py
 """
