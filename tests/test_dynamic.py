@@ -629,3 +629,17 @@ def test_repr_summarizes_big_tensors_and_formats_scalars():
     assert text.startswith("tensor([   0,    1,    2,  ..., 1997, 1998, 1999")
     assert f"{dy.tensor(-36.0)}" == "-36.0" and f"{dy.tensor(0.25):.1f}" == "0.2"
     assert str(dy.ones(2, 3).shape) == "dy.Size([2, 3])"
+
+
+def test_the_kernel_cache_stays_bounded_when_indices_change_at_each_step(monkeypatch):
+    from staticgrad.ops import registry
+
+    monkeypatch.setattr(registry, "KERNEL_CACHE_SIZE", 64)
+    x = dy.tensor(np.arange(600.0).reshape(300, 2), requires_grad=True)
+    for i in range(300):  # x[i] renders a kernel (and its gradient one) per index
+        (x[i] * 2).sum().backward()
+    assert len(registry._KERNELS) <= 64
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((300, 2), 2.0))
+    hot = next(reversed(registry._KERNELS))  # the most recently used stays
+    (x[299] * 2).sum().backward()
+    assert hot in registry._KERNELS

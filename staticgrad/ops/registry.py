@@ -15,6 +15,7 @@ An `OpDef` holds
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
@@ -161,7 +162,10 @@ def apply1(op_type: str, inputs: list, attrs=None, name=None, graph=None) -> Ten
 
 # -- kernels and static values ------------------------------------------------------------------
 
-_KERNELS: dict[tuple, Callable] = {}
+# (expression, arity) -> compiled function, least recently used first. Bounded: an op whose
+# attributes change at each call (x[i] in a loop over i) renders a new expression each time.
+_KERNELS: OrderedDict[tuple, Callable] = OrderedDict()
+KERNEL_CACHE_SIZE = 4096
 KERNEL_NAMESPACE = {"np": np, "rt": runtime}
 
 
@@ -181,6 +185,10 @@ def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:
     if fn is None:
         fn = eval(f"lambda {', '.join(args)}: {expr}", KERNEL_NAMESPACE)  # noqa: S307
         _KERNELS[key] = fn
+        if len(_KERNELS) > KERNEL_CACHE_SIZE:
+            _KERNELS.popitem(last=False)
+    else:
+        _KERNELS.move_to_end(key)
     return fn
 
 
