@@ -405,3 +405,101 @@ def test_scalar_path_makes_w1_cheap_and_exact():
     assert "a_s = a[0]" in src and "np.multiply" not in src
     assert [v.tolist() for v in got] == [[-202.0], [-36.0], [-28.0], [-8.0], [-20.0]]
     assert all(v.dtype == np.float32 and v.shape == (1,) for v in got)
+
+
+# -- found by review: each compared with every pass off ----------------------------------------
+def _on_and_off(fetches, feed=None, init=()):
+    out = []
+    for options in (sg.CompileOptions(verify=True),
+                    sg.CompileOptions(disable=set(compiler.PASS_NAMES), verify=True)):
+        with sg.Session(options=options) as sess:
+            for i in init:
+                sess.run(i)
+            out.append(sess.run(fetches, feed))
+    return out
+
+
+def test_passes_never_move_a_variable_read_past_an_assignment():
+    w = sg.Variable(1.0)
+    old = sg.identity(w)
+    with sg.control_dependencies([old]):
+        upd = sg.assign_add(w, 1.0)
+    with sg.control_dependencies([upd]):
+        delta = sg.identity(w) * 1.0 - old
+    m = sg.Variable(np.eye(2, dtype=np.float32))
+    t = sg.transpose(m)
+    with sg.control_dependencies([t]):
+        up2 = sg.assign(m, m * 10.0)
+    with sg.control_dependencies([up2]):
+        y = sg.matmul(t, sg.constant(np.eye(2, dtype=np.float32)))
+    on, off = _on_and_off([delta, y], init=[w.initializer, m.initializer])
+    assert on[0] == off[0] == 1.0
+    np.testing.assert_array_equal(on[1], off[1])
+    np.testing.assert_array_equal(on[1], np.eye(2))
+
+
+def test_fused_groups_with_several_sums_and_integer_sums():
+    x = sg.placeholder(sg.float32, [N], name="x")
+    a = sg.exp(x * 0.001)
+    s1, s2 = sg.reduce_sum(a * 2.0), sg.reduce_sum(a * 3.0)
+    k = sg.placeholder(sg.int32, [N], name="k")
+    big = sg.reduce_sum(k * 3)
+    feed = {x: np.linspace(-1, 1, N, dtype=np.float32), k: np.full(N, 20000, np.int32)}
+    on, off = _on_and_off([s1, s2.op, big], feed)
+    np.testing.assert_allclose(on[0], off[0], rtol=1e-5)
+    assert on[2] == off[2] and on[2].dtype == off[2].dtype == np.int32
+
+
+def test_fused_sum_over_every_axis_named_two_ways_and_long_chains():
+    x = sg.placeholder(sg.float32, [None, 300, 300], name="x")
+    s = sg.reduce_sum(sg.exp(x * 0.01) + 1.0, axis=[1, -1])
+    y = sg.reshape(x, [-1])
+    for _ in range(600):  # longer than the recursion limit's depth of a naive expression walk
+        y = sg.sin(y)
+    xv = np.random.default_rng(1).normal(size=(2, 300, 300)).astype(np.float32)
+    on, off = _on_and_off([s, y], {x: xv})
+    assert on[0].shape == off[0].shape == (2,)
+    np.testing.assert_allclose(on[0], off[0], rtol=1e-5)
+    np.testing.assert_array_equal(on[1], off[1])
+
+
+def test_kernel_names_and_negative_literals_are_safe():
+    x = sg.placeholder(sg.float32, [N], name="x")
+    y = sg.exp(sg.add(sg.multiply(x, 2.0, name="hi"), 1.0, name="lo"))
+    z = sg.pow(sg.constant(-2.0), sg.constant([2.0, 3.0]))
+    on, off = _on_and_off([y, z], {x: np.zeros(N, np.float32)})
+    np.testing.assert_array_equal(on[0], off[0])
+    np.testing.assert_array_equal(on[1], [4.0, -8.0])
+
+
+def test_fetched_results_are_private_and_writable():
+    x = sg.placeholder(sg.float32, [100_000], name="x")
+    w = sg.Variable(np.zeros(100_000, np.float32))
+    b = sg.exp(x) * 2.0
+    upd = sg.assign(w, b)
+    (g,) = sg.gradients(sg.reduce_sum(sg.sin(x) * 0.5), [x])
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        got_b, _, got_g = sess.run([b, upd, g], {x: np.zeros(100_000, np.float32)})
+        got_b[:] = -1
+        got_g += 1  # writable
+        assert (sess.run(w) == 2).all()  # the variable did not change with the fetched array
+
+
+def test_sum_to_that_does_nothing_is_not_overwritten():
+    x = sg.placeholder(sg.float32, [8192], name="x")
+    a = sg.exp(x)
+    b = sg.ops.array_ops.sum_to(a, sg.shape(x))
+    c = a * 2.0
+    with sg.Session(options=sg.CompileOptions(disable={"simplify", "fuse"})) as sess:
+        got_b, got_c = sess.run([b, c], {x: np.zeros(8192, np.float32)})
+    assert (got_b == 1).all() and (got_c == 2).all()
+
+
+def test_folding_never_makes_a_broadcast_into_a_big_constant():
+    x = sg.placeholder(sg.float32, [60_000], name="x")
+    (g,) = sg.gradients(sg.reduce_sum(sg.sin(x) * 0.5 - x * 3.0), [x])
+    with sg.Session() as sess:
+        plan = sess.plan(g, {x: np.zeros(60_000, np.float32)})
+    assert sum(np.asarray(c).nbytes for c in plan.fn.__globals__.values()
+               if isinstance(c, np.ndarray)) < 10_000

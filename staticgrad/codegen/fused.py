@@ -61,7 +61,7 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
         out = names.make(m.outputs[0].name)
         local[id(m.outputs[0])] = out
         if m.type == "Sum":
-            body.append(f"{out} = np.sum({a[0]})")
+            body.append(f"{out} = np.sum({a[0]}, dtype={np_dtype(m.outputs[0].dtype)})")
             partials.append(out)
         else:
             body.append(f"{out} = {render_numpy(m.opdef, a, m.ctx)}")
@@ -79,7 +79,7 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
                                      if id(v) in sliced and last_use.get(id(v), i) <= i)
     kernel = [f"def {kname}(lo, hi, {', '.join(params + list(out_params.values()))}):"]
     kernel += [f"    {line}" for line in prologue + body]
-    kernel.append(f"    return {', '.join(partials) if partials else None}")
+    kernel.append(f"    return ({''.join(p + ', ' for p in partials)})")
     # which op each kernel line computes (for errors): none for the def and the slicing
     kernel_ops = [None] * (1 + len(prologue)) + body_ops + [None]
 
@@ -87,23 +87,24 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
     run = [f"# fused: {len(node.members)} elementwise ops over {domain.num_elements()} "
            f"{dtype.name} elements, in blocks of {BLOCK}"]
     memo: dict = {}
-    run += [f"#   {printable(v.name)} = {printable(_expression(v, inside, memo))}"
-            for v in node.outputs]
+    for m in node.members:  # in order, so each expression's parts are known (no recursion)
+        _expression(m.outputs[0], inside, memo)
+    run += [f"#   {printable(v.name)} = {printable(memo[id(v)])}" for v in node.outputs]
     for v in full:
         run.append(f"{out_name(v)} = np.empty({tuple(v.shape.dims)!r}, "
                    f"dtype={np_dtype(v.dtype)})")
     call = f"rt.run_blocks({kname}, {domain.num_elements()}, " + \
         ", ".join(args + [f"{out_name(v)}.reshape(-1)" for v in full]) + ")"
-    sums = [v for v in node.outputs if v.producer.type == "Sum"]
-    if len(sums) == 1:
-        (s,) = sums
-        run.append(f"{out_name(s)} = np.sum(np.array({call}, dtype={np_dtype(s.dtype)}))")
-    elif sums:
+    # each block returns its part of every sum of the group, in member order
+    sums = [m.outputs[0] for m in node.members if m.type == "Sum"]
+    wanted = {id(v) for v in node.outputs}
+    if sums:
         parts = names.make("parts")
         run.append(f"{parts} = {call}")
         for i, s in enumerate(sums):
-            run.append(f"{out_name(s)} = np.sum(np.array([p[{i}] for p in {parts}], "
-                       f"dtype={np_dtype(s.dtype)}))")
+            if id(s) in wanted:
+                run.append(f"{out_name(s)} = np.sum(np.array([p[{i}] for p in {parts}], "
+                           f"dtype={np_dtype(s.dtype)}))")
     else:
         run.append(call)
     return run, kernel, kernel_ops

@@ -23,7 +23,7 @@ from .fused import render_group
 from .templates import render_template
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
-RESERVED = {"np", "rt", "V", "R", "run"} | set(dir(builtins))
+RESERVED = {"np", "rt", "V", "R", "run", "lo", "hi"} | set(dir(builtins))
 
 
 @dataclasses.dataclass
@@ -97,6 +97,7 @@ def render(program: Program, title: str = "") -> Rendered:
         gname = names.make(v.name)
         constants[gname] = np.asarray(v.const, dtype=v.dtype.np)
         expr[id(v)] = gname
+        alias[id(v)] = True  # a constant is shared by every run: never handed out or written
         return gname
 
     def scalar_ref(v: Value, consumer: Node) -> str:
@@ -169,6 +170,7 @@ def render(program: Program, title: str = "") -> Rendered:
         body.append(_comment(op))
         if isinstance(code, Store):
             body.append(f"{code.target} = {outs[0]} = {code.value}")
+            alias[id(node.inputs[1])] = True  # the value now is the variable's: copy to fetch
             var = node.attrs["var"]
             if code.reads_target and var not in assigned and var not in var_reads:
                 var_reads.append(var)

@@ -323,7 +323,13 @@ def is_tensor_like(value) -> bool:
 
 
 def scalar_literal(value) -> str | None:
-    """Python source for a scalar that keeps NumPy's weak typing (`2.0`, `-inf`), or None."""
+    """Python source for a scalar that keeps NumPy's weak typing (`2.0`, `(-3.0)`), or None.
+    A negative number is parenthesized: `-2.0 ** x` would be `-(2.0 ** x)`."""
+    text = _scalar_literal(value)
+    return f"({text})" if text is not None and text.startswith("-") else text
+
+
+def _scalar_literal(value) -> str | None:
     if isinstance(value, bool | np.bool_):
         return repr(bool(value))
     if isinstance(value, int | np.integer):

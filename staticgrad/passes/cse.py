@@ -5,10 +5,12 @@ control dependencies are never merged."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir import Program, Value
-from .rewrite import rewrite
+from .rewrite import reads_variable, rewrite
 
 CONST_KEY_LIMIT = 1024  # constants up to this many elements are compared by value
 
@@ -16,6 +18,9 @@ CONST_KEY_LIMIT = 1024  # constants up to this many elements are compared by val
 def cse(program: Program) -> Program:
     consts: dict = {}
     seen: dict = {}
+    # two reads of a variable are equal only if no assignment can come between them
+    assigns = any(isinstance(n.attrs, dict) and "var" in n.attrs and n.opdef.stateful
+                  for n in program.nodes)
 
     def canonical(v: Value) -> Value:
         if v.const is None or v.const.size > CONST_KEY_LIMIT:
@@ -26,7 +31,8 @@ def cse(program: Program) -> Program:
     def visit(node):
         inputs = tuple(canonical(v) for v in node.inputs)
         if (node.opdef.stateful or node.opdef.reads_state or node.controls or node.members
-                or node.opdef.numpy is None):
+                or node.opdef.numpy is None
+                or (assigns and any(reads_variable(v) for v in node.inputs))):
             return node
         key = (node.type, _hashable(node.attrs), tuple(map(id, inputs)), node.static_uses)
         first = seen.setdefault(key, node)
@@ -42,6 +48,8 @@ def _hashable(x):
         return tuple(_hashable(v) for v in x)
     if isinstance(x, np.ndarray):
         return ("ndarray", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, float):  # 0.0 and -0.0 are equal but not the same attribute
+        return ("float", x, math.copysign(1.0, x))
     try:
         hash(x)
         return x

@@ -11,6 +11,7 @@ from .rewrite import rewrite
 
 # Results larger than this many elements stay computed at run time (memory over speed).
 FOLD_LIMIT = 1 << 16
+SMALL = 1024  # results up to this size may be larger than their inputs
 
 
 def fold_constants(program: Program) -> Program:
@@ -20,7 +21,11 @@ def fold_constants(program: Program) -> Program:
             return node
         if any(v.const is None for i, v in enumerate(node.inputs) if i not in node.static_uses):
             return node
-        if not all(v.shape.is_fully_defined() and v.shape.num_elements() <= FOLD_LIMIT
+        # never grow a constant beyond the largest one it comes from (a broadcast of a scalar
+        # stays a broadcast), unless it is small
+        limit = max([SMALL] + [v.const.size for v in node.inputs if v.const is not None])
+        if not all(v.shape.is_fully_defined() and v.shape.num_elements() <= min(limit,
+                                                                                FOLD_LIMIT)
                    for v in node.outputs):
             return node
         arrays = [v.const if v.const is not None else np.zeros(v.shape.dims, v.dtype.np)

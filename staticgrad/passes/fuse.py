@@ -19,6 +19,7 @@ import itertools
 
 from ..ir import Node, Program, Value
 from ..ops.registry import OpDef
+from .rewrite import reads_variable
 
 # Below this many elements a group gains nothing from blocks and threads.
 FUSE_MIN_ELEMENTS = 1 << 16
@@ -31,6 +32,9 @@ def fuse_elementwise(program: Program) -> Program:
     if not any(_large(v) for n in program.nodes for v in n.outputs):
         return program  # nothing large enough to gain from blocks
     waited_on = {id(c) for n in program.nodes for c in n.controls}
+    waited_on.update(id(f) for f in program.fetches if isinstance(f, Node))  # fetched ops
+    assigns = any("var" in n.attrs and n.opdef.stateful for n in program.nodes
+                  if isinstance(n.attrs, dict))
     group_of: dict[int, int] = {}        # id(node) -> group number (before merges)
     merged_into: dict[int, int] = {}     # group number -> the group it was merged into
     members: dict[int, list[Node]] = {}
@@ -53,6 +57,8 @@ def fuse_elementwise(program: Program) -> Program:
                      and id(v.producer) in group_of}
         closed.update(read_sums)
         domain = None if id(node) in waited_on else _domain(node)
+        if assigns and any(reads_variable(v) for v in node.runtime_inputs()):
+            domain = None  # a group runs late: its variable reads could cross an assignment
         joinable = [g for g in read if g not in closed and domain_of[g] == domain]
         if domain is None or (not joinable and node.type == "Sum"):
             closed.update(read)  # an outside reader closes the groups it reads
@@ -103,16 +109,17 @@ def _domain(node: Node):
         return None
     if node.type == "Sum":  # only a sum of everything, to a scalar, ends a group
         x = node.inputs[0]
-        if node.attrs.get("keepdims") or not _large(x) or \
-                (node.attrs["axis"] is not None and
-                 len(set(node.attrs["axis"])) != x.shape.ndims):
+        axis = node.attrs["axis"]
+        if node.attrs.get("keepdims") or not _large(x) or not x.dtype.is_floating or \
+                (axis is not None and sorted(a % x.shape.ndims for a in axis)
+                 != list(range(x.shape.ndims))):
             return None
         return x.shape.dims
     if not node.opdef.elementwise or len(node.outputs) != 1:
         return None
     out = node.outputs[0]
-    if not _large(out):
-        return None
+    if not _large(out) or not (out.dtype.is_floating or out.dtype.is_bool):
+        return None  # integers: NumPy's blockwise and whole-array results could differ
     for v in node.runtime_inputs():
         if v.shape.dims != out.shape.dims and v.shape.num_elements() != 1:
             return None  # broadcasting other than of a scalar: not blockwise

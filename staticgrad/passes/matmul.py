@@ -5,7 +5,7 @@ copy; the transpose itself goes if nothing else reads it."""
 from __future__ import annotations
 
 from ..ir import Program, make_node
-from .rewrite import rewrite
+from .rewrite import reads_variable, rewrite
 
 
 def fold_transposes_into_matmul(program: Program) -> Program:
@@ -16,7 +16,7 @@ def fold_transposes_into_matmul(program: Program) -> Program:
         for i, flag in ((0, "transpose_a"), (1, "transpose_b")):
             inner = inputs[i].producer
             if inner is not None and inner.type == "Transpose" and not inner.controls \
-                    and _swaps_last_two(inner):
+                    and _swaps_last_two(inner) and not reads_variable(inner.inputs[0]):
                 inputs[i] = inner.inputs[0]
                 attrs[flag] = not attrs[flag]
                 changed = True

@@ -34,7 +34,8 @@ FRESH = set(UFUNCS) | {"MatMul", "ReluGrad", "Sigmoid", "Softplus", "Expm1", "Lo
 # Ops that read their inputs and keep no reference to them.
 READERS = FRESH | {"Sum", "Mean", "Max", "Min", "Prod", "Softmax", "LogSoftmax",
                    "SoftmaxCrossEntropyWithLogits", "Greater", "Less", "GreaterEqual",
-                   "LessEqual", "Equal", "NotEqual", "Select", "SumTo", "Cast"}
+                   "LessEqual", "Equal", "NotEqual", "Select"}
+# (not SumTo, Cast or a one-input AddN: with nothing to do they return their input itself)
 
 
 # Buffers smaller than this are left to NumPy: for them `del` and `out=` cost more than they

@@ -18,11 +18,16 @@ from ..ir import Node, Program, Value
 def rewrite(program: Program, visit) -> Program:
     subst: dict[int, Value] = {}     # id(old value) -> new value
     replaced: dict[int, Node] = {}   # id(old node) -> new node (for control deps, fetches)
+    # a node that others wait on, or that is fetched as an op, stays a node
+    kept = {id(c) for n in program.nodes for c in n.controls}
+    kept.update(id(f) for f in program.fetches if isinstance(f, Node))
     nodes = []
     for original in program.nodes:
         node = _with_inputs(original, tuple(subst.get(id(v), v) for v in original.inputs),
                             tuple(replaced.get(id(c), c) for c in original.controls))
         result = visit(node)
+        if not isinstance(result, Node) and id(original) in kept:
+            result = node
         if isinstance(result, Node):
             nodes.append(result)
             outputs = result.outputs
@@ -49,5 +54,11 @@ def _with_inputs(node, inputs, controls) -> Node:
 
 
 def same_type(a: Value, b: Value) -> bool:
-    """Can b stand in for a: same dtype and the same (known) shape?"""
-    return a.dtype is b.dtype and a.shape.dims is not None and a.shape.dims == b.shape.dims
+    """Can b stand in for a: same dtype and the same (known) shape, and b is not a read of a
+    variable (a read happens where it is used: moving it could cross an assignment)?"""
+    return (a.dtype is b.dtype and a.shape.dims is not None and a.shape.dims == b.shape.dims
+            and not reads_variable(b))
+
+
+def reads_variable(v: Value) -> bool:
+    return v.producer is not None and v.producer.opdef.reads_state

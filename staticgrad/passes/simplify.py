@@ -19,7 +19,7 @@ import numpy as np
 
 from ..ir import Program, Value, make_node
 from ..ops.registry import get_opdef
-from .rewrite import rewrite, same_type
+from .rewrite import reads_variable, rewrite, same_type
 
 PASS_THROUGH = {"Identity", "StopGradient", "PlaceholderWithDefault"}
 SAME_SHAPE_NOOPS = {"Reshape", "BroadcastTo", "SumTo", "Squeeze", "ExpandDims"}
@@ -107,7 +107,8 @@ def _transpose(node, out):
     if perm == list(range(rank)):
         return _if_same(out, x)
     inner = x.producer
-    if inner is not None and inner.type == "Transpose" and not inner.controls:
+    if inner is not None and inner.type == "Transpose" and not inner.controls \
+            and not reads_variable(inner.inputs[0]):
         first = _perm(inner, rank)
         combined = [first[p] for p in perm]
         source = inner.inputs[0]
