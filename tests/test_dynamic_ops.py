@@ -319,3 +319,15 @@ def test_functional_dropout():
     kept = (y != 0).float().mean().item()
     assert abs(kept - 0.75) < 0.03 and np.allclose(np.unique(y.numpy()), [0, 4 / 3])
     assert F.dropout(x, 0.5, training=False) is x
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool"])
+def test_mean_of_an_integer_tensor_raises_as_pytorch_does(dtype):
+    x = dy.tensor([1, 2], dtype=getattr(dy, dtype))
+    with pytest.raises(RuntimeError, match=r"mean\(\): could not infer output dtype. Input "
+                                           rf"dtype must be either a floating point .*{dtype}"):
+        x.mean()
+    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+        dy.mean(x, dim=0)
+    assert x.mean(dtype=dy.float32).item() == (1.5 if dtype != "bool" else 1.0)
+    assert x.float().mean().item() == (1.5 if dtype != "bool" else 1.0)

@@ -296,7 +296,15 @@ def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001, A002
 
 
 def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """The mean over `dim` (all elements by default), of a floating tensor, as PyTorch's.
+
+    >>> dy.tensor([1.0, 2.0]).mean()          # doctest: +SKIP
+    tensor(1.5000)
+    """
     x = input if dtype is None else _as(input, _dt.as_dtype(dtype))
+    if not x.dtype.is_floating:  # PyTorch's rule: an integer mean would round, say why not
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {x.dtype.name}")
     return _reduce("Mean", x, dim, keepdim, "MeanBackward1")
 
 
