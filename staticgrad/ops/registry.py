@@ -185,7 +185,7 @@ def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:
     if fn is None:
         fn = eval(f"lambda {', '.join(args)}: {expr}", KERNEL_NAMESPACE)  # noqa: S307
         _KERNELS[key] = fn
-        if len(_KERNELS) > KERNEL_CACHE_SIZE:
+        while len(_KERNELS) > KERNEL_CACHE_SIZE:
             _KERNELS.popitem(last=False)
     else:
         _KERNELS.move_to_end(key)
