@@ -281,6 +281,35 @@ def test_make_figures_writes_the_pictures(tmp_path):
         assert (tmp_path / name).stat().st_size < 200 * 1024
 
 
+def test_figure_edges_bend_around_the_nodes_they_do_not_join():
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("networkx")
+    spec = importlib.util.spec_from_file_location("make_figures",
+                                                  ROOT / "docs" / "make_figures.py")
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    # the checker: a straight line from a to c runs through b; bent through (1, 1), it does not
+    position = {"a": (0, 0), "b": (1, 0), "c": (2, 0)}
+    scale = lambda points: points * 100  # noqa: E731 - display units: 100 per column
+    assert figures.crossings(position, {("a", "c"): [(0, 0), (2, 0)]}, scale, 20) == \
+        [(("a", "c"), "b")]
+    assert figures.crossings(position, {("a", "c"): [(0, 0), (1, 1), (2, 0)]}, scale, 20) == []
+    # the layout: every edge that skips a column gets a bend point in each column it crosses
+    graph, loss, gradients, a = figures.seed000_graph()
+    every = [op.outputs[0] for op in graph.get_operations() if op.name.startswith("gradients/")]
+    for picture in (figures.static_picture(graph, [loss], [a]),
+                    figures.static_picture(graph, gradients, [a], fade=True, shown=every)):
+        position, routes, _, _ = figures.layered_layout(picture)
+        for (u, v), points in routes.items():
+            assert [x for x, _ in points] == list(range(position[u][0], position[v][0] + 1))
+        columns = {}
+        for x, h in position.values():
+            columns.setdefault(x, []).append(h)
+        for (u, v), points in routes.items():  # a bend point never sits on a node
+            for x, h in points[1:-1]:
+                assert all(abs(h - other) >= 1 - 1e-9 for other in columns.get(x, [])), (u, v)
+
+
 def test_the_docs_show_the_committed_pictures():
     doc = (ROOT / "docs" / "static-vs-dynamic.md").read_text()
     for name in FIGURES + ["compare_static_dynamic.png"]:
