@@ -16,10 +16,10 @@ dy.tape_nodes_created(); static: the graph's ops, built once), build and run tim
 held by the graph (dynamic: the tape and its saved arrays after the forward pass, freed by
 backward; static: the graph, the session and its compiled code, held throughout), the peak
 memory of the iteration, and the time so far. Memory is measured with tracemalloc in a
-separate pass, so that tracing does not slow the timed one; each way is warmed up first
-(imports, templates, kernel caches are one-time costs of the process, not of the model),
-and NumPy's threads are limited to 2, as in benchmarks/. With matplotlib, a plot of time
-against iterations goes to --plot.
+separate pass over all the iterations, so that tracing does not slow the timed one; each
+way is warmed up first (imports, templates, kernel caches are one-time costs of the
+process, not of the model), and NumPy's threads are limited to 2, as in benchmarks/. With
+matplotlib, a plot of time against iterations goes to --plot.
 
     python examples/course/compare_static_dynamic.py
     python examples/course/compare_static_dynamic.py --iterations 20 --no-plot
@@ -248,6 +248,9 @@ def recording_overhead(model, repeats=50):
 def table(model, dyn, sta, dyn_mem, sta_mem):
     """The table for one model, as lines of text."""
     n = len(dyn.run)
+    if not all(len(values) == n for mem in (dyn_mem, sta_mem) for values in mem):
+        raise ValueError("memory must be measured over every iteration: the median row "
+                         "reports its median over all of them")
     lines = [f"{model.name}, {n} iterations",
              f"{'':9}{'':15}{'nodes built':>12}{'build ms':>10}{'run ms':>9}"
              f"{'graph KB':>10}{'peak KB':>9}{'total ms':>10}"]
@@ -337,9 +340,8 @@ def main():
         iterations = args.iterations or model.iterations
         Dynamic(model).train(2), train_static(model, 2)  # warm-up
         dyn, sta = Dynamic(model).train(iterations), train_static(model, iterations)
-        shown = min(SHOWN, iterations)
-        dyn_mem = memory_dynamic(model, shown)
-        sta_mem = memory_static(model, shown)
+        dyn_mem = memory_dynamic(model, iterations)  # all of them: the median row covers all
+        sta_mem = memory_static(model, iterations)
         for line in table(model, dyn, sta, dyn_mem, sta_mem):
             print(line)
         for line in summary(dyn, sta, recording_overhead(model)):
