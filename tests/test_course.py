@@ -267,6 +267,12 @@ def test_static_vs_dynamic_benchmark_smoke(tmp_path):
     assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
     assert data["ratio_dynamic_to_static_sess_run"] > 0
     assert len(data["us_per_step_rounds"]["dynamic"]) == 1
+    saved = data["us_per_step_median"]["dynamic"] - data["us_per_step_median"]["sess_run"]
+    if saved > 0:  # the build is paid back after a whole number of steps, rounded up
+        steps = data["static_break_even_steps"]
+        assert isinstance(steps, int) and steps * saved >= data["static_build_us_median"]
+        assert (steps - 1) * saved < data["static_build_us_median"]
+        assert f"paid back after {steps} steps" in out
 
 
 FIGURES = ["seed000_forward.png", "seed000_gradients.png", "seed000_tape.png"]
