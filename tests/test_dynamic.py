@@ -643,3 +643,14 @@ def test_the_kernel_cache_stays_bounded_when_indices_change_at_each_step(monkeyp
     hot = next(reversed(registry._KERNELS))  # the most recently used stays
     (x[299] * 2).sum().backward()
     assert hot in registry._KERNELS
+
+
+def test_grad_runs_only_the_hooks_of_the_leaves_asked_for():
+    a = dy.tensor([1.0], requires_grad=True)
+    b = dy.tensor([2.0], requires_grad=True)
+    fired = []
+    a.register_hook(lambda g: fired.append("a"))
+    b.register_hook(lambda g: fired.append("b"))
+    (ga,) = dy.grad((a * b).sum(), [a])
+    assert fired == ["a"] and ga.tolist() == [2.0]
+    assert b.grad is None

@@ -25,6 +25,15 @@ Where it differs from PyTorch (known, kept for simplicity):
 - memory: a tape node keeps all of its op's inputs and outputs until backward() frees it,
   where PyTorch saves only what each op's backward formula reads (`x + 1` saves nothing,
   `exp` its output); twenty chained `h + 1.0` on 1 MB arrays hold about 20 MB here.
+- a second backward() through a freed node always raises, even where PyTorch's node saved
+  nothing (`(x + 1).sum()`); pass retain_graph=True.
+- gradients at ties are the graph side's rules: max(dim) and maximum share a tie equally
+  (PyTorch picks the returned index, or 0.5 for maximum); d(x**0)/dx at 0 is nan.
+- var() of one element is 0 (PyTorch: nan); NumPy's RuntimeWarnings (log(0)...) show.
+- grad_fn names and next_functions follow the graph ops that ran: a view gets an extra
+  `(None, 0)` edge, float32 * float64 shows a ToCopyBackward0, mv shows SqueezeBackward1.
+- smaller API gaps: add_(alpha=), in-place ops on non-leaf tensors that need grad,
+  x.type() as a string, x == None, bool + bool, and tensor([np.float64(1.0)]) gives float32.
 
 Graph-API functions accept dynamic tensors (`sg.reduce_sum(x, 1)` runs at once); those that
 make constants from Python values (`sg.zeros`, a list of labels) need `eager_mode()`.

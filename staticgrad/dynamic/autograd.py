@@ -168,6 +168,8 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
             for fn, slots in pending.items():
                 if not isinstance(fn, tape.AccumulateGrad):
                     continue
+                if targets is not None and fn not in capture:
+                    continue  # grad(z, a): the hooks of leaves not asked for do not run
                 leaf = fn.variable
                 g = _run_hooks(leaf._hooks, _sum(slots[0]))
                 if targets is None:
