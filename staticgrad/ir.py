@@ -84,6 +84,8 @@ class Node:
 
     def runtime_inputs(self):
         """The inputs whose values are read when the node runs."""
+        if not self.static_uses:
+            return self.inputs
         return [v for i, v in enumerate(self.inputs) if i not in self.static_uses]
 
     def __repr__(self):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import keyword
 import re
 
@@ -60,10 +61,14 @@ def _printable(text: str) -> str:
     return _UNPRINTABLE.sub("?", str(text))
 
 
+@functools.lru_cache(maxsize=256)
+def _short_file(filename: str) -> str:
+    return _printable(filename.rsplit("/", 1)[-1])
+
+
 def _comment(op: Operation) -> str:
     filename, lineno = op.location
-    where = _printable(filename.rsplit("/", 1)[-1])
-    return f"# {op.type} {_printable(op.name)!r} at {where}:{lineno}"
+    return f"# {op.type} {_printable(op.name)!r} at {_short_file(filename)}:{lineno}"
 
 
 def render(program: Program, title: str = "") -> Rendered:

@@ -23,8 +23,12 @@ def rewrite(program: Program, visit) -> Program:
     kept.update(id(f) for f in program.fetches if isinstance(f, Node))
     nodes = []
     for original in program.nodes:
-        node = _with_inputs(original, tuple(subst.get(id(v), v) for v in original.inputs),
-                            tuple(replaced.get(id(c), c) for c in original.controls))
+        node = original
+        if subst and any(id(v) in subst for v in original.inputs) or \
+                (replaced and original.controls
+                 and any(id(c) in replaced for c in original.controls)):
+            node = original.with_inputs(tuple(subst.get(id(v), v) for v in original.inputs),
+                                        tuple(replaced.get(id(c), c) for c in original.controls))
         result = visit(node)
         if not isinstance(result, Node) and id(original) in kept:
             result = node
@@ -42,15 +46,6 @@ def rewrite(program: Program, visit) -> Program:
                replaced.get(id(f), f) if isinstance(f, Node) else f
                for f in program.fetches]
     return Program(nodes, program.feeds, fetches)
-
-
-def _with_inputs(node, inputs, controls) -> Node:
-    """`node`, or a copy reading `inputs` (same shapes and dtypes: a substitution never
-    changes them) and waiting on `controls`."""
-    if all(a is b for a, b in zip(inputs, node.inputs)) and \
-            all(a is b for a, b in zip(controls, node.controls)):
-        return node
-    return node.with_inputs(inputs, controls)
 
 
 def same_type(a: Value, b: Value) -> bool:
