@@ -19,7 +19,8 @@ from ..shapes import TensorShape
 class Spec:
     shapes: dict[Tensor, TensorShape]
     values: dict[Tensor, object]   # static values (NumPy) where known
-    ctxs: dict[Operation, NodeCtx]  # each op's context, with concrete outputs
+    ctxs: dict[Operation, NodeCtx]  # each op's context, with concrete outputs (None: the
+    #                                 graph's own shapes stand, see ir.Node.ctx)
 
 
 def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
@@ -32,12 +33,9 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
             changed.add(t)
     for op in ops:
         if not any(t in changed for t in op.inputs) and not any(t in feeds for t in op.outputs):
-            # nothing new about its inputs: the graph's own shapes and values stand
-            ctx = NodeCtx(op.type, op.attrs, [t._shape for t in op.inputs],
-                          [t.dtype for t in op.inputs], [t._static for t in op.inputs], op.name)
-            ctx.out_shapes = [t._shape for t in op.outputs]
-            ctx.out_dtypes = [t.dtype for t in op.outputs]
-            ctxs[op] = ctx
+            # nothing new about its inputs: the graph's own shapes and values stand (the IR
+            # node makes its context from them when it is first needed)
+            ctxs[op] = None
             continue
         changed.update(op.outputs)
         in_shapes, in_values = [], []
