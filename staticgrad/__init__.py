@@ -38,6 +38,7 @@ from .dtypes import (  # noqa: F401
                        int64,
                        uint8,
 )
+from .export import export  # noqa: F401
 from .graph import (  # noqa: F401
                        Graph,
                        GraphKeys,

@@ -1,0 +1,343 @@
+"""Export the computation of some fetches as a standalone Python module that needs only NumPy.
+
+    sg.export([loss, train_op], [x, y], "out/step.py", session=sess)
+
+writes `out/step.py` and, beside it, `out/step.npz` (the session's current values of the
+variables the code reads or assigns, and the constants of the generated code). The module:
+
+- defines `run(<feeds>)`, the feeds as arguments in `feed_list` order, returning the fetches
+  flattened to a tuple (an operation fetches as None, a rank-0 tensor as a NumPy scalar);
+- keeps the variables in the module-level dict `V` ({variable name: array}); a training step
+  updates `V` in place, so a later `run` sees the new values; `reset()` reloads the exported
+  values from the `.npz`;
+- creates its own NumPy random generators (`R`), seeded from the graph seeds where set;
+- carries a copy of the staticgrad runtime helpers its code calls (the `rt.<name>` calls),
+  so it imports no staticgrad.
+
+The code is the code `Session.run` executes, specialized to the feed shapes: they come from
+`feed_shapes` or from the placeholders' static shapes.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import sys
+import tempfile
+import types
+
+import numpy as np
+
+from . import runtime
+from .graph import Tensor
+from .session import Session, get_default_session
+
+__all__ = ["export"]
+
+# globals the exported module defines beside the generated code
+_MODULE_NAMES = {"np", "os", "types", "rt", "V", "R", "run", "reset", "FEEDS", "FETCHES",
+                 "_compute", "_DIR", "_DATA_FILE", "_VARIABLES", "_CONSTANTS", "_SEEDS",
+                 "_as_feed", "_data", "annotations"}
+
+
+def export(fetches, feed_list, path, backend: str = "numpy", session: Session | None = None,
+           feed_shapes=None) -> str:
+    """Write a standalone NumPy module computing `fetches` from `feed_list`; return its path.
+
+    `fetches`: a tensor, op, name, or nesting of them (the module returns the leaves as a
+    flat tuple, in the order `Session.run` visits them). `feed_list`: the tensors (or names)
+    fed, in the order of `run`'s arguments. `path`: the `.py` file to write; the variable
+    values go to the `.npz` beside it. `feed_shapes`: a shape per feed (a list aligned with
+    `feed_list`, or a dict keyed by tensor or name) where a placeholder's shape has unknown
+    dimensions. `session`: whose variable values to store (the default session if None).
+
+    >>> sg.export(y, [x], "model.py", session=sess)      # doctest: +SKIP
+    >>> import model; model.run(np.ones((2, 3), np.float32))  # doctest: +SKIP
+    """
+    if backend != "numpy":
+        raise ValueError(f"export backend {backend!r} is not available; this build has 'numpy'")
+    path = os.fspath(path)
+    folder, filename = os.path.split(os.path.abspath(path))
+    stem, ext = os.path.splitext(filename)
+    if ext != ".py" or not stem.isidentifier():
+        raise ValueError(f"export path {path!r} must name a .py file whose name is a Python "
+                         "identifier (the module's name)")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot export to {path!r}: folder {folder!r} does not exist")
+    session = session or get_default_session() or Session()
+    feeds = [session._feed_tensor(k) for k in (feed_list or ())]
+    shapes = _feed_shapes(feeds, feed_list or (), feed_shapes)
+    feed_dict = {t: np.zeros(s, dtype=t.dtype.np) for t, s in zip(feeds, shapes)}
+    plan = session.plan(fetches, feed_dict)
+
+    namespace = plan.fn.__globals__
+    tree = ast.parse(plan.source)
+    var_names = _subscripted(tree, "V")
+    rng_names = _subscripted(tree, "R")
+    rt_names = sorted({n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                       and isinstance(n.value, ast.Name) and n.value.id == "rt"})
+    imports, helpers = _runtime_source(rt_names)
+    constants = {k: v for k, v in namespace.items() if isinstance(v, np.ndarray)
+                 and k not in ("V", "R")}
+    kernels = {k for k, v in namespace.items() if isinstance(v, types.FunctionType)} - {"run"}
+    taken = _MODULE_NAMES | _top_level_names(imports + helpers)
+    clash = sorted(taken & (set(constants) | kernels))
+    if clash:
+        raise ValueError(f"cannot export: generated names {clash} clash with the names of the "
+                         "exported module's runtime section; rename those graph nodes")
+    missing = [v for v in var_names if v not in session._vars and v in plan.var_reads]
+    if missing:
+        raise ValueError(f"cannot export: variable(s) {missing} have no value in the session; "
+                         "run their initializers first")
+
+    arrays = {}
+    var_keys = {}
+    for i, name in enumerate(var_names):
+        if name in session._vars:
+            var_keys[name] = f"v{i}"
+            arrays[f"v{i}"] = np.asarray(session._vars[name])
+    for name, value in constants.items():
+        arrays[f"c_{name}"] = value
+    seeds = {}
+    for op in plan.random_ops:
+        graph_seed, op_seed = op.attrs["seed"]
+        if graph_seed is None and op_seed is None:
+            seeds[op.name] = None
+        else:
+            seeds[op.name] = [87654321 if graph_seed is None else graph_seed, op_seed or 0]
+    for name in rng_names:
+        seeds.setdefault(name, None)
+
+    source = _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_keys,
+                            sorted(constants), seeds)
+    compile(source, path, "exec")  # a bug here should fail before anything is written
+    _write_atomic(os.path.join(folder, stem + ".npz"), lambda f: np.savez(f, **arrays))
+    _write_atomic(os.path.join(folder, filename), lambda f: f.write(source.encode()))
+    return os.path.join(folder, filename)
+
+
+# -- the pieces -----------------------------------------------------------------------------------
+def _feed_shapes(feeds, feed_list, feed_shapes) -> list[tuple]:
+    """The concrete shape of each feed: given in `feed_shapes`, or the static one."""
+    given = [None] * len(feeds)
+    if isinstance(feed_shapes, dict):
+        by_tensor = {}
+        for k, s in feed_shapes.items():
+            by_tensor[k if isinstance(k, Tensor) else feeds[0].graph.as_graph_element(k)] = s
+        given = [by_tensor.get(t) for t in feeds]
+    elif feed_shapes is not None:
+        given = list(feed_shapes)
+        if len(given) != len(feeds):
+            raise ValueError(f"feed_shapes has {len(given)} shapes for {len(feeds)} feeds")
+    shapes = []
+    for t, shape in zip(feeds, given):
+        if shape is None:
+            if not t.shape.is_fully_defined():
+                raise ValueError(f"cannot export with feed {t.name} of shape {t.shape}: its "
+                                 f"dimensions must be known; pass feed_shapes ({t.op.where()})")
+            shape = t.shape.as_list()
+        shape = tuple(int(d) for d in shape)
+        if not t.shape.is_compatible_with(shape):
+            raise ValueError(f"feed_shapes gives {shape} for {t.name}, which has shape "
+                             f"{t.shape} ({t.op.where()})")
+        shapes.append(shape)
+    return shapes
+
+
+def _subscripted(tree, name: str) -> list[str]:
+    """The string keys of `name[...]` in the generated code, in first-use order."""
+    keys = []
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name
+                and isinstance(n.slice, ast.Constant) and n.slice.value not in keys):
+            keys.append(n.slice.value)
+    return keys
+
+
+def _runtime_source(rt_names: list[str]) -> tuple[list[str], list[str]]:
+    """Source of the runtime helpers named, with their module-level dependencies: the import
+    lines, and each definition (in its module's order)."""
+    imports, defs, seen = [], {}, set()
+
+    def visit(module, name):
+        if (module.__name__, name) in seen:
+            return
+        seen.add((module.__name__, name))
+        stmt = _top_level(module).get(name)
+        if stmt is None:
+            return  # a builtin
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            obj = getattr(module, name)
+            if isinstance(obj, types.ModuleType):
+                line = f"import {obj.__name__}" + ("" if obj.__name__ == name else f" as {name}")
+            elif getattr(obj, "__module__", "").startswith("staticgrad"):
+                visit(sys.modules[obj.__module__], obj.__name__)
+                return
+            else:
+                line = f"from {stmt.module} import {name}"
+            if line not in imports:
+                imports.append(line)
+            return
+        key = (module.__name__, stmt.lineno)
+        if key in defs:
+            return
+        defs[key] = ast.get_source_segment(inspect.getsource(module), stmt)
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and n.id != name:
+                visit(module, n.id)
+
+    for name in rt_names:
+        obj = getattr(runtime, name)
+        visit(sys.modules[obj.__module__], obj.__name__)
+    order = {m: i for i, m in enumerate(dict.fromkeys(m for m, _ in defs))}
+    body = [defs[k] for k in sorted(defs, key=lambda k: (order[k[0]], k[1]))]
+    return [line for line in imports if line != "import numpy as np"], body
+
+
+_TOP_LEVEL: dict = {}
+
+
+def _top_level(module) -> dict:
+    """name -> the top-level statement of `module` that binds it."""
+    found = _TOP_LEVEL.get(module.__name__)
+    if found is None:
+        found = {}
+        for stmt in ast.parse(inspect.getsource(module)).body:
+            if isinstance(stmt, ast.FunctionDef | ast.ClassDef):
+                found[stmt.name] = stmt
+            elif isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Name):
+                            found[n.id] = stmt
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                found[stmt.target.id] = stmt
+            elif isinstance(stmt, ast.Import | ast.ImportFrom):
+                for alias in stmt.names:
+                    found[(alias.asname or alias.name).split(".")[0]] = stmt
+        _TOP_LEVEL[module.__name__] = found
+    return found
+
+
+def _top_level_names(helpers: list[str]) -> set[str]:
+    names = set()
+    for text in helpers:
+        for stmt in ast.parse(text).body:
+            if isinstance(stmt, ast.FunctionDef | ast.ClassDef):
+                names.add(stmt.name)
+            elif isinstance(stmt, ast.Import | ast.ImportFrom):
+                names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+            else:
+                names.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name))
+    return names
+
+
+def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_keys, constants,
+                   seeds) -> str:
+    tree = ast.parse(plan.source)
+    doc_end = tree.body[0].end_lineno  # the generated module's docstring
+    generated = plan.source.splitlines()[doc_end:]
+    generated = "\n".join(generated).replace("\ndef run(", "\ndef _compute(", 1).strip("\n")
+    params = [a.arg for a in next(s for s in tree.body if isinstance(s, ast.FunctionDef)
+                                  and s.name == "run").args.args]
+    fetch_names = [f.name for f in plan.fetches]
+    feed_doc = "\n".join(f"    {p}: {t.name}, {t.dtype.name} array of shape {s}"
+                         for p, t, s in zip(params, feeds, shapes)) or "    (none)"
+    fetch_doc = "\n".join(f"    [{i}] {n}" for i, n in enumerate(fetch_names))
+    checks = []
+    for p, t, s in zip(params, feeds, shapes):
+        checks.append(f"    {p} = _as_feed({p}, np.{t.dtype.np.name}, {s!r}, {t.name!r})")
+    lines = [
+        f'"""Exported by staticgrad: a standalone NumPy program ({stem}.py + {stem}.npz).',
+        "",
+        "Usage:",
+        f"    import {stem}",
+        f"    results = {stem}.run({', '.join(params)})",
+        "",
+        "run's arguments (the feeds; arrays are converted to these dtypes, shapes must match):",
+        feed_doc,
+        "run returns a tuple of the fetches (an operation gives None):",
+        fetch_doc,
+        "",
+        "State: V is a dict {variable name: array}, loaded from the .npz at import. Code that",
+        "assigns variables (a training step) updates V, so the next run sees the new values;",
+        "reset() reloads the exported values. R holds the NumPy random generators, seeded",
+        "from the graph seeds where they were set.",
+        "This module needs only NumPy; the runtime helpers it calls are copied below.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        *sorted({"import os", "import types"} | set(imports)),
+        "",
+        "import numpy as np",
+        "",
+        "_DIR = os.path.dirname(os.path.abspath(__file__))",
+        f"_DATA_FILE = os.path.join(_DIR, {stem + '.npz'!r})",
+        f"_VARIABLES = {var_keys!r}  # variable name -> key in the .npz",
+        f"_SEEDS = {seeds!r}  # random op -> seed (None: unseeded)",
+        f"FEEDS = {[t.name for t in feeds]!r}",
+        f"FETCHES = {fetch_names!r}",
+        "V = {}",
+        "R = {}",
+        "",
+        "",
+        "def reset():",
+        '    """Reload the exported variable values and restart the random generators."""',
+        "    with np.load(_DATA_FILE, allow_pickle=False) as data:",
+        "        V.clear()",
+        "        V.update((name, data[key]) for name, key in _VARIABLES.items())",
+        "    R.clear()",
+        "    R.update((name, np.random.default_rng(seed)) for name, seed in _SEEDS.items())",
+        "",
+        "",
+        "reset()",
+        "with np.load(_DATA_FILE, allow_pickle=False) as _data:",
+    ]
+    lines += [f"    {name} = _data[{'c_' + name!r}]" for name in constants] or ["    pass"]
+    lines += [
+        "",
+        "",
+        f"def run({', '.join(params)}):",
+        f'    """The fetches {", ".join(fetch_names)} computed from the feeds, as a tuple."""',
+        *checks,
+        f"    return _compute({', '.join(params)})",
+        "",
+        "",
+        "def _as_feed(value, dtype, shape, name):",
+        "    value = np.asarray(value)",
+        "    if value.dtype != dtype:",
+        "        value = value.astype(dtype)",
+        "    if value.shape != shape:",
+        "        raise ValueError(f'{name} must have shape {shape}, got {value.shape}')",
+        "    return value",
+        "",
+        "",
+        "# -- generated by staticgrad " + "-" * 72,
+        "",
+        generated,
+        "",
+        "",
+        "# -- runtime helpers (copied from staticgrad.runtime) " + "-" * 47,
+        "",
+    ]
+    for text in helpers:
+        lines += [text, "", ""] if "\n" in text else [text]
+    while lines[-1] == "":
+        lines.pop()
+    lines += ["", "", f"rt = types.SimpleNamespace({', '.join(f'{n}={n}' for n in rt_names)})", ""]
+    return "\n".join(lines)
+
+
+def _write_atomic(path: str, write) -> None:
+    """Write `path` through a temporary file in the same folder and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
