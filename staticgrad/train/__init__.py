@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..graph_io import export_meta_graph, import_meta_graph, write_graph  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
 from .optimizers import (  # noqa: F401
     AdagradOptimizer,
