@@ -1,0 +1,212 @@
+"""sg.export: each exported module is imported in a fresh interpreter that has only NumPy (no
+staticgrad) and must give the same arrays as sess.run."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+
+# Runs in `python -I -S` (no PYTHONPATH, no site packages, no .pth files): the path is the
+# standard library, the export folder and NumPy's folder. Should staticgrad be installed in
+# that same folder (a non-editable install), a finder hides it, so the module cannot use it.
+RUNNER = r"""
+import importlib, importlib.abc, sys
+folder, numpy_parent, name, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+sys.path[:0] = [folder, numpy_parent]
+
+
+class HideStaticgrad(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        if fullname.split(".")[0] == "staticgrad":
+            raise ImportError("staticgrad is not available here")
+
+
+sys.meta_path.insert(0, HideStaticgrad())
+import numpy as np
+try:
+    import staticgrad
+except ImportError:
+    pass
+else:
+    raise SystemExit("staticgrad is importable in the export test's subprocess")
+module = importlib.import_module(name)
+with np.load(folder + "/feeds.npz", allow_pickle=False) as f:
+    feeds = [f[f"f{i}"] for i in range(len(f.files))]
+out = {}
+for r in range(runs):
+    for i, value in enumerate(module.run(*feeds)):
+        if value is not None:
+            out[f"r{r}_{i}"] = np.asarray(value)
+    for j, key in enumerate(sorted(module.V)):
+        out[f"r{r}_V{j}"] = module.V[key]
+np.savez(folder + "/out.npz", **out)
+"""
+
+
+def run_exported(folder, name, feeds, runs=1):
+    """{key: array} from running module `name` of `folder` `runs` times in a subprocess."""
+    np.savez(os.path.join(folder, "feeds.npz"), **{f"f{i}": v for i, v in enumerate(feeds)})
+    numpy_parent = os.path.dirname(os.path.dirname(np.__file__))
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", RUNNER, str(folder), numpy_parent,
+                           name, str(runs)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    with np.load(os.path.join(folder, "out.npz"), allow_pickle=False) as f:
+        return {k: f[k] for k in f.files}
+
+
+def assert_same(got, want):
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_forward_graph(tmp_path):
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [None, 3], name="x")
+        w = sg.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 7, name="dense/w")
+        b = sg.Variable(np.array([0.5, -1.0], np.float32), name="dense/b")
+        y = sg.nn.softmax(sg.nn.relu(sg.matmul(x, w) + b))
+        total = sg.reduce_sum(y * 3.0)
+        feed = np.linspace(-2, 2, 12, dtype=np.float32).reshape(4, 3)
+        with sg.Session() as sess:
+            sess.run(sg.global_variables_initializer())
+            path = sg.export({"y": y, "total": total}, [x], tmp_path / "forward.py",
+                             feed_shapes=[(4, 3)])
+            want = sess.run({"y": y, "total": total}, {x: feed})
+    assert path == str(tmp_path / "forward.py")
+    source = (tmp_path / "forward.py").read_text()
+    assert not re.search(r"^\s*(import|from) staticgrad", source, flags=re.M)
+    assert "def run(x)" in source
+    got = run_exported(tmp_path, "forward", [feed])
+    assert_same(got["r0_0"], want["y"])
+    assert_same(got["r0_1"], want["total"])
+
+
+def test_gradient_graph(tmp_path):
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float64, [5, 2], name="x")
+        labels = sg.placeholder(sg.float64, [5, 3], name="labels")
+        w = sg.Variable(np.linspace(-1, 1, 6).reshape(2, 3), name="w")
+        logits = sg.matmul(x, w)
+        loss = sg.reduce_mean(sg.nn.softmax_cross_entropy_with_logits(labels=labels,
+                                                                      logits=logits))
+        grads = sg.gradients(loss, [w, x])
+        feeds = [np.random.default_rng(0).normal(size=(5, 2)), np.eye(5, 3)]
+        with sg.Session() as sess:
+            sess.run(w.initializer)
+            sg.export([loss, grads], [x, labels], str(tmp_path / "grad.py"))
+            want = sess.run([loss, grads], dict(zip([x, labels], feeds)))
+    got = run_exported(tmp_path, "grad", feeds)
+    assert_same(got["r0_0"], want[0])
+    assert_same(got["r0_1"], want[1][0])
+    assert_same(got["r0_2"], want[1][1])
+
+
+def test_fused_large_elementwise_graph(tmp_path):
+    with sg.Graph().as_default():
+        a = sg.placeholder(sg.float32, [300, 500], name="a")
+        b = sg.placeholder(sg.float32, [300, 500], name="b")
+        y = sg.sin(a) * sg.exp(-b * b) + sg.tanh(a - b) / 2.0
+        s = sg.reduce_sum(y)
+        rng = np.random.default_rng(1)
+        feeds = [rng.random((300, 500), dtype=np.float32), rng.random((300, 500), np.float32)]
+        with sg.Session() as sess:
+            sg.export([y, s], [a, b], tmp_path / "fused.py")
+            want = sess.run([y, s], {a: feeds[0], b: feeds[1]})
+    assert "rt.run_blocks(" in (tmp_path / "fused.py").read_text()
+    got = run_exported(tmp_path, "fused", feeds)
+    assert_same(got["r0_0"], want[0])
+    assert_same(got["r0_1"], want[1])
+
+
+def test_conv2d_graph(tmp_path):
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [2, 8, 8, 3], name="images")
+        k = sg.Variable(np.random.default_rng(2).normal(size=(3, 3, 3, 4)).astype(np.float32),
+                        name="conv/kernel")
+        y = sg.nn.max_pool(sg.nn.relu(sg.nn.conv2d(x, k, [1, 1, 1, 1], "SAME")),
+                           [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        loss = sg.reduce_sum(y * y)
+        (dk,) = sg.gradients(loss, [k])
+        feed = np.random.default_rng(3).normal(size=(2, 8, 8, 3)).astype(np.float32)
+        with sg.Session() as sess:
+            sess.run(k.initializer)
+            sg.export([y, dk], [x], tmp_path / "conv.py")
+            want = sess.run([y, dk], {x: feed})
+    source = (tmp_path / "conv.py").read_text()
+    assert "def conv2d(" in source
+    assert not re.search(r"^\s*(import|from) staticgrad", source, flags=re.M)
+    got = run_exported(tmp_path, "conv", [feed])
+    assert_same(got["r0_0"], want[0])
+    assert_same(got["r0_1"], want[1])
+
+
+def test_sgd_training_step_updates_state(tmp_path):
+    with sg.Graph().as_default():
+        sg.set_random_seed(5)
+        x = sg.placeholder(sg.float32, [None, 2], name="x")
+        y = sg.placeholder(sg.float32, [None, 1], name="y")
+        w = sg.Variable(np.zeros((2, 1), np.float32), name="w")
+        b = sg.Variable(np.zeros((1,), np.float32), name="b")
+        noise = sg.random_normal([6, 1], stddev=0.01, seed=1)
+        loss = sg.reduce_mean(sg.square(sg.matmul(x, w) + b + noise - y))
+        step = sg.train.GradientDescentOptimizer(0.1).minimize(loss)
+        feeds = [np.arange(12, dtype=np.float32).reshape(6, 2) / 10,
+                 np.arange(6, dtype=np.float32).reshape(6, 1)]
+        with sg.Session() as sess:
+            sess.run(sg.global_variables_initializer())
+            sg.export([loss, step], [x, y], tmp_path / "train_step.py",
+                      feed_shapes={"x:0": (6, 2), y: (6, 1)})
+            want = []
+            for _ in range(3):
+                lv, _ = sess.run([loss, step], {x: feeds[0], y: feeds[1]})
+                want.append((lv, sess.run(b), sess.run(w)))  # V sorted by name: b, w
+    got = run_exported(tmp_path, "train_step", feeds, runs=3)
+    for r, (lv, bv, wv) in enumerate(want):
+        assert_same(got[f"r{r}_0"], lv)
+        assert_same(got[f"r{r}_V0"], bv)
+        assert_same(got[f"r{r}_V1"], wv)
+    assert f"r{0}_1" not in got  # the training op fetches as None
+    assert want[0][0] != want[2][0]  # the state really moved
+
+
+def test_unknown_dimension_names_the_placeholder(tmp_path):
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [None, 3], name="inputs")
+        with sg.Session(), pytest.raises(ValueError, match="inputs:0.*feed_shapes"):
+            sg.export(x * 2.0, [x], tmp_path / "m.py")
+        with sg.Session(), pytest.raises(ValueError, match="inputs:0"):
+            sg.export(x * 2.0, [x], tmp_path / "m.py", feed_shapes=[(2, 4)])
+    assert not list(tmp_path.iterdir())
+
+
+def test_bad_paths(tmp_path):
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [3], name="x")
+        with sg.Session():
+            with pytest.raises(FileNotFoundError, match="does not exist"):
+                sg.export(x + 1.0, [x], tmp_path / "missing" / "m.py")
+            with pytest.raises(ValueError, match=r"\.py"):
+                sg.export(x + 1.0, [x], tmp_path / "m.txt")
+            with pytest.raises(ValueError, match="identifier"):
+                sg.export(x + 1.0, [x], tmp_path / "my-model.py")
+            with pytest.raises(ValueError, match="backend"):
+                sg.export(x + 1.0, [x], tmp_path / "m.py", backend="cuda")
+    assert not list(tmp_path.iterdir())
+
+
+def test_fetch_that_the_feeds_cannot_compute(tmp_path):
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [2], name="x")
+        z = sg.placeholder(sg.float32, [2], name="z")
+        with sg.Session(), pytest.raises(sg.errors.InvalidArgumentError, match="'z'"):
+            sg.export(x + z, [x], tmp_path / "m.py")
+        v = sg.Variable(np.ones(2, np.float32), name="v")
+        with sg.Session(), pytest.raises(ValueError, match="no value"):
+            sg.export(x * v, [x], tmp_path / "m.py")
+    assert not list(tmp_path.iterdir())
