@@ -67,7 +67,7 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
         raise FileNotFoundError(f"cannot export to {path!r}: folder {folder!r} does not exist")
     session = session or get_default_session() or Session()
     feeds = [session._feed_tensor(k) for k in (feed_list or ())]
-    shapes = _feed_shapes(feeds, feed_list or (), feed_shapes)
+    shapes = _feed_shapes(session.graph, feeds, feed_shapes)
     feed_dict = {t: np.zeros(s, dtype=t.dtype.np) for t, s in zip(feeds, shapes)}
     plan = session.plan(fetches, feed_dict)
 
@@ -118,13 +118,13 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
 
 
 # -- the pieces -----------------------------------------------------------------------------------
-def _feed_shapes(feeds, feed_list, feed_shapes) -> list[tuple]:
+def _feed_shapes(graph, feeds, feed_shapes) -> list[tuple]:
     """The concrete shape of each feed: given in `feed_shapes`, or the static one."""
     given = [None] * len(feeds)
     if isinstance(feed_shapes, dict):
         by_tensor = {}
         for k, s in feed_shapes.items():
-            by_tensor[k if isinstance(k, Tensor) else feeds[0].graph.as_graph_element(k)] = s
+            by_tensor[k if isinstance(k, Tensor) else graph.as_graph_element(k)] = s
         given = [by_tensor.get(t) for t in feeds]
     elif feed_shapes is not None:
         given = list(feed_shapes)
