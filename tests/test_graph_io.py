@@ -1,0 +1,246 @@
+"""Saving graphs as JSON and loading them back (staticgrad.graph_io), across processes."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+from staticgrad.graph_io import GraphFormatError
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# Builds a small conv net with gradients, an Adam step and seeded random ops; exports the graph
+# and a checkpoint of its initial variables; records what the fetches give.
+BUILD = """
+import sys
+import numpy as np
+import staticgrad as sg
+
+out = sys.argv[1]
+sg.set_random_seed(7)
+x = sg.placeholder(sg.float32, [None, 6, 6, 1], name="x")
+y = sg.placeholder(sg.int64, [None], name="y")
+kernel = sg.Variable(sg.random_normal([3, 3, 1, 2], seed=1), name="kernel")
+h = sg.nn.relu(sg.nn.conv2d(x, kernel, [1, 1, 1, 1], "SAME", name="conv"))
+flat = sg.reshape(h[:, ::2, 1:, :], [-1, 3 * 5 * 2], name="flat")
+w = sg.get_variable("w", [30, 3])
+logits = sg.add(flat @ w, sg.constant([0.5, -np.inf, np.nan])[:1] * 0.0, name="logits")
+loss = sg.reduce_mean(sg.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits),
+                      name="loss")
+grads = sg.gradients(loss, [kernel, w, x])
+for i, g in enumerate(grads):
+    sg.identity(g, name=f"grad{i}")
+train = sg.train.AdamOptimizer(0.05).minimize(loss, name="train")
+noise = sg.random_uniform([4], seed=3, name="noise")
+sg.add_to_collection("my_tensors", logits)
+sg.add_to_collection("my_values", 2.5)
+
+sg.train.export_meta_graph(out + "/graph.json")
+feed = {x: np.linspace(-1, 1, 2 * 36, dtype=np.float32).reshape(2, 6, 6, 1),
+        y: np.array([0, 2])}
+np.savez(out + "/feed.npz", x=feed[x], y=feed[y])
+with sg.Session() as sess:
+    sess.run(sg.global_variables_initializer())
+    sg.train.Saver().save(sess, out + "/model")
+    res = dict(zip(["loss", "grad0", "grad1", "grad2", "conv"],
+                   sess.run([loss, "grad0:0", "grad1:0", "grad2:0", h], feed)))
+    sess.run(train, feed)
+    res["loss_after"] = sess.run(loss, feed)
+    res["w_after"] = sess.run(w)
+    res["noise"] = sess.run(noise)
+np.savez(out + "/expected.npz", **res)
+"""
+
+# Imports the graph in a fresh process, restores the checkpoint, runs the same fetches by name.
+LOAD = """
+import json
+import sys
+import numpy as np
+import staticgrad as sg
+
+out = sys.argv[1]
+saver = sg.train.import_meta_graph(out + "/graph.json")
+g = sg.get_default_graph()
+feed = dict(np.load(out + "/feed.npz"))
+feed = {"x:0": feed["x"], "y:0": feed["y"]}
+with sg.Session() as sess:
+    saver.restore(sess, out + "/model")
+    names = ["loss:0", "grad0:0", "grad1:0", "grad2:0", "Relu:0"]
+    res = dict(zip(["loss", "grad0", "grad1", "grad2", "conv"], sess.run(names, feed)))
+    sess.run("train", feed)
+    res["loss_after"] = sess.run("loss:0", feed)
+    res["w_after"] = sess.run(g.get_tensor_by_name("w:0"))
+    res["noise"] = sess.run("noise:0")
+np.savez(out + "/actual.npz", **res)
+summary = {
+    "trainable": [v.op.name for v in sg.trainable_variables()],
+    "globals": sorted(v.op.name for v in sg.global_variables()),
+    "my_tensors": [t.name for t in sg.get_collection("my_tensors")],
+    "my_values": sg.get_collection("my_values"),
+    "seed": g.seed,
+    "initializers": [v.initializer.name for v in sg.trainable_variables()],
+}
+print(json.dumps(summary))
+"""
+
+
+def _run(script: str, folder) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", script, str(folder)], env=env, cwd=folder,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_round_trip_in_a_new_process(tmp_path):
+    _run(BUILD, tmp_path)
+    summary = json.loads(_run(LOAD, tmp_path))
+    expected = np.load(tmp_path / "expected.npz")
+    actual = np.load(tmp_path / "actual.npz")
+    for key in expected.files:
+        np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
+    assert summary["trainable"] == ["kernel", "w"]
+    assert "w/Adam" in summary["globals"] and "beta1_power" in summary["globals"]
+    assert summary["my_tensors"] == ["logits:0"]
+    assert summary["my_values"] == [2.5]
+    assert summary["seed"] == 7
+    assert summary["initializers"] == ["kernel/Assign", "w/Assign"]
+
+
+def _small_graph():
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [None, 2], name="x")
+        w = sg.Variable([[1.0], [2.0]], name="w")
+        sg.matmul(x, w, name="y")
+    return g
+
+
+def test_json_is_strict_and_holds_no_code(tmp_path):
+    g = _small_graph()
+    path = sg.train.write_graph(g, str(tmp_path / "logs"), "graph.json")
+    text = pathlib.Path(path).read_text()
+    doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
+    assert doc["format"] == "staticgrad-graph" and doc["version"] == 1
+    assert [op["name"] for op in doc["ops"]][:2] == ["x", "w/initial_value"]
+    assert doc["variables"] == [{"name": "w", "initializer": "w/Assign",
+                                 "initial_value": "w/initial_value:0", "trainable": True}]
+    assert {"variable": "w"} in doc["collections"]["trainable_variables"]
+    assert "lambda" not in text and "pickle" not in text
+    assert doc == sg.train.export_meta_graph(graph=g)
+
+
+def test_attr_values_round_trip():
+    from staticgrad.graph_io import decode_value, encode_value
+    values = [None, True, 3, -2**70, 0.1, float("inf"), "SAME", (1, None, ...),
+              [("slice", 1, None, -1)], {"a": 1}, sg.float64, sg.TensorShape([None, 3]),
+              sg.TensorShape(None), np.arange(6, dtype=np.int64).reshape(2, 3),
+              np.array([True, False]), np.float32(0.1)]
+    for value in values:
+        enc = json.loads(json.dumps(encode_value(value), allow_nan=False))
+        back = decode_value(enc, "test")
+        if isinstance(value, np.ndarray | np.generic):
+            assert back.dtype == value.dtype and np.array_equal(back, value)
+        elif isinstance(value, sg.TensorShape):
+            assert back.dims == value.dims
+        else:
+            assert back == value and type(back) is type(value)
+    assert np.isnan(decode_value(encode_value(float("nan")), "test"))
+
+
+def test_import_scope_and_hand_written_values():
+    doc = sg.train.export_meta_graph(graph=_small_graph())
+    const = next(op for op in doc["ops"] if op["name"] == "w/initial_value")
+    const["attrs"]["value"] = {"type": "ndarray", "dtype": "float32", "shape": [2, 1],
+                               "values": [[3.0], [4.0]]}
+    g = sg.Graph()
+    with g.as_default():
+        saver = sg.train.import_meta_graph(doc, import_scope="copy")
+        assert g.get_operation_by_name("copy/w/Assign").attrs["var"] == "copy/w"
+        assert saver._vars == {"w": sg.global_variables()[0]}
+        with sg.Session() as sess:
+            sess.run(sg.global_variables_initializer())
+            out = sess.run("copy/y:0", {"copy/x:0": [[1.0, 1.0]]})
+    np.testing.assert_array_equal(out, [[7.0]])
+
+
+def _broken(edit):
+    doc = json.loads(json.dumps(sg.train.export_meta_graph(graph=_small_graph())))
+    edit(doc)
+    return doc
+
+
+def _op(doc, name):
+    return next(op for op in doc["ops"] if op["name"] == name)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: _op(d, "y").pop("inputs"), "op #4 'y': missing field 'inputs'"),
+    (lambda d: _op(d, "y").update(type="Frobnicate"), "unknown op type 'Frobnicate'"),
+    (lambda d: _op(d, "y").update(inputs=["x:0", "nope:0"]), "'nope:0' names no earlier op"),
+    (lambda d: _op(d, "y").update(inputs=["x:0", "w:3"]), "op 'w' has 1 outputs"),
+    (lambda d: _op(d, "y").update(inputs=["x:0", "w"]), "not an \"op:index\" reference"),
+    (lambda d: _op(d, "w/initial_value")["attrs"]["value"].update(shape=[3, 1]),
+     "shape [3, 1] of float32 needs 12 bytes"),
+    (lambda d: _op(d, "w/initial_value")["outputs"][0].update(shape=[1, 2]),
+     "the file says float32 (1, 2)"),
+    (lambda d: _op(d, "y")["attrs"].update(transpose_a={"type": "bool", "value": 1}),
+     "attr 'transpose_a': 1 is not a valid 'bool' value"),
+    (lambda d: _op(d, "x")["attrs"].update(dtype={"type": "code", "value": "os.system"}),
+     "unknown value type 'code'"),
+    (lambda d: d.update(version=9), "\"version\" is 9"),
+    (lambda d: d["collections"].update(c=[{"variable": "y"}]), '"y" is not a saved variable'),
+])
+def test_malformed_files_name_what_is_wrong(edit, message):
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError) as info:
+        sg.train.import_meta_graph(_broken(edit))
+    assert message in str(info.value)
+
+
+def test_truncated_file(tmp_path):
+    sg.train.write_graph(_small_graph(), str(tmp_path), "g.json")
+    text = (tmp_path / "g.json").read_text()
+    (tmp_path / "g.json").write_text(text[: len(text) // 2])
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match="not valid JSON"):
+        sg.train.import_meta_graph(str(tmp_path / "g.json"))
+
+
+def test_shape_errors_are_checked_again():
+    doc = _broken(lambda d: _op(d, "x")["attrs"].update(
+        shape={"type": "shape", "value": [None, 5]}))
+    _op(doc, "x")["outputs"][0]["shape"] = [None, 5]
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match="op #4 'y'"):
+        sg.train.import_meta_graph(doc)
+
+
+def test_unserializable_ops_raise_at_export():
+    with sg.Graph().as_default() as g:
+        @sg.custom_gradient
+        def double(x):
+            return x * 2.0, lambda dy: dy * 2.0
+        double(sg.constant(1.0))
+        with pytest.raises(ValueError, match="CustomGradient op \"CustomGradient\".*grad_fn"):
+            sg.train.export_meta_graph(graph=g)
+    with sg.Graph().as_default() as g:
+        with g.gradient_override_map({"Identity": "StopGradient"}):
+            sg.identity(sg.constant(1.0), name="ident")
+        with pytest.raises(ValueError, match="\"ident\".*gradient_override_map"):
+            sg.train.export_meta_graph(graph=g)
+
+
+def test_export_writes_atomically(tmp_path):
+    path = tmp_path / "g.json"
+    path.write_text("old")
+    with pytest.raises(ValueError):
+        with sg.Graph().as_default() as g:
+            sg.identity(sg.constant(1.0), name="a").op.attrs["f"] = print
+            sg.train.export_meta_graph(str(path), graph=g)
+    assert path.read_text() == "old"
+    sg.train.export_meta_graph(str(path), graph=_small_graph(), as_text=False)
+    assert json.loads(path.read_text())["format"] == "staticgrad-graph"
+    assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
