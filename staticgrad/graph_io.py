@@ -368,7 +368,9 @@ def import_meta_graph(path_or_dict, import_scope: str | None = None, clear_devic
     are inferred and checked again; Variables are recreated with their initializers and
     collections, and the graph seed is set when the default graph has none. The fetches are
     found by name afterwards (`graph.get_tensor_by_name`, or the name given to `sess.run`).
-    Raises `GraphFormatError` naming the op and field when the file is malformed.
+    Raises `GraphFormatError` naming the op and field when the file is malformed (the ops
+    built before the faulty one stay in the graph: import into a fresh `sg.Graph()` to discard
+    them with it).
     """
     doc = _load(path_or_dict)
     graph = get_default_graph()
@@ -471,11 +473,13 @@ def _rebuild_ops(graph: Graph, doc: dict, prefix: str) -> dict[str, Operation]:
             attrs["var"] = ops[attrs["var"]].name
         outputs = _field(record, "outputs", list, where)
         _mark_scopes_used(graph, prefix + name)
+        taken = (prefix + name) in graph._by_name
         try:
             with graph.control_dependencies(None), graph.control_dependencies(control):
                 op = create_operation(graph, op_type, inputs, attrs, prefix + name + "/")
         except (ValueError, TypeError, KeyError) as e:
-            raise GraphFormatError(f"{where}: cannot be rebuilt: {e}") from None
+            hint = "; import into a fresh graph or pass import_scope" if taken else ""
+            raise GraphFormatError(f"{where}: cannot be rebuilt: {e}{hint}") from None
         _check_outputs(op, outputs, where)
         location = record.get("location")
         if (isinstance(location, list) and len(location) == 2 and isinstance(location[0], str)

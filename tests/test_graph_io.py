@@ -244,3 +244,11 @@ def test_export_writes_atomically(tmp_path):
     sg.train.export_meta_graph(str(path), graph=_small_graph(), as_text=False)
     assert json.loads(path.read_text())["format"] == "staticgrad-graph"
     assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
+
+
+def test_name_clash_suggests_import_scope():
+    doc = sg.train.export_meta_graph(graph=_small_graph())
+    with sg.Graph().as_default():
+        sg.train.import_meta_graph(doc)
+        with pytest.raises(GraphFormatError, match="op #0 'x'.*pass import_scope"):
+            sg.train.import_meta_graph(doc)
