@@ -423,6 +423,11 @@ class Graph:
     def __repr__(self):
         return f"<sg.Graph with {len(self._ops)} ops>"
 
+    def _repr_svg_(self):
+        """Jupyter draws a graph (see staticgrad.viz; None, so the text repr, without graphviz)."""
+        from .viz import repr_svg
+        return repr_svg(self)
+
 
 def check_op_name(name: str) -> str:
     if not _VALID_OP_NAME.match(name):
