@@ -1,6 +1,8 @@
 """staticgrad.onnx.export_onnx: each exported model passes the ONNX checker and gives, in ONNX
 Runtime, the arrays sess.run gives."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -70,11 +72,21 @@ def test_elementwise(tmp_path):
     check_parity(tmp_path, out, {"a": a, "b": b}, [{"a": randn(3, 4), "b": randn(4)}])
 
 
-def test_reductions(tmp_path):
+@pytest.mark.parametrize("opset", [13, 17, 18])  # axes as attributes / inputs
+def test_reductions(tmp_path, opset):
     x = sg.placeholder(sg.float32, [2, 3, 4], name="x")
     out = [sg.reduce_sum(x), sg.reduce_sum(x, axis=1), sg.reduce_mean(x, axis=[0, 2]),
-           sg.reduce_max(x, axis=-1, keepdims=True), sg.reduce_mean(x, keepdims=True)]
-    check_parity(tmp_path, out, {"x": x}, [{"x": randn(2, 3, 4)}])
+           sg.reduce_max(x, axis=-1, keepdims=True), sg.reduce_mean(x, keepdims=True),
+           sg.reduce_min(x, axis=0)]
+    check_parity(tmp_path, out, {"x": x}, [{"x": randn(2, 3, 4)}], opset=opset)
+
+
+def test_fetching_a_feed_a_variable_and_one_tensor_twice(tmp_path):
+    x = sg.placeholder(sg.float32, [2], name="x")
+    w = sg.Variable(randn(2), name="w")
+    y = x * w
+    check_parity(tmp_path, [x, w.value(), y, y],
+                 {"x": x}, [{"x": randn(2)}])
 
 
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
@@ -115,3 +127,11 @@ def test_missing_variable_value(tmp_path):
     w = sg.Variable(np.ones(3, np.float32), name="w")
     with sg.Session() as sess, pytest.raises(OnnxExportError, match="initializer"):
         export_onnx(x * w, [x], tmp_path / "m.onnx", session=sess)
+
+
+def test_missing_onnx_package_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` now raises ImportError
+    x = sg.placeholder(sg.float32, [3], name="x")
+    hint = r"pip install 'staticgrad\[onnx\]'"
+    with sg.Session() as sess, pytest.raises(ImportError, match=hint):
+        export_onnx(x * 2.0, [x], tmp_path / "m.onnx", session=sess)
