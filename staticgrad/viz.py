@@ -115,7 +115,10 @@ def _node_attrs(op: Operation, fetched: bool) -> dict:
                  **(GRADIENT if _is_gradient(op) else FORWARD)}
         label = op.type if short == op.type else f"{op.type}\n{short}"
     attrs["label"] = label
-    attrs["tooltip"] = op.where()
+    # The file's base name only: a picture should not carry the path of the checkout it was
+    # drawn in.
+    filename, lineno = op.location if op.location else ("?", "?")
+    attrs["tooltip"] = f'{op.type} op "{op.name}" created at {os.path.basename(filename)}:{lineno}'
     if fetched:
         attrs["penwidth"] = "2.5"
     return attrs

@@ -248,3 +248,18 @@ def test_render_png_and_jupyter_svg(model, tmp_path):
         viz.render(loss, tmp_path / "g.pdf", format="pdf")
     svg = graph._repr_svg_()
     assert ET.fromstring(svg).tag == "{http://www.w3.org/2000/svg}svg"
+
+
+@needs_dot
+@needs_graphviz
+def test_readme_figures_script(tmp_path):
+    import os
+    import subprocess
+    script = os.path.join(os.path.dirname(__file__), "..", "docs", "make_readme_figures.py")
+    subprocess.run([sys.executable, script, "--out", str(tmp_path)], check=True,
+                   capture_output=True)
+    for name in ("readme_forward.svg", "readme_gradients.svg"):
+        root = ET.parse(tmp_path / name).getroot()
+        tooltips = {a.get("{http://www.w3.org/1999/xlink}title") for a in root.iter()}
+        assert not any(t and os.sep + "docs" + os.sep in t for t in tooltips)  # no local path
+    assert b"gradients" in (tmp_path / "readme_gradients.svg").read_bytes()
