@@ -263,6 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# errors whose message says it all; any other is shown with its type's name
+_PLAIN_ERRORS = (OSError, ValueError, TypeError, KeyError, RuntimeError, ImportError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `staticgrad` command with `argv` (default: sys.argv[1:]); return 0 on success.
     Errors print one line on stderr and exit with status 1 (2 for a bad command line).
@@ -280,7 +284,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()  # the reader (e.g. `| head`) left: nothing more to say
         return 1
     except Exception as e:  # one line, never a traceback: the message names what is wrong
-        _fail(f"{_message(e)}" if isinstance(e, (OSError, ValueError, TypeError, KeyError))
-              or type(e).__module__.startswith("staticgrad")
-              else f"{type(e).__name__}: {_message(e)}")
+        plain = isinstance(e, _PLAIN_ERRORS) or type(e).__module__.startswith("staticgrad")
+        _fail(_message(e) if plain else f"{type(e).__name__}: {_message(e)}")
     return 0

@@ -127,6 +127,19 @@ def test_draw_without_graphviz_is_one_line(saved, tmp_path):
     assert not (tmp_path / "g.svg").exists()
 
 
+def test_draw_without_dot_is_one_line(saved, tmp_path):
+    folder, _ = saved
+    env_path = os.environ.get("PATH")
+    os.environ["PATH"] = str(tmp_path)  # no `dot` there (python is run by its full path)
+    try:
+        _, err = staticgrad("draw", folder / "graph.json", "-o", tmp_path / "g.png",
+                            cwd=tmp_path, returncode=1)
+    finally:
+        os.environ["PATH"] = env_path
+    line = one_error_line(err)
+    assert "install" in line and "Error:" not in line
+
+
 def test_source_prints_the_generated_code(saved, tmp_path):
     folder, _ = saved
     out, _ = staticgrad("source", folder / "graph.json", "--fetch", "layer/probs",
