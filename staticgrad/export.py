@@ -308,6 +308,9 @@ def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_ke
         "def _as_feed(value, dtype, shape, name):",
         "    value = np.asarray(value)",
         "    if value.dtype != dtype:",
+        "        if not np.can_cast(value.dtype, dtype, 'same_kind'):",
+        "            raise TypeError(f'cannot feed {value.dtype} values for {name} of dtype '",
+        "                            f'{np.dtype(dtype)} without losing information')",
         "        value = value.astype(dtype)",
         "    if value.shape != shape:",
         "        raise ValueError(f'{name} must have shape {shape}, got {value.shape}')",
@@ -336,6 +339,9 @@ def _write_atomic(path: str, write) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would make it, not mkstemp's private 0600
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -171,7 +171,7 @@ def decode_value(enc, where: str):
     if tag == "dtype" and isinstance(value, str):
         return _decode_dtype(value, where)
     if tag == "shape" and (value is None or isinstance(value, list) and all(
-            d is None or isinstance(d, int) and not isinstance(d, bool) and d >= 0
+            d is None or isinstance(d, int) and not isinstance(d, bool) and 0 <= d < _MAX_DIM
             for d in value)):
         return TensorShape(value)
     known = ("none", "bool", "int", "float", "str", "ellipsis", "tuple", "list", "dict",
@@ -179,6 +179,9 @@ def decode_value(enc, where: str):
     if tag not in known:
         raise GraphFormatError(f"{where}: unknown value type {tag!r}; known: {', '.join(known)}")
     raise GraphFormatError(f"{where}: {_short(value)} is not a valid {tag!r} value")
+
+
+_MAX_DIM = 1 << 62  # a dimension NumPy can hold (larger ones overflow a C long)
 
 
 def _decode_dtype(name, where: str) -> _dt.DType:
@@ -192,9 +195,9 @@ def _decode_array(enc, where: str, scalar: bool):
     dtype = _decode_dtype(enc.get("dtype"), f"{where}.dtype").np
     shape = [] if scalar else enc.get("shape")
     if not isinstance(shape, list) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise GraphFormatError(f"{where}.shape: expected a list of non-negative ints, "
-                               f"got {_short(shape)}")
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d < _MAX_DIM for d in shape):
+        raise GraphFormatError(f"{where}.shape: expected a list of non-negative ints below "
+                               f"2**62, got {_short(shape)}")
     count = math.prod(shape)
     if "data" in enc:
         try:

@@ -80,11 +80,13 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
     b = _Builder(onnx, session, opset)
     for t, shape in zip(feeds, shapes):
         b.add_input(t, shape)
-    for op in prune(outputs, set(feeds)):
-        rule = RULES.get(op.type)
-        if rule is None:
-            raise OnnxExportError(f"cannot export to ONNX: {op.where()} has no ONNX form")
-        rule(b, op)
+    ops = prune(outputs, set(feeds))
+    missing = [op for op in ops if op.type not in RULES]
+    if missing:
+        raise OnnxExportError("cannot export to ONNX: these ops have no ONNX form: "
+                              + "; ".join(op.where() for op in missing))
+    for op in ops:
+        RULES[op.type](b, op)
     for t in outputs:
         b.add_output(t)
 

@@ -79,6 +79,10 @@ def test_forward_graph(tmp_path):
                              feed_shapes=[(4, 3)])
             want = sess.run({"y": y, "total": total}, {x: feed})
     assert path == str(tmp_path / "forward.py")
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ("forward.py", "forward.npz"):  # as open() makes files, not private 0600
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o666 & ~umask
     source = (tmp_path / "forward.py").read_text()
     assert not re.search(r"^\s*(import|from) staticgrad", source, flags=re.M)
     assert "def run(x)" in source

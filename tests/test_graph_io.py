@@ -194,6 +194,8 @@ def _op(doc, name):
     (lambda d: _op(d, "x")["attrs"].update(dtype={"type": "code", "value": "os.system"}),
      "unknown value type 'code'"),
     (lambda d: d.update(version=9), "\"version\" is 9"),
+    (lambda d: _op(d, "x")["attrs"].update(shape={"type": "shape", "value": [10 ** 30, 3]}),
+     "is not a valid 'shape' value"),
     (lambda d: d["collections"].update(c=[{"variable": "y"}]), '"y" is not a saved variable'),
 ])
 def test_malformed_files_name_what_is_wrong(edit, message):

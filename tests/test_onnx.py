@@ -115,10 +115,12 @@ def test_unknown_batch_runs_at_two_batch_sizes(tmp_path):
 def test_unsupported_op_names_op_type_and_place(tmp_path):
     x = sg.placeholder(sg.float32, [3], name="x")
     y = sg.random_uniform([3], name="noise") + x
+    z = sg.random_normal([3], name="more_noise") * y  # every op without a form is named
     with sg.Session() as sess, pytest.raises(OnnxExportError) as e:
-        export_onnx(y, [x], tmp_path / "m.onnx", session=sess)
+        export_onnx(z, [x], tmp_path / "m.onnx", session=sess)
     msg = str(e.value)
     assert "RandomUniform" in msg and '"noise"' in msg and "test_onnx.py" in msg
+    assert "RandomStandardNormal" in msg
     assert not (tmp_path / "m.onnx").exists()
 
 
