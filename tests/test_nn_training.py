@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_gradients import _numeric_grad
 
 import staticgrad as sg
 
@@ -33,14 +34,8 @@ def check_grad(fn, *values, eps=1e-6, rtol=1e-5, atol=1e-7):
     with sg.Session() as sess:
         f = sess.make_callable(loss, xs)
         got = sess.make_callable(grads, xs)(*values)
-        for i, v in enumerate(values):
-            want = np.zeros_like(v)
-            for idx in np.ndindex(*v.shape):
-                plus = [a.copy() for a in values]
-                minus = [a.copy() for a in values]
-                plus[i][idx] += eps
-                minus[i][idx] -= eps
-                want[idx] = (f(*plus) - f(*minus)) / (2 * eps)
+        for i in range(len(values)):
+            want = _numeric_grad(lambda vs: f(*vs), values, i, eps=eps)
             np.testing.assert_allclose(got[i], want, rtol=rtol, atol=atol)
 
 
