@@ -11,13 +11,6 @@ from staticgrad.passes.prune import prune
 from staticgrad.passes.specialize import specialize
 
 
-@pytest.fixture
-def g():
-    graph = sg.Graph()
-    with graph.as_default():
-        yield graph
-
-
 def _model(g):
     x = sg.placeholder(sg.float32, [None, 3], name="x")
     unused = sg.placeholder(sg.float32, [2], name="unused")

@@ -4,29 +4,17 @@ restores and the errors that name what is wrong."""
 from __future__ import annotations
 
 import errno
-import inspect
 import json
 import os
 import shutil
 
 import numpy as np
 import pytest
+from conftest import lineno
 
 import staticgrad as sg
 
 HERE = os.path.basename(__file__)
-
-
-def lineno():
-    """The line number of the caller (where a node is being created)."""
-    return inspect.currentframe().f_back.f_lineno
-
-
-@pytest.fixture
-def g():
-    graph = sg.Graph()
-    with graph.as_default():
-        yield graph
 
 
 VALUES = {

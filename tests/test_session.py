@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import collections
-import inspect
 import os
 import threading
 
 import numpy as np
 import pytest
+from conftest import lineno
 
 import staticgrad as sg
 
 HERE = os.path.basename(__file__)
-
-
-def lineno():
-    """The line number of the caller (where a node is being created)."""
-    return inspect.currentframe().f_back.f_lineno
-
-
-@pytest.fixture
-def g():
-    graph = sg.Graph()
-    with graph.as_default():
-        yield graph
 
 
 # -- fetch structures -----------------------------------------------------------------------------
