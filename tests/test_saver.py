@@ -243,10 +243,16 @@ def test_global_step_as_int_variable_tensor_and_padded(g, tmp_path):
         saver.save(sess, base, global_step=sg.constant([1, 2]))
 
 
-def test_max_to_keep_deletes_the_oldest_and_the_index_lists_the_kept(g, tmp_path):
+def _initialized_w():
+    """A scalar variable w (0.0) and a session that has initialized it."""
     w = sg.Variable(0.0, name="w")
     sess = sg.Session()
     sess.run(w.initializer)
+    return w, sess
+
+
+def test_max_to_keep_deletes_the_oldest_and_the_index_lists_the_kept(g, tmp_path):
+    w, sess = _initialized_w()
     saver = sg.train.Saver(max_to_keep=2)
     base = str(tmp_path / "model")
     for step in range(1, 6):
@@ -267,9 +273,7 @@ def test_max_to_keep_deletes_the_oldest_and_the_index_lists_the_kept(g, tmp_path
 
 @pytest.mark.parametrize("max_to_keep", [None, 0])
 def test_max_to_keep_none_or_zero_keeps_all(g, tmp_path, max_to_keep):
-    w = sg.Variable(0.0, name="w")
-    sess = sg.Session()
-    sess.run(w.initializer)
+    _, sess = _initialized_w()
     saver = sg.train.Saver(max_to_keep=max_to_keep)
     for step in range(4):
         saver.save(sess, str(tmp_path / "model"), global_step=step)
@@ -278,9 +282,7 @@ def test_max_to_keep_none_or_zero_keeps_all(g, tmp_path, max_to_keep):
 
 
 def test_saving_a_prefix_again_moves_it_to_the_end(g, tmp_path):
-    w = sg.Variable(0.0, name="w")
-    sess = sg.Session()
-    sess.run(w.initializer)
+    _, sess = _initialized_w()
     saver = sg.train.Saver(max_to_keep=2)
     base = str(tmp_path / "model")
     for step in (1, 2, 1, 3):
@@ -290,9 +292,7 @@ def test_saving_a_prefix_again_moves_it_to_the_end(g, tmp_path):
 
 
 def test_keep_checkpoint_every_n_hours_leaves_dropped_checkpoints_on_disk(g, tmp_path):
-    w = sg.Variable(0.0, name="w")
-    sess = sg.Session()
-    sess.run(w.initializer)
+    _, sess = _initialized_w()
     saver = sg.train.Saver(max_to_keep=1, keep_checkpoint_every_n_hours=0.0)
     for step in range(3):
         saver.save(sess, str(tmp_path / "model"), global_step=step)
@@ -302,9 +302,7 @@ def test_keep_checkpoint_every_n_hours_leaves_dropped_checkpoints_on_disk(g, tmp
 
 
 def test_recover_last_checkpoints_lets_a_new_saver_count_old_ones(g, tmp_path):
-    w = sg.Variable(0.0, name="w")
-    sess = sg.Session()
-    sess.run(w.initializer)
+    _, sess = _initialized_w()
     base = str(tmp_path / "model")
     first = sg.train.Saver(max_to_keep=2)
     for step in (1, 2):
@@ -318,9 +316,7 @@ def test_recover_last_checkpoints_lets_a_new_saver_count_old_ones(g, tmp_path):
 
 
 def test_latest_filename_and_write_state(g, tmp_path):
-    w = sg.Variable(0.0, name="w")
-    sess = sg.Session()
-    sess.run(w.initializer)
+    _, sess = _initialized_w()
     saver = sg.train.Saver()
     saver.save(sess, str(tmp_path / "a"), latest_filename="runs.json")
     assert dir_listing(tmp_path) == ["a.npz", "runs.json"]
@@ -340,9 +336,7 @@ def test_no_index_means_no_checkpoint(tmp_path):
 
 
 def test_latest_checkpoint_is_none_when_its_file_is_gone(g, tmp_path):
-    w = sg.Variable(0.0, name="w")
-    sess = sg.Session()
-    sess.run(w.initializer)
+    _, sess = _initialized_w()
     prefix = sg.train.Saver().save(sess, str(tmp_path / "model"))
     os.remove(prefix + ".npz")
     assert sg.train.get_checkpoint_state(str(tmp_path)).model_checkpoint_path == prefix
@@ -372,9 +366,7 @@ def test_a_damaged_index_raises_data_loss_naming_it(tmp_path, content):
 
 
 def test_saving_into_a_missing_directory_raises_naming_it(g, tmp_path):
-    w = sg.Variable(0.0, name="w")
-    sess = sg.Session()
-    sess.run(w.initializer)
+    _, sess = _initialized_w()
     missing = tmp_path / "no" / "such"
     with pytest.raises(ValueError, match=f"{missing}.*does not exist"):
         sg.train.Saver().save(sess, str(missing / "model"))

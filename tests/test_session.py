@@ -120,17 +120,23 @@ def test_unfed_placeholder_not_needed_is_fine(g):
     np.testing.assert_array_equal(sess.run(x * 3.0, {x: [1.0, 2.0]}), [3.0, 6.0])
 
 
+def _run_error(sess, error_type, *run_args):
+    """The error_type error that sess.run(*run_args) raises."""
+    with pytest.raises(error_type) as info:
+        sess.run(*run_args)
+    return info.value
+
+
 def test_missing_feed_names_placeholder_and_line(g):
     x = sg.placeholder(sg.float32, [None, 3], name="my_input"); line = lineno()  # noqa: E702
     y = sg.reduce_sum(x * 2.0)
     sess = sg.Session()
-    with pytest.raises(sg.errors.InvalidArgumentError) as info:
-        sess.run(y)
-    msg = str(info.value)
+    error = _run_error(sess, sg.errors.InvalidArgumentError, y)
+    msg = str(error)
     assert "my_input" in msg
     assert f"{HERE}:{line}" in msg
-    assert isinstance(info.value, sg.errors.OpError)
-    assert info.value.op is x.op
+    assert isinstance(error, sg.errors.OpError)
+    assert error.op is x.op
 
 
 def test_missing_feed_in_a_structure(g):
@@ -145,9 +151,8 @@ def test_wrong_feed_shape(g):
     x = sg.placeholder(sg.float32, [None, 3], name="shaped"); line = lineno()  # noqa: E702
     y = x + 1.0
     sess = sg.Session()
-    with pytest.raises(sg.errors.InvalidArgumentError) as info:
-        sess.run(y, {x: np.zeros((2, 4))})
-    msg = str(info.value)
+    error = _run_error(sess, sg.errors.InvalidArgumentError, y, {x: np.zeros((2, 4))})
+    msg = str(error)
     assert "shaped" in msg and "(2, 4)" in msg and "(?, 3)" in msg
     assert f"{HERE}:{line}" in msg
     with pytest.raises(sg.errors.InvalidArgumentError):
@@ -161,9 +166,8 @@ def test_feed_dtypes(g):
     f = sg.placeholder(sg.float32, [2], name="floats")
     b = sg.placeholder(sg.bool_, [2], name="bools")
     sess = sg.Session()
-    with pytest.raises(sg.errors.InvalidArgumentError) as info:
-        sess.run(i * 2, {i: [1.5, 2.0]})
-    assert "ints" in str(info.value)
+    error = _run_error(sess, sg.errors.InvalidArgumentError, i * 2, {i: [1.5, 2.0]})
+    assert "ints" in str(error)
     with pytest.raises(sg.errors.InvalidArgumentError):
         sess.run(i * 2, {i: np.array([1.0, np.nan])})
     with pytest.raises(sg.errors.InvalidArgumentError):
@@ -220,9 +224,8 @@ def test_uninitialized_variable(g):
     v = sg.Variable(np.zeros(3, np.float32), name="weights"); line = lineno()  # noqa: E702
     y = v * 2.0
     sess = sg.Session()
-    with pytest.raises(sg.errors.FailedPreconditionError) as info:
-        sess.run(y)
-    msg = str(info.value)
+    error = _run_error(sess, sg.errors.FailedPreconditionError, y)
+    msg = str(error)
     assert "weights" in msg
     assert f"{HERE}:{line}" in msg
     sess.run(v.initializer)
@@ -234,9 +237,8 @@ def test_runtime_failure_names_the_op(g):
     idx = sg.placeholder(sg.int32, [None], name="idx")
     y = sg.gather(x, idx, name="pick"); line = lineno()  # noqa: E702
     sess = sg.Session()
-    with pytest.raises(sg.errors.InvalidArgumentError) as info:
-        sess.run(y, {x: [1, 2, 3], idx: [5]})
-    assert "pick" in str(info.value) and f"{HERE}:{line}" in str(info.value)
+    error = _run_error(sess, sg.errors.InvalidArgumentError, y, {x: [1, 2, 3], idx: [5]})
+    assert "pick" in str(error) and f"{HERE}:{line}" in str(error)
 
 
 # -- shape errors at graph construction -----------------------------------------------------------
@@ -273,9 +275,8 @@ def test_shape_error_found_when_specialized(g):
     c = a + b; line = lineno()  # noqa: E702
     sess = sg.Session()
     np.testing.assert_array_equal(sess.run(c, {a: [1.0], b: [1.0, 2.0]}), [2.0, 3.0])
-    with pytest.raises(sg.errors.InvalidArgumentError) as info:
-        sess.run(c, {a: [1.0, 2.0, 3.0], b: [1.0, 2.0]})
-    assert "Add" in str(info.value) and f"{HERE}:{line}" in str(info.value)
+    error = _run_error(sess, sg.errors.InvalidArgumentError, c, {a: [1.0, 2.0, 3.0], b: [1.0, 2.0]})
+    assert "Add" in str(error) and f"{HERE}:{line}" in str(error)
 
 
 # -- variables ------------------------------------------------------------------------------------
