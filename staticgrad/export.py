@@ -118,29 +118,39 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
 
 
 # -- the pieces -----------------------------------------------------------------------------------
+def _given_feed_shapes(graph, feeds, feed_shapes) -> list:
+    """The shape `feed_shapes` gives each feed (a dict by tensor or name, or a list in feed
+    order), None where it gives none."""
+    if feed_shapes is None:
+        return [None] * len(feeds)
+    if isinstance(feed_shapes, dict):
+        by_tensor = {(k if isinstance(k, Tensor) else graph.as_graph_element(k)): s
+                     for k, s in feed_shapes.items()}
+        return [by_tensor.get(t) for t in feeds]
+    given = list(feed_shapes)
+    if len(given) != len(feeds):
+        raise ValueError(f"feed_shapes has {len(given)} shapes for {len(feeds)} feeds")
+    return given
+
+
+def _check_feed_shape(t, shape) -> None:
+    """Raise unless `shape`, given for feed t, is compatible with t's static shape."""
+    if not t.shape.is_compatible_with(shape):
+        raise ValueError(f"feed_shapes gives {shape} for {t.name}, which has shape "
+                         f"{t.shape} ({t.op.where()})")
+
+
 def _feed_shapes(graph, feeds, feed_shapes) -> list[tuple]:
     """The concrete shape of each feed: given in `feed_shapes`, or the static one."""
-    given = [None] * len(feeds)
-    if isinstance(feed_shapes, dict):
-        by_tensor = {}
-        for k, s in feed_shapes.items():
-            by_tensor[k if isinstance(k, Tensor) else graph.as_graph_element(k)] = s
-        given = [by_tensor.get(t) for t in feeds]
-    elif feed_shapes is not None:
-        given = list(feed_shapes)
-        if len(given) != len(feeds):
-            raise ValueError(f"feed_shapes has {len(given)} shapes for {len(feeds)} feeds")
     shapes = []
-    for t, shape in zip(feeds, given):
+    for t, shape in zip(feeds, _given_feed_shapes(graph, feeds, feed_shapes)):
         if shape is None:
             if not t.shape.is_fully_defined():
                 raise ValueError(f"cannot export with feed {t.name} of shape {t.shape}: its "
                                  f"dimensions must be known; pass feed_shapes ({t.op.where()})")
             shape = t.shape.as_list()
         shape = tuple(int(d) for d in shape)
-        if not t.shape.is_compatible_with(shape):
-            raise ValueError(f"feed_shapes gives {shape} for {t.name}, which has shape "
-                             f"{t.shape} ({t.op.where()})")
+        _check_feed_shape(t, shape)
         shapes.append(shape)
     return shapes
 

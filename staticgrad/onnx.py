@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from .export import _write_atomic
+from .export import _check_feed_shape, _given_feed_shapes, _write_atomic
 from .graph import Operation, Tensor
 from .passes.prune import prune
 from .runtime_conv import resolve_pads
@@ -106,27 +106,15 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
 
 def _feed_shapes(graph, feeds, feed_shapes) -> list[list]:
     """Each feed's shape (None for an unknown dimension): given, or its static one."""
-    if feed_shapes is None:
-        given = [None] * len(feeds)
-    elif isinstance(feed_shapes, dict):
-        by_tensor = {(k if isinstance(k, Tensor) else graph.as_graph_element(k)): s
-                     for k, s in feed_shapes.items()}
-        given = [by_tensor.get(t) for t in feeds]
-    else:
-        given = list(feed_shapes)
-        if len(given) != len(feeds):
-            raise ValueError(f"feed_shapes has {len(given)} shapes for {len(feeds)} feeds")
     shapes = []
-    for t, shape in zip(feeds, given):
+    for t, shape in zip(feeds, _given_feed_shapes(graph, feeds, feed_shapes)):
         if shape is None:
             if t.shape.ndims is None:
                 raise ValueError(f"cannot export feed {t.name} of unknown rank; pass "
                                  f"feed_shapes ({t.op.where()})")
             shape = t.shape.as_list()
         shape = [None if d is None else int(d) for d in shape]
-        if not t.shape.is_compatible_with(shape):
-            raise ValueError(f"feed_shapes gives {shape} for {t.name}, which has shape "
-                             f"{t.shape} ({t.op.where()})")
+        _check_feed_shape(t, shape)
         shapes.append(shape)
     return shapes
 
