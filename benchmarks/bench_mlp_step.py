@@ -18,18 +18,13 @@ NumPy. Absolute times depend on the machine; compare the ratios.
     python benchmarks/bench_mlp_step.py [--rounds 7] [--number 10] [--out PATH]
 """
 
-import os
+import _harness
 
-os.environ["OMP_NUM_THREADS"] = "2"  # before NumPy is imported
-os.environ["OPENBLAS_NUM_THREADS"] = "2"
-os.environ["MKL_NUM_THREADS"] = "2"
+_harness.limit_threads()  # before NumPy is imported
 
 import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
-import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -136,16 +131,11 @@ def main(argv=None):
         "sess_run_feed_dict": lambda: sess.run([loss, train], feed),
         "make_callable": lambda: fast(xb, yb),
     }
-    for fn in ways.values():
-        timeit.timeit(fn, number=3)  # warm up (and compile)
-    per_step = {name: [] for name in ways}
-    for _ in range(args.rounds):
-        for name, fn in ways.items():
-            per_step[name].append(timeit.timeit(fn, number=args.number) / args.number * 1e3)
+    # warm up (and compile), then interleaved rounds, in ms
+    per_step = _harness.time_interleaved(ways, args.rounds, args.number, warmup=3, scale=1e3)
     sess.close()
 
-    median = {name: statistics.median(v) for name, v in per_step.items()}
-    ratio = {name: m / median["hand_numpy"] for name, m in median.items()}
+    median, ratio = _harness.medians_and_ratios(per_step)
     labels = {"hand_numpy": "hand NumPy", "sess_run_feed_dict": "sess.run([loss, train], feed)",
               "make_callable": "make_callable"}
     print(f"W2: 784-512-512-10 ReLU MLP SGD step, batch {BATCH}, float32; median of "
@@ -162,15 +152,9 @@ def main(argv=None):
         "ms_per_step_median": median,
         "ms_per_step_rounds": per_step,
         "ratio_to_hand_numpy": ratio,
-        "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                        "staticgrad": sg.__version__, "machine": platform.machine(),
-                        "OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"]},
+        "environment": _harness.environment(),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.out}")
+    _harness.write_json(args.out, results)
     return results
 
 

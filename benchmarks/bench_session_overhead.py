@@ -16,19 +16,14 @@ hand NumPy. Absolute times depend on the machine; compare the ratios.
     python benchmarks/bench_session_overhead.py [--rounds 7] [--number 2000] [--out PATH]
 """
 
-import os
+import _harness
 
 # Limit threads before NumPy is imported (it reads these once, at import).
-os.environ["OMP_NUM_THREADS"] = "2"
-os.environ["OPENBLAS_NUM_THREADS"] = "2"
-os.environ["MKL_NUM_THREADS"] = "2"
+_harness.limit_threads()
 
 import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
-import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -83,22 +78,17 @@ def main(argv=None):
         "make_callable": lambda: fast(a_val),
     }
 
-    # Same answer three ways (and compile + warm up before timing).
+    # Same answer three ways (and compile before timing).
     for name, fn in ways.items():
         value = np.asarray(fn())
         if value.shape != (1,) or float(value[0]) != -202.0:
             raise SystemExit(f"{name} computed {value!r}, expected [-202.]")
-        timeit.timeit(fn, number=200)
 
-    per_call = {name: [] for name in ways}
-    for _ in range(args.rounds):
-        for name, fn in ways.items():  # interleaved: every round times all three
-            per_call[name].append(timeit.timeit(fn, number=args.number) / args.number * 1e6)
+    # warm up, then interleaved rounds (every round times all three), in us
+    per_call = _harness.time_interleaved(ways, args.rounds, args.number, warmup=200, scale=1e6)
     sess.close()
 
-    median = {name: statistics.median(v) for name, v in per_call.items()}
-    base = median["hand_numpy"]
-    ratio = {name: m / base for name, m in median.items()}
+    median, ratio = _harness.medians_and_ratios(per_call)
 
     labels = {"hand_numpy": "hand NumPy", "sess_run_feed_dict": "sess.run(L, feed_dict)",
               "make_callable": "make_callable(L, [a])"}
@@ -117,22 +107,10 @@ def main(argv=None):
         "us_per_call_median": median,
         "us_per_call_rounds": per_call,
         "ratio_to_hand_numpy": ratio,
-        "environment": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "staticgrad": sg.__version__,
-            "machine": platform.machine(),
-            "platform": platform.platform(),
-            "OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"],
-            "OPENBLAS_NUM_THREADS": os.environ["OPENBLAS_NUM_THREADS"],
-        },
+        "environment": _harness.environment(
+            with_platform=True, threads=("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")),
     }
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.out}")
+    _harness.write_json(args.out, results)
     return results
 
 

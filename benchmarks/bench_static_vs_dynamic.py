@@ -19,28 +19,22 @@ with the number of steps after which it has paid for itself.
     python benchmarks/bench_static_vs_dynamic.py [--rounds 7] [--number 200] [--out PATH]
 """
 
-import os
+import _harness
 
-os.environ["OMP_NUM_THREADS"] = "2"  # before NumPy is imported
-os.environ["OPENBLAS_NUM_THREADS"] = "2"
-os.environ["MKL_NUM_THREADS"] = "2"
+_harness.limit_threads()  # before NumPy is imported
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
-import platform  # noqa: E402
+import os  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples", "course"))  # also puts ROOT on sys.path
 import compare_static_dynamic as course  # noqa: E402
-
-import staticgrad as sg  # noqa: E402
 
 DEFAULT_OUT = os.path.join(ROOT, "benchmarks", "results", "static_vs_dynamic.json")
 
@@ -94,20 +88,15 @@ def main(argv=None):
         np.testing.assert_allclose([w.item(), b.item()], [hand.w.item(), hand.b.item()],
                                    rtol=1e-5, err_msg=f"{name} took another step")
 
-    for fn in ways.values():
-        timeit.timeit(fn, number=10)  # warm up
-    per_step = {name: [] for name in ways}
-    for _ in range(args.rounds):
-        for name, fn in ways.items():  # interleaved: every round times every way
-            per_step[name].append(timeit.timeit(fn, number=args.number) / args.number * 1e6)
+    # warm up, then interleaved rounds (every round times every way), in us
+    per_step = _harness.time_interleaved(ways, args.rounds, args.number, warmup=10, scale=1e6)
     builds = []
     for _ in range(args.builds):
         start = time.perf_counter()
         course.Static(model)
         builds.append((time.perf_counter() - start) * 1e6)
 
-    median = {name: statistics.median(v) for name, v in per_step.items()}
-    ratio = {name: m / median["hand_numpy"] for name, m in median.items()}
+    median, ratio = _harness.medians_and_ratios(per_step)
     dynamic_over_static = median["dynamic"] / median["sess_run"]
     build = statistics.median(builds)
     saved = median["dynamic"] - median["sess_run"]
@@ -139,15 +128,9 @@ def main(argv=None):
         "static_build_us_median": build,
         "static_build_us": builds,
         "static_break_even_steps": break_even,
-        "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                        "staticgrad": sg.__version__, "machine": platform.machine(),
-                        "OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"]},
+        "environment": _harness.environment(),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.out}")
+    _harness.write_json(args.out, results)
     return results
 
 

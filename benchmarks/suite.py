@@ -30,9 +30,10 @@ matplotlib, suite.png (ratios) and w4_scaling.png beside the JSON. No figure is 
 
 import os
 
+import _harness
+
 # Before NumPy (or any peer) is imported: they read these once.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "2"
+_harness.limit_threads()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 if "floatX" not in os.environ.get("PYTENSOR_FLAGS", ""):
     os.environ["PYTENSOR_FLAGS"] = ",".join(
@@ -362,12 +363,8 @@ def main(argv=None):
     print(f"load average: {results['load_average_start'][0]:.2f} at the start, "
           f"{results['load_average_end'][0]:.2f} at the end; {results['wall_s']:.0f} s in all")
 
+    _harness.write_json(args.out, results)
     out_dir = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.out}")
     if not args.no_plots:
         try:
             charts.ratios(results, os.path.join(out_dir, "suite.png"))
