@@ -503,3 +503,25 @@ def test_folding_never_makes_a_broadcast_into_a_big_constant():
         plan = sess.plan(g, {x: np.zeros(60_000, np.float32)})
     assert sum(np.asarray(c).nbytes for c in plan.fn.__globals__.values()
                if isinstance(c, np.ndarray)) < 10_000
+
+
+def test_every_ufunc_form_computes_what_the_ops_numpy_form_computes():
+    """The memory plan writes results with `OpDef.ufunc` (out=); it must agree with `numpy`."""
+    from staticgrad.ops.registry import REGISTRY, NodeCtx, kernel
+    checked = 0
+    for op_type, opdef in REGISTRY.items():
+        if not opdef.ufunc:
+            continue
+        arity = opdef.ufunc.count("{") - 1  # {0}, {1}..., then {out}
+        arrays = [np.linspace(0.5, 2.0, 7) + i for i in range(arity)]
+        ctx = NodeCtx(op_type, {}, [sg.TensorShape([7])] * arity, [sg.float64] * arity,
+                      [None] * arity)
+        ctx.out_shapes, ctx.out_dtypes = [sg.TensorShape([7])], [sg.float64]
+        want = kernel(opdef, ctx)(*arrays)
+        out = np.empty(7)
+        names = {f"a{i}": a for i, a in enumerate(arrays)}
+        got = eval(opdef.ufunc.format(*names, out="out"), {"np": np, "out": out, **names})
+        assert got is out, op_type
+        np.testing.assert_array_equal(out, want, err_msg=op_type)
+        checked += 1
+    assert checked >= 15

@@ -51,13 +51,23 @@ def broadcast_infer(kinds: str, out_dtype=None):
     return infer
 
 
-def _unary(op_type, numpy, grad, kinds="f", **kw):
-    register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, broadcasts=False, **kw)
+def _ufunc_call(ufunc, arity):
+    """`np.add` -> "np.add({0}, {1}, out={out})"; a call already written out stays."""
+    if ufunc is None or "(" in ufunc:
+        return ufunc
+    return f"{ufunc}({', '.join('{%d}' % i for i in range(arity))}, out={{out}})"
 
 
-def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, **kw):
+def _unary(op_type, numpy, grad, kinds="f", ufunc=None, **kw):
+    kw.setdefault("new_array", not kw.get("view", False))
+    register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, broadcasts=False,
+             ufunc=_ufunc_call(ufunc, 1), **kw)
+
+
+def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, ufunc=None, **kw):
     register(op_type, broadcast_infer(kinds, out_dtype), numpy, grad, elementwise=True,
-             differentiable=grad is not None, **kw)
+             differentiable=grad is not None, new_array=True, ufunc=_ufunc_call(ufunc, 2),
+             **kw)
 
 
 # -- unary ops: (type, NumPy expression, gradient) ----------------------------------------------
@@ -75,30 +85,32 @@ def _relu6_grad(op, g):
     return [where(logical_and(greater(x, 0), less(x, 6)), g, zeros_like(g))]
 
 
-_unary("Neg", "-{0}", lambda op, g: [-g], kinds="fi")
-_unary("Abs", "np.abs({0})", lambda op, g: [g * sign(_x(op))], kinds="fi")
-_unary("Sign", "np.sign({0})", lambda op, g: [zeros_like(_x(op))], kinds="fi")
-_unary("Square", "np.square({0})", lambda op, g: [g * (2 * _x(op))], kinds="fi")
-_unary("Sqrt", "np.sqrt({0})", lambda op, g: [g * (0.5 / _y(op))])
+_unary("Neg", "-{0}", lambda op, g: [-g], kinds="fi", ufunc="np.negative")
+_unary("Abs", "np.abs({0})", lambda op, g: [g * sign(_x(op))], kinds="fi", ufunc="np.absolute")
+_unary("Sign", "np.sign({0})", lambda op, g: [zeros_like(_x(op))], kinds="fi", ufunc="np.sign")
+_unary("Square", "np.square({0})", lambda op, g: [g * (2 * _x(op))], kinds="fi",
+       ufunc="np.square")
+_unary("Sqrt", "np.sqrt({0})", lambda op, g: [g * (0.5 / _y(op))], ufunc="np.sqrt")
 _unary("Rsqrt", "1 / np.sqrt({0})", lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))])
-_unary("Reciprocal", "1 / {0}", lambda op, g: [g * -square(_y(op))])
-_unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)])
+_unary("Reciprocal", "1 / {0}", lambda op, g: [g * -square(_y(op))], ufunc="np.reciprocal")
+_unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)], ufunc="np.exp")
 _unary("Expm1", "np.expm1({0})", lambda op, g: [g * exp(_x(op))])
-_unary("Log", "np.log({0})", lambda op, g: [g / _x(op)])
+_unary("Log", "np.log({0})", lambda op, g: [g / _x(op)], ufunc="np.log")
 _unary("Log1p", "rt.log1p({0})", lambda op, g: [g / (1 + _x(op))])
-_unary("Sin", "np.sin({0})", lambda op, g: [g * cos(_x(op))])
-_unary("Cos", "np.cos({0})", lambda op, g: [-(g * sin(_x(op)))])
-_unary("Tan", "np.tan({0})", lambda op, g: [g * (1 + square(_y(op)))])
-_unary("Tanh", "np.tanh({0})", lambda op, g: [g * (1 - square(_y(op)))])
+_unary("Sin", "np.sin({0})", lambda op, g: [g * cos(_x(op))], ufunc="np.sin")
+_unary("Cos", "np.cos({0})", lambda op, g: [-(g * sin(_x(op)))], ufunc="np.cos")
+_unary("Tan", "np.tan({0})", lambda op, g: [g * (1 + square(_y(op)))], ufunc="np.tan")
+_unary("Tanh", "np.tanh({0})", lambda op, g: [g * (1 - square(_y(op)))], ufunc="np.tanh")
 _unary("Sigmoid", "rt.sigmoid({0})", lambda op, g: [g * (_y(op) * (1 - _y(op)))])
 _unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))])
 _unary("Erf", "rt.erf({0})",
        lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
 _unary("Relu", "np.maximum({0}, 0)",
-       lambda op, g: [apply1("ReluGrad", [g, _x(op)], name="ReluGrad")], kinds="fi")
+       lambda op, g: [apply1("ReluGrad", [g, _x(op)], name="ReluGrad")], kinds="fi",
+       ufunc="np.maximum({0}, 0, out={out})")
 _unary("Relu6", "np.clip({0}, 0, 6)", _relu6_grad, kinds="fi")
 _unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
-_unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))])
+_unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))], ufunc="np.floor")
 _unary("Identity", "{0}", lambda op, g: [g], kinds="fib", view=True)
 register("StopGradient", unary_infer("fib"), "{0}", None, differentiable=False, view=True,
          elementwise=True, broadcasts=False)
@@ -121,7 +133,7 @@ def _relu_grad_infer(ctx):
 register("ReluGrad", _relu_grad_infer, "{0} * ({1} > 0)",
          lambda op, gg: [apply1("ReluGrad", [gg, op.inputs[1]], name="ReluGrad"),
                          zeros_like(op.inputs[1])],
-         elementwise=True, broadcasts=False)
+         elementwise=True, broadcasts=False, new_array=True)
 
 
 def _leaky_relu_grad(op, g):
@@ -180,15 +192,18 @@ def _minmax_grad(op, g, select):
     return [where(mask, g, zeros), where(mask, zeros, g)]
 
 
-_binary("Add", "{0} + {1}", lambda op, g: [g, g])
-_binary("Sub", "{0} - {1}", lambda op, g: [g, -g])
-_binary("Mul", "{0} * {1}", lambda op, g: [g * op.inputs[1], op.inputs[0] * g])
-_binary("RealDiv", "{0} / {1}", _div_grad, kinds="f")
+_binary("Add", "{0} + {1}", lambda op, g: [g, g], ufunc="np.add")
+_binary("Sub", "{0} - {1}", lambda op, g: [g, -g], ufunc="np.subtract")
+_binary("Mul", "{0} * {1}", lambda op, g: [g * op.inputs[1], op.inputs[0] * g],
+        ufunc="np.multiply")
+_binary("RealDiv", "{0} / {1}", _div_grad, kinds="f", ufunc="np.divide")
 _binary("FloorDiv", "{0} // {1}", None)
 _binary("FloorMod", "{0} % {1}", _mod_grad)
 _binary("Pow", "{0} ** {1}", _pow_grad)
-_binary("Maximum", "np.maximum({0}, {1})", lambda op, g: _minmax_grad(op, g, greater_equal))
-_binary("Minimum", "np.minimum({0}, {1})", lambda op, g: _minmax_grad(op, g, less_equal))
+_binary("Maximum", "np.maximum({0}, {1})", lambda op, g: _minmax_grad(op, g, greater_equal),
+        ufunc="np.maximum")
+_binary("Minimum", "np.minimum({0}, {1})", lambda op, g: _minmax_grad(op, g, less_equal),
+        ufunc="np.minimum")
 for _t, _sym in [("Equal", "=="), ("NotEqual", "!="), ("Less", "<"), ("LessEqual", "<="),
                  ("Greater", ">"), ("GreaterEqual", ">=")]:
     _binary(_t, "{0} %s {1}" % _sym, None, kinds="fib", out_dtype=_dt.bool_)
@@ -215,7 +230,8 @@ def _select_grad(op, g):
     return [None, where(cond, g, zeros), where(cond, zeros, g)]
 
 
-register("Select", _select_infer, "np.where({0}, {1}, {2})", _select_grad, elementwise=True)
+register("Select", _select_infer, "np.where({0}, {1}, {2})", _select_grad, elementwise=True,
+         new_array=True)
 
 
 def _add_n_infer(ctx):
@@ -288,7 +304,8 @@ def _matmul_grad(op, g):
             matmul(g, a, transpose_a=True, transpose_b=True)]
 
 
-register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, broadcasts=True, core_dims=2)
+register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, broadcasts=True, core_dims=2,
+         new_array=True)
 
 
 # -- public functions -------------------------------------------------------------------------

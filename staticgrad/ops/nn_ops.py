@@ -43,8 +43,10 @@ def _log_softmax_grad(op, g):
     return [g - M.exp(y) * reduce_sum(g, axis=axis, keepdims=True)]
 
 
-register("Softmax", _last_axis_infer, "rt.softmax({0}, axis={axis})", _softmax_grad)
-register("LogSoftmax", _last_axis_infer, "rt.log_softmax({0}, axis={axis})", _log_softmax_grad)
+register("Softmax", _last_axis_infer, "rt.softmax({0}, axis={axis})", _softmax_grad,
+         new_array=True)
+register("LogSoftmax", _last_axis_infer, "rt.log_softmax({0}, axis={axis})", _log_softmax_grad,
+         new_array=True)
 
 
 def softmax(logits, axis=None, name=None, dim=None):
@@ -89,7 +91,7 @@ def _xent_grad(op, g):
 
 
 register("SoftmaxCrossEntropyWithLogits", _xent_infer,
-         "rt.softmax_xent({0}, {1}, axis={axis})", _xent_grad)
+         "rt.softmax_xent({0}, {1}, axis={axis})", _xent_grad, new_array=True)
 
 
 def softmax_cross_entropy_with_logits_v2(labels=None, logits=None, axis=-1, name=None, dim=None):

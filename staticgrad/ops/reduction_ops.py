@@ -119,11 +119,11 @@ def _prod_grad(op, g):
     return [M.where(is_zero, at_zero, elsewhere) * _restore(op, g)]
 
 
-register("Sum", _reduce_infer("fi"), _reduce_numpy("sum"), _sum_grad)
-register("Mean", _reduce_infer("fi"), _reduce_numpy("mean"), _mean_grad)
-register("Max", _reduce_infer("fi"), _reduce_numpy("max"), _minmax_grad)
-register("Min", _reduce_infer("fi"), _reduce_numpy("min"), _minmax_grad)
-register("Prod", _reduce_infer("fi"), _reduce_numpy("prod"), _prod_grad)
+register("Sum", _reduce_infer("fi"), _reduce_numpy("sum"), _sum_grad, new_array=True)
+register("Mean", _reduce_infer("fi"), _reduce_numpy("mean"), _mean_grad, new_array=True)
+register("Max", _reduce_infer("fi"), _reduce_numpy("max"), _minmax_grad, new_array=True)
+register("Min", _reduce_infer("fi"), _reduce_numpy("min"), _minmax_grad, new_array=True)
+register("Prod", _reduce_infer("fi"), _reduce_numpy("prod"), _prod_grad, new_array=True)
 register("Any", _reduce_infer("b"), _reduce_numpy("any"), differentiable=False)
 register("All", _reduce_infer("b"), _reduce_numpy("all"), differentiable=False)
 

@@ -47,6 +47,9 @@ class OpDef:
     view: bool = False           # output may share memory with input 0 (reshape, transpose...)
     static_inputs: tuple = ()    # inputs read only for their (static) value, e.g. shape tensors
     shape_inputs: tuple = ()     # inputs read only for their shape, e.g. zeros_like's argument
+    new_array: bool = False      # the result is always a new array: never an input or a view
+    ufunc: str | None = None     # the op as one NumPy ufunc call writing into `out=`:
+    #                              "np.add({0}, {1}, out={out})" (for the memory plan)
     doc: str = ""
 
 

@@ -8,9 +8,10 @@ write its result into the buffer of an input that dies there (NumPy's `out=`).
 
 Only buffers of MIN_BYTES or more are planned. A buffer is reused only when that is
 invisible: it was made by this program (never a fed array, a variable's value or a
-constant), nothing else refers to it (every consumer is an op
-that reads its inputs and keeps no reference: no view, no assignment into a variable, not a
-fetch), it dies at this node, and it has the result's exact shape and dtype.
+constant), nothing else refers to it (every consumer is an op whose result is a new array,
+`OpDef.new_array`: no view, no assignment into a variable, not a fetch), it dies at this
+node, and it has the result's exact shape and dtype. Which ops can write into `out=` is
+their own `OpDef.ufunc`.
 """
 
 from __future__ import annotations
@@ -18,25 +19,6 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir import Node, Program, Value
-
-# Elementwise ops whose NumPy form is one ufunc call (which takes out=), with extra args.
-UFUNCS = {
-    "Neg": ("np.negative", ""), "Abs": ("np.absolute", ""), "Square": ("np.square", ""),
-    "Sqrt": ("np.sqrt", ""), "Exp": ("np.exp", ""), "Log": ("np.log", ""),
-    "Sin": ("np.sin", ""), "Cos": ("np.cos", ""), "Tan": ("np.tan", ""),
-    "Tanh": ("np.tanh", ""), "Floor": ("np.floor", ""), "Sign": ("np.sign", ""),
-    "Reciprocal": ("np.reciprocal", ""), "Add": ("np.add", ""),
-    "Sub": ("np.subtract", ""), "Mul": ("np.multiply", ""), "RealDiv": ("np.divide", ""),
-    "Maximum": ("np.maximum", ""), "Minimum": ("np.minimum", ""), "Relu": ("np.maximum", "0"),
-}
-# Ops whose result is always a new array of their own (never a view of an input).
-FRESH = set(UFUNCS) | {"MatMul", "ReluGrad", "Sigmoid", "Softplus", "Expm1", "Log1p"}
-# Ops that read their inputs and keep no reference to them.
-READERS = FRESH | {"Sum", "Mean", "Max", "Min", "Prod", "Softmax", "LogSoftmax",
-                   "SoftmaxCrossEntropyWithLogits", "Greater", "Less", "GreaterEqual",
-                   "LessEqual", "Equal", "NotEqual", "Select"}
-# (not SumTo, Cast or a one-input AddN: with nothing to do they return their input itself)
-
 
 # Buffers smaller than this are left to NumPy: for them `del` and `out=` cost more than they
 # save (a ufunc call with out= takes about a microsecond longer).
@@ -67,7 +49,7 @@ def plan_memory(program: Program) -> Program:
                 continue
             end = last_use.get(id(v), node)  # never read: free at once
             free_after.setdefault(id(end), []).append(v)
-        if node.type in UFUNCS and len(node.outputs) == 1 and not node.members:
+        if node.opdef.ufunc and len(node.outputs) == 1 and not node.members:
             out = node.outputs[0]
             for v in node.runtime_inputs():
                 if _reusable(v, out, node, last_use, consumers, fetched):
@@ -82,8 +64,9 @@ def _large(v: Value) -> bool:
 
 
 def _reusable(v: Value, out: Value, node: Node, last_use, consumers, fetched) -> bool:
-    return (_large(v) and v.producer is not None and v.producer.type in FRESH
+    return (_large(v) and v.producer is not None and v.producer.opdef.new_array
             and id(v) not in fetched and last_use.get(id(v)) is node and v.dtype is out.dtype
             and v.shape.is_fully_defined() and v.shape.ndims > 0  # 0-d results are scalars
             and v.shape.dims == out.shape.dims
-            and all(c.type in READERS for c in consumers[id(v)]))
+            # every reader makes a new array of its own: none keeps a reference to v
+            and all(c.opdef.new_array for c in consumers[id(v)]))
