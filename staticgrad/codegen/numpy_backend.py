@@ -120,6 +120,12 @@ def render(program: Program, title: str = "") -> Rendered:
         body.append(f"{scal[id(v)]} = {ref(v, consumer)}{first}")
         return scal[id(v)]
 
+    def free(node: Node) -> None:
+        """`del` the values whose last use is `node` (the memory plan)."""
+        dead = [expr[id(v)] for v in memory.free_after.get(id(node), ())] if memory else []
+        if dead:
+            body.append(f"del {', '.join(dead)}")
+
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
@@ -140,9 +146,7 @@ def render(program: Program, title: str = "") -> Rendered:
             line_ops[len(body)] = op
             for v in node.outputs:
                 alias[id(v)] = False
-            dead = [expr[id(v)] for v in memory.free_after.get(id(node), ())] if memory else []
-            if dead:
-                body.append(f"del {', '.join(dead)}")
+            free(node)
             continue
         if id(node) in program.scalars:  # the scalar fast path: computed on NumPy scalars
             args = ["None" if i in node.static_uses else scalar_ref(v, node)
@@ -188,9 +192,7 @@ def render(program: Program, title: str = "") -> Rendered:
             # an assignment's output is the variable's new value itself (V[...] = out = ...)
             alias[id(v)] = isinstance(code, Store) or (
                 node.opdef.view and bool(node.inputs) and alias.get(id(node.inputs[0]), False))
-        dead = [expr[id(v)] for v in memory.free_after.get(id(node), ())] if memory else []
-        if dead:
-            body.append(f"del {', '.join(dead)}")
+        free(node)
 
     returns, fetch_names = [], []
     for f in program.fetches:

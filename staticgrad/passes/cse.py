@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..ir import Program, Value
-from .rewrite import reads_variable, rewrite
+from .rewrite import assigns_variables, reads_variable, rewrite
 
 CONST_KEY_LIMIT = 1024  # constants up to this many elements are compared by value
 
@@ -19,8 +19,7 @@ def cse(program: Program) -> Program:
     consts: dict = {}
     seen: dict = {}
     # two reads of a variable are equal only if no assignment can come between them
-    assigns = any(isinstance(n.attrs, dict) and "var" in n.attrs and n.opdef.stateful
-                  for n in program.nodes)
+    assigns = assigns_variables(program)
 
     def canonical(v: Value) -> Value:
         if v.const is None or v.const.size > CONST_KEY_LIMIT:

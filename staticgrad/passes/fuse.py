@@ -19,7 +19,7 @@ import itertools
 
 from ..ir import Node, Program, Value
 from ..ops.registry import OpDef
-from .rewrite import reads_variable
+from .rewrite import assigns_variables, reads_variable
 
 # Below this many elements a group gains nothing from blocks and threads.
 FUSE_MIN_ELEMENTS = 1 << 16
@@ -33,8 +33,7 @@ def fuse_elementwise(program: Program) -> Program:
         return program  # nothing large enough to gain from blocks
     waited_on = {id(c) for n in program.nodes for c in n.controls}
     waited_on.update(id(f) for f in program.fetches if isinstance(f, Node))  # fetched ops
-    assigns = any("var" in n.attrs and n.opdef.stateful for n in program.nodes
-                  if isinstance(n.attrs, dict))
+    assigns = assigns_variables(program)
     group_of: dict[int, int] = {}        # id(node) -> group number (before merges)
     merged_into: dict[int, int] = {}     # group number -> the group it was merged into
     members: dict[int, list[Node]] = {}

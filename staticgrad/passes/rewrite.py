@@ -57,3 +57,9 @@ def same_type(a: Value, b: Value) -> bool:
 
 def reads_variable(v: Value) -> bool:
     return v.producer is not None and v.producer.opdef.reads_state
+
+
+def assigns_variables(program: Program) -> bool:
+    """Does the program write a variable (so that reads of it must not move or merge)?"""
+    return any(n.opdef.stateful and isinstance(n.attrs, dict) and "var" in n.attrs
+               for n in program.nodes)
