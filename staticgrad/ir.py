@@ -215,8 +215,11 @@ def verify(program: Program, after: str = "") -> None:
     seen_nodes = set()
     for node in program.nodes:
         members = node.members or (node,)
+        # a fused group reads a broadcast scalar as the scalar itself (passes/fuse.py)
+        scalars = node.attrs["scalars"] if node.members else {}
         for m in members:
             for i, v in enumerate(m.inputs):
+                v = scalars.get(id(v), v)
                 if id(v) not in defined and v.const is None and i not in m.static_uses:
                     raise VerificationError(f"{m!r} reads {v!r} before it is defined{where}")
             for c in m.controls:

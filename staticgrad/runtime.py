@@ -11,28 +11,50 @@ import math
 import numpy as np
 
 
-def sigmoid(x):
-    """1 / (1 + exp(-x)) as exp(min(x, 0)) / (1 + exp(-|x|)): no overflow for large |x|,
-    full relative accuracy in both tails, and no np.where (which is several times slower
-    than the two SIMD exps)."""
-    return np.exp(np.minimum(x, 0)) / (1 + np.exp(-np.abs(x)))
+def sigmoid(x, out=None):
+    """1 / (1 + exp(-x)) as max(e, x >= 0) / (1 + e) with e = exp(-|x|): one SIMD exp, no
+    overflow for large |x|, full relative accuracy in both tails (for x < 0 the numerator is
+    e = exp(x) itself), and no np.where (several times slower than the exp). `out` may be x."""
+    e = np.exp(-np.abs(x))
+    num = np.maximum(e, np.greater_equal(x, 0), out=out)  # NaN stays NaN
+    e += 1
+    return np.divide(num, e, out=num if isinstance(num, np.ndarray) else None)
 
 
-def log1p(x):
+def log1p(x, out=None):
     """log(1 + x), accurate for small |x|, from NumPy's SIMD log (np.log1p calls the scalar C
     library, several times slower for float32). With u = 1 + x rounded, the exact
     correction (x - (u - 1)) / u restores what the rounding lost (0 when u is exact).
     u is clipped to [tiny, max] inside the correction only, so that x = -1 (u = 0) gives
     0 / tiny = 0 and x = +inf gives inf / max = inf, never 0/0 or inf - inf; log(u) then
-    gives -inf, +inf, and NaN for x < -1 or NaN, as log1p does."""
+    gives -inf, +inf, and NaN for x < -1 or NaN, as log1p does. `out` may be x."""
     x = np.asarray(x)
-    if x.dtype.kind != "f":
-        return np.log1p(x)
+    if x.dtype.kind != "f" or x.ndim == 0:
+        return np.log1p(x, out=out)
     info = np.finfo(x.dtype)
     u = x + 1
     v = np.clip(u, info.tiny, info.max)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.log(u) + (x - (v - 1)) / v
+        np.log(u, out=u)
+        c = np.subtract(v, 1)
+        np.subtract(x, c, out=c)
+        np.divide(c, v, out=c)
+        return np.add(u, c, out=out)
+
+
+def add_n(*xs, out=None):
+    """xs[0] + xs[1] + ..., added left to right (as the written sum would be), into `out`,
+    which may be one of xs."""
+    into = out
+    if out is not None and any(np.may_share_memory(out, x) for x in xs[2:]):
+        into = None  # out is read later: add into a new array, then copy
+    total = np.add(xs[0], xs[1], out=into)
+    for x in xs[2:]:
+        total = np.add(total, x, out=total if isinstance(total, np.ndarray) else None)
+    if out is not None and into is None:
+        np.copyto(out, total)
+        return out
+    return total
 
 
 def softplus(x):

@@ -463,6 +463,47 @@ def test_fused_sum_over_every_axis_named_two_ways_and_long_chains():
     np.testing.assert_array_equal(on[1], off[1])
 
 
+def test_a_fused_sum_of_a_broadcast_number_counts_every_element():
+    """Members computed from numbers alone are computed once, before the blocks; a sum over
+    one still adds one term per element."""
+    c = sg.placeholder(sg.float32, [], name="c")
+    b = sg.broadcast_to(c, [N])
+    sums = [sg.reduce_sum(0.5 * b), sg.reduce_sum(sg.exp(b) * 2.0), sg.reduce_sum(b)]
+    fetched = sg.exp(b) + 1.0  # and a fetched one is written out in full
+    on, off = _on_and_off([*sums, fetched], {c: 2.0})
+    np.testing.assert_allclose(on[:3], [N, np.exp(2.0) * 2 * N, 2 * N], rtol=1e-5)
+    np.testing.assert_allclose(on[:3], off[:3], rtol=1e-5)
+    np.testing.assert_array_equal(on[3], off[3])
+
+
+def test_fused_blocks_compute_in_scratch_rows_and_allocate_nothing():
+    import tracemalloc
+    x = sg.placeholder(sg.float32, [None], name="x")
+    y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.exp(-sg.square(x)) + x / (1.0 + x * x))
+    (dx,) = sg.gradients(y, [x])  # an AddN of four terms, among others
+    xv = np.random.default_rng(0).normal(size=N).astype(np.float32)
+    with sg.Session() as sess:
+        src = sess.source([y, dx], {x: xv})
+        fn = sess.make_callable([y, dx], [x])
+        first = fn(xv)  # the first call makes each thread's scratch
+        tracemalloc.start()
+        try:
+            again = fn(xv)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    with sg.Session(options=sg.CompileOptions(disable={"fuse"})) as sess:
+        plain = sess.run([y, dx], {x: xv})
+    kernel = src[src.index("def fused"):]
+    assert "scratch=(" in src and "rt.add_n(" in kernel and "np.broadcast_to" not in src
+    assert all("out=" in line for line in kernel.split("\n")[3:-2] if "np.sum" not in line)
+    # dx itself and a few small objects: no block-sized temporary (128 KB each)
+    assert peak < xv.nbytes + 64_000, peak
+    np.testing.assert_array_equal(first[1], plain[1])
+    np.testing.assert_array_equal(again[1], plain[1])
+    np.testing.assert_allclose(again[0], plain[0], rtol=1e-5)
+
+
 def test_kernel_names_and_negative_literals_are_safe():
     x = sg.placeholder(sg.float32, [N], name="x")
     y = sg.exp(sg.add(sg.multiply(x, 2.0, name="hi"), 1.0, name="lo"))
@@ -507,12 +548,14 @@ def test_folding_never_makes_a_broadcast_into_a_big_constant():
 
 def test_every_ufunc_form_computes_what_the_ops_numpy_form_computes():
     """The memory plan writes results with `OpDef.ufunc` (out=); it must agree with `numpy`."""
-    from staticgrad.ops.registry import REGISTRY, NodeCtx, kernel
+    from staticgrad import runtime
+    from staticgrad.ops.registry import REGISTRY, NodeCtx, kernel, render_ufunc
     checked = 0
     for op_type, opdef in REGISTRY.items():
         if not opdef.ufunc:
             continue
-        arity = opdef.ufunc.count("{") - 1  # {0}, {1}..., then {out}
+        # {0}, {1}..., then {out}; a callable form takes any number (AddN): three
+        arity = opdef.ufunc.count("{") - 1 if isinstance(opdef.ufunc, str) else 3
         arrays = [np.linspace(0.5, 2.0, 7) + i for i in range(arity)]
         ctx = NodeCtx(op_type, {}, [sg.TensorShape([7])] * arity, [sg.float64] * arity,
                       [None] * arity)
@@ -520,8 +563,14 @@ def test_every_ufunc_form_computes_what_the_ops_numpy_form_computes():
         want = kernel(opdef, ctx)(*arrays)
         out = np.empty(7)
         names = {f"a{i}": a for i, a in enumerate(arrays)}
-        got = eval(opdef.ufunc.format(*names, out="out"), {"np": np, "out": out, **names})
+        env = {"np": np, "rt": runtime, "out": out, **names}
+        got = eval(render_ufunc(opdef, list(names), "out"), env)
         assert got is out, op_type
         np.testing.assert_array_equal(out, want, err_msg=op_type)
+        for i in range(arity):  # and in place: the result written over each input
+            env = {"np": np, "rt": runtime, **{k: a.copy() for k, a in names.items()}}
+            got = eval(render_ufunc(opdef, list(names), f"a{i}"), env)
+            assert got is env[f"a{i}"], op_type
+            np.testing.assert_array_equal(got, want, err_msg=f"{op_type} into input {i}")
         checked += 1
-    assert checked >= 15
+    assert checked >= 18

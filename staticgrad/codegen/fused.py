@@ -1,87 +1,158 @@
 """Render a fused group (see passes/fuse.py) as a block kernel plus the lines that run it.
 
-    def fused_1(lo, hi, x, out_Tanh):         # elements lo:hi of every array
+    def fused_1(lo, hi, x, c, out_Tanh, scratch):  # elements lo:hi of every array
+        r0, r1 = scratch                      # this thread's scratch rows, one block long
         x = x[lo:hi]
-        Mul = 1.5 * x
+        Mul = np.multiply(1.5, x, out=r0)     # each result goes into a free row
         ...
-        out_Tanh[lo:hi] = Tanh                 # the group's outputs, written in full
-        return np.sum(Add_2)                   # its part of the group's sum, if any
+        Tanh = np.tanh(Add, out=out_Tanh[lo:hi])  # the group's outputs, written in full
+        Sum = np.sum(Add_2, dtype=np.float32)
+        return (Sum, )                         # its part of the group's sums, if any
 
     # fused: 23 elementwise ops over 1000000 float32 elements, in blocks of 32768
     #   Sum = sum(tanh(1.5 * x + 0.3) * sigmoid(x) + ...)
+    c = 0.5 * np.reshape(s, ())               # what needs no block is computed once
     Tanh = np.empty((1000000,), dtype=np.float32)
-    parts = rt.run_blocks(fused_1, 1000000, x.reshape(-1), Tanh.reshape(-1))
-    Sum = np.sum(np.array(parts, dtype=np.float32))
+    parts = rt.run_blocks(fused_1, 1000000, x.reshape(-1), c, Tanh.reshape(-1),
+                          scratch=(2, np.float32))
+    Sum = np.sum(np.array([p[0] for p in parts], dtype=np.float32))
+
+A block allocates nothing when every member has an out= form (`OpDef.ufunc`): rows are
+assigned by liveness, a result taking the row of an input that dies there, so a long chain
+runs in a few rows that stay in cache. A member without one makes its array as usual, and
+it is deleted after its last use.
 """
 
 from __future__ import annotations
 
 from ..ir import Node, Value
-from ..ops.registry import np_dtype, render_numpy
+from ..ops.registry import np_dtype, render_numpy, render_ufunc
 from ..runtime_blocks import BLOCK
 
 EXPRESSION_LIMIT = 240  # characters of a fused expression shown in the comment
 
 
-def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable):
-    """(lines for run(), lines of the kernel) for the fused group `node`.
+class _Rows:
+    """The kernel's scratch rows: which value each holds, by liveness."""
 
-    `ref(value, consumer)` is how run() refers to a value, `out_name(value)` names a group
-    output in run(), `kernel_names` makes the kernel's local names.
+    def __init__(self, names):
+        self.names, self.free, self.holder, self._make = [], [], {}, names.make
+
+    def take(self, dying: list[Value]) -> str:
+        """A row for a new result: one that a dying input holds, else a free or a new one."""
+        for x in dying:
+            for row, held in self.holder.items():
+                if held is x:
+                    return row
+        if self.free:
+            return self.free.pop()
+        self.names.append(self._make(f"r{len(self.names)}"))
+        return self.names[-1]
+
+    def hold(self, v: Value, row: str) -> None:
+        self.holder[row] = v
+
+    def release(self, dead: list[Value]) -> None:
+        for row, held in list(self.holder.items()):
+            if any(held is x for x in dead):
+                del self.holder[row]
+                self.free.append(row)
+
+
+def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable):
+    """(lines for run(), lines of the kernel, the op of each kernel line) for the fused group
+    `node`.
+
+    `ref(value, consumer)` is how run() refers to a value, `out_name(value)` names a value in
+    run(), `kernel_names` makes the kernel's local names.
     """
     names = kernel_names
-    local: dict[int, str] = {}
-    params, args, prologue = [], [], []
+    local: dict[int, str] = {}   # id(Value) -> how the kernel refers to it
+    outer: dict[int, str] = {}   # id(Value) -> how run() refers to a number the kernel reads
+    block: set[int] = set()      # values that are arrays of one block (else one number)
+    params, args, prologue, hoisted = [], [], [], []
     last = node.members[-1]
     domain = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape
     dtype = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).dtype
+
+    def param(v: Value, arg: str) -> None:
+        local[id(v)] = names.make(v.name)
+        outer[id(v)] = arg
+        params.append(local[id(v)])
+        args.append(arg)
+
     for v in node.inputs:
         if v.const is not None and v.const.ndim == 0:
             continue  # a literal or a module constant, used as it is
-        p = names.make(v.name)
-        params.append(p)
-        local[id(v)] = p
         if v.shape.num_elements() == 1:  # a scalar: passed as one number
-            args.append(f"np.reshape({ref(v, None)}, ())")
+            param(v, f"np.reshape({ref(v, None)}, ())")
         else:
-            args.append(f"{ref(v, None)}.reshape(-1)")
-            prologue.append(f"{p} = {p}[lo:hi]")
+            param(v, f"{ref(v, None)}.reshape(-1)")
+            prologue.append(f"{local[id(v)]} = {local[id(v)]}[lo:hi]")
+            block.add(id(v))
     for broadcast, source in node.attrs["scalars"].items():
-        local[broadcast] = local[id(source)] if id(source) in local else ref(source, None)
+        local[broadcast] = local.get(id(source)) or ref(source, None)
+        outer[broadcast] = outer.get(id(source)) or ref(source, None)
     full = [v for v in node.outputs if v.producer.type != "Sum"]
     out_params = {id(v): names.make("out_" + v.name) for v in full}
+    scratch = names.make("scratch")
 
-    # a block's arrays are freed after their last use, so few are alive at once (and the
-    # memory they free is reused, still in cache, by the next ones)
-    sliced = {id(v) for v in node.inputs if id(v) in local and v.shape.num_elements() != 1}
+    rows = _Rows(names)
     last_use = {id(v): i for i, m in enumerate(node.members) for v in m.inputs}
-    body, partials, body_ops = [], [], []
+    allocated: set[int] = set()  # block arrays NumPy made (not in a row): del after last use
+    body, body_ops, partials = [], [], []
+
+    def emit(line: str, op) -> None:
+        body.append(line)
+        body_ops.append(op)
+
     for i, m in enumerate(node.members):
-        a = [local[id(v)] if id(v) in local else ref(v, m) for v in m.inputs]
-        out = names.make(m.outputs[0].name)
-        local[id(m.outputs[0])] = out
+        (v,) = m.outputs
+        a = [local[id(x)] if id(x) in local else ref(x, m) for x in m.inputs]
+        from_block = any(id(x) in block for x in m.inputs)
         if m.type == "Sum":
-            body.append(f"{out} = np.sum({a[0]}, dtype={np_dtype(m.outputs[0].dtype)})")
-            partials.append(out)
+            x = a[0] if from_block else f"np.broadcast_to({a[0]}, (hi - lo,))"
+            local[id(v)] = names.make(v.name)
+            emit(f"{local[id(v)]} = np.sum({x}, dtype={np_dtype(v.dtype)})", m.origin)
+            partials.append(local[id(v)])
+        elif not from_block and id(v) not in out_params:
+            # from numbers alone: computed once, in run(), and passed in as a number
+            code = render_numpy(m.opdef, [outer[id(x)] if id(x) in outer else ref(x, m)
+                                          for x in m.inputs], m.ctx)
+            param(v, out_name(v))
+            hoisted.append(f"{outer[id(v)]} = {code}")
+            continue
         else:
-            body.append(f"{out} = {render_numpy(m.opdef, a, m.ctx)}")
-            sliced.add(id(m.outputs[0]))
-        body_ops.append(m.origin)
-        if id(m.outputs[0]) in out_params:
-            body.append(f"{out_params[id(m.outputs[0])]}[lo:hi] = {out}")
-            body_ops.append(m.origin)
-        dead = sorted({local[id(v)] for v in (*m.inputs, m.outputs[0])
-                       if id(v) in sliced and last_use.get(id(v), i) <= i})
+            name = local[id(v)] = names.make(v.name)
+            dest = f"{out_params[id(v)]}[lo:hi]" if id(v) in out_params else None
+            if from_block and m.opdef.ufunc and (dest or v.dtype is dtype):
+                if dest is None:
+                    dest = rows.take([x for x in m.inputs if last_use[id(x)] == i])
+                    rows.hold(v, dest)
+                emit(f"{name} = {render_ufunc(m.opdef, a, dest)}", m.origin)
+            else:
+                emit(f"{name} = {render_numpy(m.opdef, a, m.ctx)}", m.origin)
+                if dest:  # a group output without an out= form
+                    emit(f"{dest} = {name}", m.origin)
+                elif from_block:
+                    allocated.add(id(v))
+            if from_block:
+                block.add(id(v))
+        dying = [x for x in (*m.inputs, v) if last_use.get(id(x), i) <= i]
+        rows.release(dying)
+        dead = sorted({local[id(x)] for x in dying if id(x) in allocated})
         if dead:
-            body.append(f"del {', '.join(dead)}")
-            body_ops.append(None)
-            sliced.difference_update(id(v) for v in (*m.inputs, m.outputs[0])
-                                     if id(v) in sliced and last_use.get(id(v), i) <= i)
-    kernel = [f"def {kname}(lo, hi, {', '.join(params + list(out_params.values()))}):"]
-    kernel += [f"    {line}" for line in prologue + body]
+            emit(f"del {', '.join(dead)}", None)
+            allocated.difference_update(id(x) for x in dying)
+
+    head = [f"{', '.join(rows.names)}{',' * (len(rows.names) == 1)} = {scratch}"] \
+        if rows.names else []
+    kernel = [f"def {kname}(lo, hi, "
+              f"{', '.join(params + list(out_params.values()) + [scratch][:len(head)])}):"]
+    kernel += [f"    {line}" for line in head + prologue + body]
     kernel.append(f"    return ({''.join(p + ', ' for p in partials)})")
     # which op each kernel line computes (for errors): none for the def and the slicing
-    kernel_ops = [None] * (1 + len(prologue)) + body_ops + [None]
+    kernel_ops = [None] * (1 + len(head) + len(prologue)) + body_ops + [None]
 
     inside = {id(v) for m in node.members for v in m.outputs}
     run = [f"# fused: {len(node.members)} elementwise ops over {domain.num_elements()} "
@@ -90,11 +161,13 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
     for m in node.members:  # in order, so each expression's parts are known (no recursion)
         _expression(m.outputs[0], inside, memo)
     run += [f"#   {printable(v.name)} = {printable(memo[id(v)])}" for v in node.outputs]
+    run += hoisted
     for v in full:
         run.append(f"{out_name(v)} = np.empty({tuple(v.shape.dims)!r}, "
                    f"dtype={np_dtype(v.dtype)})")
+    rows_arg = [f"scratch=({len(rows.names)}, {np_dtype(dtype)})"] if rows.names else []
     call = f"rt.run_blocks({kname}, {domain.num_elements()}, " + \
-        ", ".join(args + [f"{out_name(v)}.reshape(-1)" for v in full]) + ")"
+        ", ".join(args + [f"{out_name(v)}.reshape(-1)" for v in full] + rows_arg) + ")"
     # each block returns its part of every sum of the group, in member order
     sums = [m.outputs[0] for m in node.members if m.type == "Sum"]
     wanted = {id(v) for v in node.outputs}

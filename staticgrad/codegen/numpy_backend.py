@@ -17,7 +17,7 @@ import numpy as np
 
 from ..graph import Operation
 from ..ir import Node, Program, Value
-from ..ops.registry import render_numpy, scalar_literal
+from ..ops.registry import render_numpy, render_ufunc, scalar_literal
 from ..ops.state_ops import Store
 from .fused import render_group
 from .templates import render_template
@@ -168,7 +168,7 @@ def render(program: Program, title: str = "") -> Rendered:
         ctx.in_alias = [alias.get(id(v), False) for v in node.inputs]
         into = memory.write_into.get(id(node)) if memory else None
         if into is not None:  # the result goes into a dying input's buffer
-            code = node.opdef.ufunc.format(*args, out=expr[id(into)])
+            code = render_ufunc(node.opdef, args, expr[id(into)])
         else:
             code = render_numpy(node.opdef, args, ctx)
         outs = [names.make(v.name) for v in node.outputs]

@@ -96,12 +96,14 @@ _unary("Reciprocal", "1 / {0}", lambda op, g: [g * -square(_y(op))], ufunc="np.r
 _unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)], ufunc="np.exp")
 _unary("Expm1", "np.expm1({0})", lambda op, g: [g * exp(_x(op))])
 _unary("Log", "np.log({0})", lambda op, g: [g / _x(op)], ufunc="np.log")
-_unary("Log1p", "rt.log1p({0})", lambda op, g: [g / (1 + _x(op))])
+_unary("Log1p", "rt.log1p({0})", lambda op, g: [g / (1 + _x(op))],
+       ufunc="rt.log1p({0}, out={out})")
 _unary("Sin", "np.sin({0})", lambda op, g: [g * cos(_x(op))], ufunc="np.sin")
 _unary("Cos", "np.cos({0})", lambda op, g: [-(g * sin(_x(op)))], ufunc="np.cos")
 _unary("Tan", "np.tan({0})", lambda op, g: [g * (1 + square(_y(op)))], ufunc="np.tan")
 _unary("Tanh", "np.tanh({0})", lambda op, g: [g * (1 - square(_y(op)))], ufunc="np.tanh")
-_unary("Sigmoid", "rt.sigmoid({0})", lambda op, g: [g * (_y(op) * (1 - _y(op)))])
+_unary("Sigmoid", "rt.sigmoid({0})", lambda op, g: [g * (_y(op) * (1 - _y(op)))],
+       ufunc="rt.sigmoid({0}, out={out})")
 _unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))])
 _unary("Erf", "rt.erf({0})",
        lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
@@ -250,7 +252,8 @@ def _add_n_infer(ctx):
 
 
 register("AddN", _add_n_infer, lambda args, ctx: " + ".join(args),
-         lambda op, g: [g] * len(op.inputs), elementwise=True)
+         lambda op, g: [g] * len(op.inputs), elementwise=True, new_array=True,
+         ufunc=lambda args, out: f"rt.add_n({', '.join(args)}, out={out})")
 
 
 # -- matmul -----------------------------------------------------------------------------------

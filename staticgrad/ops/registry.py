@@ -48,8 +48,9 @@ class OpDef:
     static_inputs: tuple = ()    # inputs read only for their (static) value, e.g. shape tensors
     shape_inputs: tuple = ()     # inputs read only for their shape, e.g. zeros_like's argument
     new_array: bool = False      # the result is always a new array: never an input or a view
-    ufunc: str | None = None     # the op as one NumPy ufunc call writing into `out=`:
-    #                              "np.add({0}, {1}, out={out})" (for the memory plan)
+    ufunc: str | Callable | None = None  # the op as one call writing into `out=`, which
+    #                              may be one of its inputs: "np.add({0}, {1}, out={out})",
+    #                              or f(args, out) -> that text (memory plans, fused kernels)
     doc: str = ""
 
 
@@ -177,6 +178,13 @@ def render_numpy(opdef: OpDef, args: list[str], ctx: NodeCtx) -> str:
     if isinstance(opdef.numpy, str):
         return opdef.numpy.format(*args, **ctx.attrs)
     return opdef.numpy(args, ctx)
+
+
+def render_ufunc(opdef: OpDef, args: list[str], out: str) -> str:
+    """The node written into `out` (which may be one of `args`), from `opdef.ufunc`."""
+    if isinstance(opdef.ufunc, str):
+        return opdef.ufunc.format(*args, out=out)
+    return opdef.ufunc(args, out)
 
 
 def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:

@@ -99,6 +99,12 @@ def fuse_elementwise(program: Program) -> Program:
         outputs = [v for m in group for v in m.outputs
                    if id(v) in fetched or readers.get(id(v), set()) - {g}]
         nodes.append(_group_node(group, outputs))
+    # a broadcast of a scalar that groups read as the scalar itself may be read no more
+    absorbed = {b for n in nodes if n.members for b in n.attrs["scalars"]}
+    if absorbed:
+        read = {id(v) for n in nodes for v in n.runtime_inputs()} | fetched
+        nodes = [n for n in nodes if id(n) in waited_on or not n.outputs
+                 or any(id(v) not in absorbed or id(v) in read for v in n.outputs)]
     return Program(nodes, program.feeds, program.fetches)
 
 
