@@ -388,6 +388,8 @@ class Graph:
             self._thread.control_stack.pop()
 
     def _current_control_inputs(self) -> list[Operation]:
+        if not self._thread.control_stack:
+            return []
         out = []
         for entry in reversed(self._thread.control_stack):
             if entry is None:

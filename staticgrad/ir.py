@@ -168,22 +168,29 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
         return v
 
     nodes = []
+    shapes = spec.shapes
     for op in ops:
-        if op.opdef.numpy is None and op.type != "NoOp":
+        opdef, outputs = op.opdef, op.outputs
+        if opdef.numpy is None and op.type != "NoOp":
             continue  # feeds and constants: Values, not nodes
-        if all(t in values for t in op.outputs) and op.outputs:
+        if outputs and all([t in values for t in outputs]):
             continue  # every output fed
-        if not op.opdef.stateful and op.outputs and all(_is_static(t, spec) for t in op.outputs):
+        if not opdef.stateful and outputs and all([_is_static(t, spec) for t in outputs]):
             continue  # folded when specialized: its outputs are constants
-        ctx = spec.ctxs[op]
-        inputs = tuple(value_of(t, i in op.opdef.shape_inputs) for i, t in enumerate(op.inputs))
-        node = Node(op.opdef, op.attrs, inputs, tuple(nodes_of[c] for c in op.control_inputs
-                                                      if c in nodes_of), op, ctx,
-                    frozenset(static_input_uses(op.opdef, inputs)))
-        node.outputs = tuple(Value(spec.shapes.get(t, t._shape), t.dtype, node, i,
-                                   name=_name(t), tensor=t)
-                             for i, t in enumerate(op.outputs))
-        for t, v in zip(op.outputs, node.outputs):
+        # (list comprehensions, not generators: this loop runs once per graph node)
+        if opdef.shape_inputs:
+            inputs = tuple([value_of(t, i in opdef.shape_inputs)
+                            for i, t in enumerate(op.inputs)])
+        else:
+            inputs = tuple([values[t] if t in values else value_of(t) for t in op.inputs])
+        controls = tuple([nodes_of[c] for c in op.control_inputs if c in nodes_of]) \
+            if op.control_inputs else ()
+        node = Node(opdef, op.attrs, inputs, controls, op, spec.ctxs[op],
+                    static_input_uses(opdef, inputs))
+        node.outputs = tuple([Value(shapes.get(t, t._shape), t.dtype, node, i,
+                                    name=_name(t), tensor=t)
+                              for i, t in enumerate(outputs)])
+        for t, v in zip(outputs, node.outputs):
             values.setdefault(t, v)
         nodes_of[op] = node
         nodes.append(node)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 
@@ -55,7 +56,7 @@ class TensorShape:
         elif dims is not None:
             if isinstance(dims, int | Dimension):
                 dims = [dims]
-            dims = tuple(_dim_value(d) for d in dims)
+            dims = tuple([_dim_value(d) for d in dims])
         self.dims = dims
 
     @property
@@ -74,15 +75,12 @@ class TensorShape:
         return self.dims
 
     def is_fully_defined(self) -> bool:
-        return self.dims is not None and all(d is not None for d in self.dims)
+        return self.dims is not None and None not in self.dims
 
     def num_elements(self):
-        if not self.is_fully_defined():
+        if self.dims is None or None in self.dims:
             return None
-        n = 1
-        for d in self.dims:
-            n *= d
-        return n
+        return math.prod(self.dims)
 
     def is_compatible_with(self, other) -> bool:
         other = as_shape(other)
@@ -172,9 +170,11 @@ def broadcast_shapes(shapes: Iterable[TensorShape]):
     shapes = list(shapes)
     if any(s.dims is None for s in shapes):
         return TensorShape(None)
-    first = shapes[0].dims
-    if all(s.dims == first for s in shapes) and None not in first:
-        return shapes[0]  # the common case: equal, known shapes
+    # the common cases: equal, known shapes, and scalars (which broadcast to anything)
+    known = [s for s in shapes if s.dims != ()] or shapes[:1]
+    first = known[0].dims
+    if None not in first and all([s.dims == first for s in known]):
+        return known[0]
     rank = max((len(s.dims) for s in shapes), default=0)
     out = []
     for i in range(rank):

@@ -130,7 +130,7 @@ def render(program: Program, title: str = "") -> Rendered:
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
     for node in program.nodes:
-        ctx, op = node.ctx, node.origin
+        op = node.origin
         if node.opdef.numpy is None and not node.members:
             continue  # a NoOp: nothing to compute
         if node.members:  # a fused group: a block kernel, and the lines that run it
@@ -154,23 +154,22 @@ def render(program: Program, title: str = "") -> Rendered:
             (out,) = node.outputs
             scal[id(out)] = names.make(out.name)
             body.append(_comment(op))
-            body.append(f"{scal[id(out)]} = {render_numpy(node.opdef, args, ctx)}")
+            body.append(f"{scal[id(out)]} = {_code(node, args)}")
             line_ops[len(body)] = op
             continue
         if node.opdef.reads_state:  # e.g. V['w']: evaluated where each consumer runs
-            expr[id(node.outputs[0])] = render_numpy(node.opdef, [], ctx)
+            expr[id(node.outputs[0])] = _code(node, [])
             alias[id(node.outputs[0])] = True
             if op.name not in assigned and op.name not in var_reads:
                 var_reads.append(op.name)
             continue
         args = ["None" if i in node.static_uses else ref(v, node)
                 for i, v in enumerate(node.inputs)]
-        ctx.in_alias = [alias.get(id(v), False) for v in node.inputs]
         into = memory.write_into.get(id(node)) if memory else None
         if into is not None:  # the result goes into a dying input's buffer
             code = render_ufunc(node.opdef, args, expr[id(into)])
         else:
-            code = render_numpy(node.opdef, args, ctx)
+            code = _code(node, args, [alias.get(id(v), False) for v in node.inputs])
         outs = [names.make(v.name) for v in node.outputs]
         if node.opdef.draws_random:
             random_ops.append(op)
@@ -222,6 +221,16 @@ def render(program: Program, title: str = "") -> Rendered:
         start = header_lines.index(lines[0]) + 1
         line_map.update((start + i, op) for i, op in enumerate(ops) if op is not None)
     return Rendered(source, constants, line_map, var_reads, random_ops)
+
+
+def _code(node: Node, args: list[str], in_alias: list[bool] | None = None) -> str:
+    """The node's NumPy code. A format string reads only the attrs; the node's full context
+    (shapes, dtypes, which inputs may alias a feed) is made only for an emitter function."""
+    if isinstance(node.opdef.numpy, str):
+        return node.opdef.numpy.format(*args, **node.attrs)
+    ctx = node.ctx
+    ctx.in_alias = in_alias or [False] * len(node.inputs)
+    return render_numpy(node.opdef, args, ctx)
 
 
 def _weak_ok(consumer: Node, v: Value) -> bool:

@@ -15,6 +15,8 @@ An `OpDef` holds
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -220,8 +222,11 @@ def fold_static(opdef: OpDef, ctx: NodeCtx):
         return STATIC_SOURCES[opdef.type](ctx)
     if opdef.stateful or opdef.numpy is None:
         return None
-    if any(v is None for i, v in enumerate(ctx.in_values) if i not in opdef.static_inputs
-           and i not in opdef.shape_inputs):
+    if opdef.static_inputs or opdef.shape_inputs:
+        if any(v is None for i, v in enumerate(ctx.in_values) if i not in opdef.static_inputs
+               and i not in opdef.shape_inputs):
+            return None
+    elif any(v is None for v in ctx.in_values):  # most ops: every input must be known
         return None
     if any(ctx.in_values[i] is None and not ctx.in_shapes[i].is_fully_defined()
            for i in opdef.shape_inputs):
@@ -302,18 +307,16 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
     `dtype` is a requirement (TypeError on mismatch); `dtype_hint` is tried first for Python and
     NumPy values (so `x + 1` keeps x's float32).
     """
-    if type(value) is not Tensor:
-        from ..variables import Variable
-        if isinstance(value, Variable):
-            value = value._tensor
+    if type(value) is not Tensor and isinstance(value, _variable_class()):
+        value = value._tensor
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not _dt.as_dtype(dtype):
             raise TypeError(f"tensor {value.name} has dtype {value.dtype.name}, but "
                             f"{_dt.as_dtype(dtype).name} is required "
                             f"(created at {value.op.where()})")
         return value
-    from ..variables import Variable
-    if isinstance(value, list | tuple) and any(isinstance(v, Tensor | Variable) for v in value):
+    if isinstance(value, list | tuple) and any(isinstance(v, Tensor | _variable_class())
+                                               for v in value):
         from .join_ops import stack
         return stack(list(value), name=name)
     want = dtype if dtype is not None else dtype_hint
@@ -327,10 +330,14 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
 
 
 def is_tensor_like(value) -> bool:
-    if type(value) is Tensor:
-        return True
+    return type(value) is Tensor or isinstance(value, Tensor | _variable_class())
+
+
+@functools.cache
+def _variable_class() -> type:
+    """sg.Variable (imported when first needed: variables.py imports this module)."""
     from ..variables import Variable
-    return isinstance(value, Tensor | Variable)
+    return Variable
 
 
 def scalar_literal(value) -> str | None:
@@ -347,16 +354,22 @@ def _scalar_literal(value) -> str | None:
         return repr(int(value))
     if isinstance(value, float | np.floating):
         v = float(value)
-        if np.isnan(v):
+        if math.isnan(v):
             return "np.nan"
-        if np.isinf(v):
+        if math.isinf(v):
             return "np.inf" if v > 0 else "(-np.inf)"
         if isinstance(value, np.floating) and value.dtype != np.float64:
-            short = str(value)  # float32 0.1 reads "0.1", not "0.10000000149011612"
-            if type(value)(float(short)) == value:
-                return short
+            return _shortest(v, math.copysign(1.0, v), value.dtype.type)
         return repr(v)
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _shortest(v: float, sign: float, kind) -> str:
+    """The shortest text of v that reads back as the same `kind` (float32 0.1 reads "0.1",
+    not "0.10000000149011612"). `sign` keeps -0.0 and 0.0 apart in the cache."""
+    short = str(kind(v))
+    return short if kind(float(short)) == kind(v) else repr(v)
 
 
 def np_dtype(dtype: _dt.DType) -> str:

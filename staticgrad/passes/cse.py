@@ -21,14 +21,19 @@ def cse(program: Program) -> Program:
     # two reads of a variable are equal only if no assignment can come between them
     assigns = assigns_variables(program)
 
+    canonical_of: dict[int, Value] = {}  # id(constant) -> the first constant equal to it
+
     def canonical(v: Value) -> Value:
-        if v.const is None or v.const.size > CONST_KEY_LIMIT:
+        c = v.const
+        if c is None or c.size > CONST_KEY_LIMIT:
             return v
-        key = (v.dtype, v.const.shape, v.const.tobytes())
-        return consts.setdefault(key, v)
+        first = canonical_of.get(id(v))
+        if first is None:
+            first = canonical_of[id(v)] = consts.setdefault((v.dtype, c.shape, c.tobytes()), v)
+        return first
 
     def visit(node):
-        inputs = tuple(canonical(v) for v in node.inputs)
+        inputs = tuple([canonical(v) for v in node.inputs])
         if (node.opdef.stateful or node.opdef.reads_state or node.controls or node.members
                 or node.opdef.numpy is None
                 or (assigns and any(reads_variable(v) for v in node.inputs))):
@@ -41,6 +46,8 @@ def cse(program: Program) -> Program:
 
 
 def _hashable(x):
+    if not x and isinstance(x, dict):
+        return ()
     if isinstance(x, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
     if isinstance(x, list | tuple):

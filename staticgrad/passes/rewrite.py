@@ -24,11 +24,12 @@ def rewrite(program: Program, visit) -> Program:
     nodes = []
     for original in program.nodes:
         node = original
-        if subst and any(id(v) in subst for v in original.inputs) or \
+        if subst and any([id(v) in subst for v in original.inputs]) or \
                 (replaced and original.controls
-                 and any(id(c) in replaced for c in original.controls)):
-            node = original.with_inputs(tuple(subst.get(id(v), v) for v in original.inputs),
-                                        tuple(replaced.get(id(c), c) for c in original.controls))
+                 and any([id(c) in replaced for c in original.controls])):
+            node = original.with_inputs(tuple([subst.get(id(v), v) for v in original.inputs]),
+                                        tuple([replaced.get(id(c), c)
+                                               for c in original.controls]))
         result = visit(node)
         if not isinstance(result, Node) and id(original) in kept:
             result = node

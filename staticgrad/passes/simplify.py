@@ -84,8 +84,11 @@ def _producer_type(v: Value):
 
 def _is(v: Value, number) -> bool:
     """Is v known to hold `number` everywhere (a constant, or ones_like/zeros_like)?"""
-    if v.const is not None:
-        return v.const.size > 0 and bool(np.all(v.const == number))
+    c = v.const
+    if c is not None:
+        if c.size == 1:  # most constants: compared as one Python number (NaN is no number)
+            return c.item() == number
+        return c.size > 0 and bool(np.all(c == number))
     kind = _producer_type(v)
     if kind in ("BroadcastTo", "Fill"):  # a known number spread over a shape
         source = v.producer.inputs[0 if kind == "BroadcastTo" else 1]
