@@ -94,6 +94,17 @@ def test_mlp_step_benchmark_smoke(tmp_path):
     assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
 
 
+def test_fused_backends_benchmark_smoke(tmp_path):
+    """The numexpr comparison briefly: every way's W3 result is checked, then timed."""
+    target = tmp_path / "fb.json"
+    out = run_script("benchmarks/bench_fused_backends.py", "--rounds", "1", "--number", "1",
+                     "--out", str(target))
+    assert "staticgrad" in out
+    data = json.loads(target.read_text())
+    assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
+    assert data["result_dtype"]["staticgrad"] == "float32"
+
+
 def test_benchmark_suite_quick(tmp_path):
     """The suite of issue 5 in its smoke mode, without peers: every workload runs, every way
     passes its check against hand NumPy, and the JSON (and the charts) are written."""
