@@ -84,25 +84,19 @@ def test_benchmark_smoke(tmp_path):
     assert len(data["us_per_call_rounds"]["make_callable"]) == 2
 
 
-def test_mlp_step_benchmark_smoke(tmp_path):
-    """W2 briefly: it checks that both ways take the same step, then times them."""
-    target = tmp_path / "w2.json"
-    out = run_script("benchmarks/bench_mlp_step.py", "--rounds", "1", "--number", "1",
+@pytest.mark.parametrize("script,way", [
+    ("bench_mlp_step.py", "make_callable"),        # W2: both ways must take the same step
+    ("bench_fused_backends.py", "staticgrad"),     # W3: numexpr too, when it is installed
+])
+def test_checked_benchmark_smoke(tmp_path, script, way):
+    """Briefly: each way's result is checked against hand NumPy's, then timed."""
+    target = tmp_path / "out.json"
+    out = run_script(f"benchmarks/{script}", "--rounds", "1", "--number", "1",
                      "--out", str(target))
-    assert "make_callable" in out
+    assert way in out
     data = json.loads(target.read_text())
     assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
-
-
-def test_fused_backends_benchmark_smoke(tmp_path):
-    """The numexpr comparison briefly: every way's W3 result is checked, then timed."""
-    target = tmp_path / "fb.json"
-    out = run_script("benchmarks/bench_fused_backends.py", "--rounds", "1", "--number", "1",
-                     "--out", str(target))
-    assert "staticgrad" in out
-    data = json.loads(target.read_text())
-    assert data["ratio_to_hand_numpy"]["hand_numpy"] == 1.0
-    assert data["result_dtype"]["staticgrad"] == "float32"
+    assert way in data["ratio_to_hand_numpy"]
 
 
 def test_benchmark_suite_quick(tmp_path):
