@@ -469,11 +469,15 @@ def test_a_fused_sum_of_a_broadcast_number_counts_every_element():
     c = sg.placeholder(sg.float32, [], name="c")
     b = sg.broadcast_to(c, [N])
     sums = [sg.reduce_sum(0.5 * b), sg.reduce_sum(sg.exp(b) * 2.0), sg.reduce_sum(b)]
-    fetched = sg.exp(b) + 1.0  # and a fetched one is written out in full
-    on, off = _on_and_off([*sums, fetched], {c: 2.0})
+    fetched = sg.exp(b) + 1.0  # and a fetched one is written out in full...
+    x = sg.placeholder(sg.float32, [N], name="x")
+    read = sg.sin(x) + (fetched * 3.0)  # ...even when another number reads it
+    on, off = _on_and_off([*sums, fetched, read],
+                          {c: 2.0, x: np.linspace(-1, 1, N, dtype=np.float32)})
     np.testing.assert_allclose(on[:3], [N, np.exp(2.0) * 2 * N, 2 * N], rtol=1e-5)
     np.testing.assert_allclose(on[:3], off[:3], rtol=1e-5)
     np.testing.assert_array_equal(on[3], off[3])
+    np.testing.assert_array_equal(on[4], off[4])
 
 
 def test_fused_blocks_compute_in_scratch_rows_and_allocate_nothing():

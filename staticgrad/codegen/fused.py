@@ -97,6 +97,7 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
     out_params = {id(v): names.make("out_" + v.name) for v in full}
     scratch = names.make("scratch")
 
+    inside = {id(v) for m in node.members for v in m.outputs}
     rows = _Rows(names)
     last_use = {id(v): i for i, m in enumerate(node.members) for v in m.inputs}
     allocated: set[int] = set()  # block arrays NumPy made (not in a row): del after last use
@@ -115,8 +116,9 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
             local[id(v)] = names.make(v.name)
             emit(f"{local[id(v)]} = np.sum({x}, dtype={np_dtype(v.dtype)})", m.origin)
             partials.append(local[id(v)])
-        elif not from_block and id(v) not in out_params:
-            # from numbers alone: computed once, in run(), and passed in as a number
+        elif not from_block and id(v) not in out_params and \
+                all(id(x) in outer or id(x) not in inside for x in m.inputs):
+            # from numbers run() knows: computed once, there, and passed in as a number
             code = render_numpy(m.opdef, [outer[id(x)] if id(x) in outer else ref(x, m)
                                           for x in m.inputs], m.ctx)
             param(v, out_name(v))
@@ -154,7 +156,6 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
     # which op each kernel line computes (for errors): none for the def and the slicing
     kernel_ops = [None] * (1 + len(head) + len(prologue)) + body_ops + [None]
 
-    inside = {id(v) for m in node.members for v in m.outputs}
     run = [f"# fused: {len(node.members)} elementwise ops over {domain.num_elements()} "
            f"{dtype.name} elements, in blocks of {BLOCK}"]
     memo: dict = {}
