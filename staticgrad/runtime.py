@@ -45,6 +45,11 @@ def log1p(x, out=None):
 def add_n(*xs, out=None):
     """xs[0] + xs[1] + ..., added left to right (as the written sum would be), into `out`,
     which may be one of xs."""
+    if len(xs) == 1:  # a copy (AddN always makes a new array)
+        if out is None:
+            return np.copy(xs[0])
+        np.copyto(out, xs[0])
+        return out
     into = out
     if out is not None and any(np.may_share_memory(out, x) for x in xs[2:]):
         into = None  # out is read later: add into a new array, then copy

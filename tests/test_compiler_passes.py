@@ -508,6 +508,21 @@ def test_fused_blocks_compute_in_scratch_rows_and_allocate_nothing():
     np.testing.assert_allclose(again[0], plain[0], rtol=1e-5)
 
 
+def test_an_add_n_of_one_input_is_a_new_array():
+    """Found by review: with simplify off, AddN([a]) was `a` itself, and the memory plan
+    (told AddN makes a new array) let a later node overwrite it."""
+    from staticgrad.ops.math_ops import apply1
+    x = sg.placeholder(sg.float32, [N], name="x")
+    a = sg.exp(x)
+    b, c = apply1("AddN", [a]), a * 2.0
+    xv = np.linspace(-1, 1, N, dtype=np.float32)
+    for off in ({"simplify"}, {"simplify", "fuse"}):
+        with sg.Session(options=sg.CompileOptions(disable=off)) as sess:
+            got_b, got_c = sess.run([b, c], {x: xv})
+        np.testing.assert_array_equal(got_b, np.exp(xv))
+        np.testing.assert_array_equal(got_c, np.exp(xv) * np.float32(2))
+
+
 def test_kernel_names_and_negative_literals_are_safe():
     x = sg.placeholder(sg.float32, [N], name="x")
     y = sg.exp(sg.add(sg.multiply(x, 2.0, name="hi"), 1.0, name="lo"))
