@@ -2,16 +2,25 @@
 
 A fused group is generated as a kernel `k(lo, hi, *arrays)` that computes elements lo:hi of
 every array (flat, contiguous) and returns its part of a sum, if the group ends in one.
-`run_blocks` splits 0:n into one contiguous share per thread and each share into blocks of
-BLOCK elements, small enough that a block's temporaries stay in cache. NumPy's ufuncs
-release the GIL, so the shares run in parallel.
+`run_blocks` splits 0:n into one contiguous share per thread and each share into equal
+blocks of at most BLOCK elements. NumPy's ufuncs release the GIL, so the shares run in
+parallel.
+
+Why blocks of up to 128K elements (512 KB of float32), larger than a core's L2 cache: every
+ufunc call of a block is a few microseconds of Python holding the GIL, and each time a
+thread's ufunc ends it must win the GIL back from the other threads. With W3 (30 fused ops
+on a million float32 values, benchmarks/bench_fused_backends.py) on 2 threads, blocks of 32K
+elements ran at 10-12 ms a call, 64K at 8.5 and 128K at 7.6 ms; on one thread, 15.3 against
+13.7 ms. A block's rows still fit in L3, and at these sizes the cheap ops (0.12 ns an
+element) are not what limits the group; the transcendental ones are.
 
 A kernel may ask for scratch rows (`scratch=(rows, dtype)`): each thread keeps one buffer of
-rows x BLOCK elements from call to call, and the kernel gets the rows for its block as its
+rows x block elements from call to call, and the kernel gets the rows for its block as its
 last argument and computes into them with out=, so a block allocates nothing.
 
 The number of threads is the machine's cores available to this process, capped by the
-environment variable STATICGRAD_NUM_THREADS (or OMP_NUM_THREADS when that is not set).
+environment variable STATICGRAD_NUM_THREADS (or OMP_NUM_THREADS when that is not set); a
+thread gets a share only when there is at least one whole block (BLOCK elements) for each.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-BLOCK = 1 << 15
+BLOCK = 1 << 17  # the most elements in one block
 
 
 def _threads() -> int:
@@ -38,35 +47,45 @@ _pool = None
 _kept = threading.local()  # each thread's scratch buffer
 
 
-def _scratch(rows: int, dtype) -> np.ndarray:
-    """This thread's scratch as rows x BLOCK elements of dtype (kept for the next call)."""
-    nbytes = rows * BLOCK * np.dtype(dtype).itemsize
+def _scratch(rows: int, dtype, block: int) -> np.ndarray:
+    """This thread's scratch as rows x block elements of dtype (kept for the next call)."""
+    nbytes = rows * block * np.dtype(dtype).itemsize
     buffer = getattr(_kept, "buffer", None)
     if buffer is None or buffer.nbytes < nbytes:
         buffer = _kept.buffer = np.empty(nbytes, np.uint8)
-    return buffer[:nbytes].view(dtype).reshape(rows, BLOCK)
+    return buffer[:nbytes].view(dtype).reshape(rows, block)
 
 
-def _share(kernel, lo, hi, args, scratch):
+def _share(kernel, lo, hi, block, args, scratch):
     if scratch is None:
-        return [kernel(a, min(a + BLOCK, hi), *args) for a in range(lo, hi, BLOCK)]
-    rows = _scratch(*scratch)
-    return [kernel(a, min(a + BLOCK, hi), *args, rows[:, :min(BLOCK, hi - a)])
-            for a in range(lo, hi, BLOCK)]
+        return [kernel(a, min(a + block, hi), *args) for a in range(lo, hi, block)]
+    rows = _scratch(*scratch, block)
+    return [kernel(a, min(a + block, hi), *args, rows[:, :min(block, hi - a)])
+            for a in range(lo, hi, block)]
+
+
+def _split(n: int, parts: int, most: int) -> int:
+    """The size of each of `parts` equal pieces of n, each made of equal blocks of at most
+    `most` elements: the block size (a multiple of 16 elements where `most` allows)."""
+    share = max(1, -(-n // parts))
+    block = -(-share // -(-share // most))
+    return min(most, -(-block // 16) * 16) if most >= 16 else block
 
 
 def run_blocks(kernel, n: int, *args, scratch=None) -> list:
     """kernel(lo, hi, *args[, rows]) over 0:n in blocks; the list of what each returned."""
     global _pool
-    threads = min(THREADS, max(1, n // (4 * BLOCK)))
+    threads = min(THREADS, max(1, n // BLOCK))
+    block = _split(n, threads, BLOCK)
     if threads == 1:
-        return _share(kernel, 0, n, args, scratch)
+        return _share(kernel, 0, n, block, args, scratch)
     if _pool is None:
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="staticgrad")
-    step = -(-n // threads // BLOCK) * BLOCK  # whole blocks per share
+    step = -(-n // threads // block) * block  # whole blocks per share
     bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
-    futures = [_pool.submit(_share, kernel, lo, hi, args, scratch) for lo, hi in bounds[1:]]
-    parts = _share(kernel, *bounds[0], args, scratch)
+    futures = [_pool.submit(_share, kernel, lo, hi, block, args, scratch)
+               for lo, hi in bounds[1:]]
+    parts = _share(kernel, *bounds[0], block, args, scratch)
     for f in futures:
         parts.extend(f.result())
     return parts

@@ -67,3 +67,24 @@ def test_helpers_on_one_number_match_numpy(value):
     assert rt.log1p(x).dtype == np.float32 and rt.sigmoid(x).dtype == np.float32
     assert rt.log1p(x) == np.log1p(x) and np.signbit(rt.log1p(x)) == np.signbit(x)
     assert abs(rt.sigmoid(x) - rt.sigmoid(np.array([x]))[0]) <= np.spacing(np.float32(1))
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 17, 64, 1000, 4099])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_run_blocks_covers_every_element_once_in_equal_blocks(monkeypatch, n, threads):
+    from staticgrad import runtime_blocks
+    monkeypatch.setattr(runtime_blocks, "BLOCK", 64)
+    monkeypatch.setattr(runtime_blocks, "THREADS", threads)
+    monkeypatch.setattr(runtime_blocks, "_pool", None)
+    seen = np.zeros(n, int)
+
+    def kernel(lo, hi, counts, rows):
+        counts[lo:hi] += 1
+        assert rows.shape == (2, hi - lo) and rows.dtype == np.float32
+        return (hi - lo,)
+    sizes = [p[0] for p in rt.run_blocks(kernel, n, seen, scratch=(2, np.float32))]
+    assert (seen == 1).all() and sum(sizes) == n
+    assert all(s <= 64 for s in sizes) and len(set(sizes[:-1])) <= 1
+    assert len(sizes) >= min(threads, n // 64)  # a thread takes a share of whole blocks
+    if runtime_blocks._pool is not None:
+        runtime_blocks._pool.shutdown()

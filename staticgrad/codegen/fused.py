@@ -9,7 +9,7 @@
         Sum = np.sum(Add_2, dtype=np.float32)
         return (Sum, )                         # its part of the group's sums, if any
 
-    # fused: 23 elementwise ops over 1000000 float32 elements, in blocks of 32768
+    # fused: 23 elementwise ops over 1000000 float32 elements, in blocks of at most 131072
     #   Sum = sum(tanh(1.5 * x + 0.3) * sigmoid(x) + ...)
     c = 0.5 * np.reshape(s, ())               # what needs no block is computed once
     Tanh = np.empty((1000000,), dtype=np.float32)
@@ -157,7 +157,7 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
     kernel_ops = [None] * (1 + len(head) + len(prologue)) + body_ops + [None]
 
     run = [f"# fused: {len(node.members)} elementwise ops over {domain.num_elements()} "
-           f"{dtype.name} elements, in blocks of {BLOCK}"]
+           f"{dtype.name} elements, in blocks of at most {BLOCK}"]
     memo: dict = {}
     for m in node.members:  # in order, so each expression's parts are known (no recursion)
         _expression(m.outputs[0], inside, memo)
