@@ -12,13 +12,17 @@ import numpy as np
 
 
 def sigmoid(x, out=None):
-    """1 / (1 + exp(-x)) as max(e, x >= 0) / (1 + e) with e = exp(-|x|): one SIMD exp, no
-    overflow for large |x|, full relative accuracy in both tails (for x < 0 the numerator is
-    e = exp(x) itself), and no np.where (several times slower than the exp). `out` may be x."""
-    e = np.exp(-np.abs(x))
-    num = np.maximum(e, np.greater_equal(x, 0), out=out)  # NaN stays NaN
-    e += 1
-    return np.divide(num, e, out=num if isinstance(num, np.ndarray) else None)
+    """1 / (1 + exp(-x)): four passes, computed in `out` (which may be x). Accurate to a few
+    ulps in both tails: for x < 0 it is 1 / (1 + big), as exact as exp(-x) itself. Where
+    exp(-x) overflows (x below -88.7 in float32, -709.8 in float64) it gives 0, where the
+    true value is a subnormal number under 3e-39 (float32); that overflow is expected and
+    not reported. (The form max(e, x >= 0) / (1 + e) with e = exp(-|x|), kept to the
+    subnormals, takes seven passes: 1.5x the time.)"""
+    with np.errstate(over="ignore"):
+        e = np.negative(x, out=out)
+        e = np.exp(e, out=e if isinstance(e, np.ndarray) else None)
+    e = np.add(e, 1, out=e if isinstance(e, np.ndarray) else None)
+    return np.divide(1, e, out=e if isinstance(e, np.ndarray) else None)
 
 
 def log1p(x, out=None):

@@ -43,6 +43,13 @@ def test_sigmoid_is_accurate_in_both_tails(dtype):
     assert _ulps(got, want, dtype).max() <= 4
     special = got[-len(SPECIALS):]
     assert special[1] == 1 and special[2] == 0 and np.isnan(special[3]) and special[4] == 0.5
+    deep = np.linspace(-800, -80, 1001).astype(dtype)  # down to and past exp's overflow
+    with np.errstate(all="ignore"):
+        want = 1 / (1 + np.exp(-deep.astype(np.float64)))
+    got = rt.sigmoid(deep)  # no overflow warning either
+    normal = want >= np.finfo(dtype).tiny
+    assert _ulps(got[normal], want[normal], dtype).max() <= 4
+    assert (np.abs(got - want)[~normal] <= np.finfo(dtype).tiny).all()
 
 
 @pytest.mark.parametrize("helper", [rt.sigmoid, rt.log1p])
