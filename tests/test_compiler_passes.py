@@ -115,6 +115,91 @@ def test_simplify_never_drops_a_node_with_control_dependencies():
     assert "Identity" in types(p)
 
 
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3e38, -3e38, 1e-38, 2.5, -0.75],
+                   np.float32)
+
+
+def _simplified_and_plain(fetch, x, xv):
+    """(simplified program without dead nodes, its result, the result with simplify off)."""
+    p = eliminate_dead_code(simplify(fold_constants(program_for([fetch], {x: xv}))))
+    verify(p)
+    results = []
+    for off in (set(), {"simplify"}):
+        with sg.Session(options=sg.CompileOptions(disable=off | {"fuse"})) as sess, \
+                np.errstate(all="ignore"):
+            results.append(sess.run(fetch, {x: xv}))
+    return p, *results
+
+
+def test_simplify_folds_factors_when_a_power_of_two_makes_it_exact():
+    x = sg.placeholder(sg.float32, [SPECIAL.size], name="x")
+    cases = [  # (expression, the node types left, the constant factor left)
+        (-((0.5 * sg.exp(x)) * 2.0) * x, ["Exp", "Neg", "Mul"], None),
+        ((1.0 / (1.0 + x)) * 2.0, ["Add", "RealDiv"], 2.0),
+        (3.0 * (x * 4.0), ["Mul"], 12.0),
+        (-(x * 0.75), ["Mul"], -0.75),
+        (sg.negative(x) * 0.25, ["Mul"], -0.25),
+    ]
+    for y, left, factor in cases:
+        p, got, want = _simplified_and_plain(y, x, SPECIAL)
+        assert types(p) == left, (types(p), left)
+        if factor is not None:
+            assert [float(v.const) for n in p.nodes for v in n.inputs
+                    if v.const is not None and v.const.size == 1][-1] == factor
+        np.testing.assert_array_equal(got, want)  # NaN, Inf, signed zeros and overflow too
+        number = ~np.isnan(want)  # (a NaN's sign means nothing: x86 keeps an operand's)
+        assert (np.signbit(got) == np.signbit(want))[number].all()
+
+
+def test_simplify_leaves_factors_that_would_round_or_overflow():
+    x = sg.placeholder(sg.float32, [SPECIAL.size], name="x")
+    for y in (1.5 * (x * 3.0),  # no power of two: (x*3)*1.5 may round twice
+              (x * 3e38) * 4.0,  # 1.2e39 is no float32
+              (x * 1e-38) * 0.5):  # 5e-39 is subnormal
+        p, got, want = _simplified_and_plain(y, x, SPECIAL)
+        assert types(p) == ["Mul", "Mul"]
+        np.testing.assert_array_equal(got, want)
+
+
+def test_simplify_reads_a_broadcast_gradient_seed_as_its_number():
+    """d/dx sum(0.5 exp(-x^2) + log1p(x^2)) as W3 has it: the seed broadcast_to(1, [n])
+    disappears, 1/(1+x^2)*2 becomes 2/(1+x^2) and -(0.5 e)*2 becomes -e."""
+    x = sg.placeholder(sg.float32, [None], name="x")
+    (dx,) = sg.gradients(sg.reduce_sum(0.5 * sg.exp(-x ** 2) + sg.log1p(x ** 2)), [x])
+    for size in (50, 5000):  # the seed folded to a constant of ones, or a broadcast
+        xv = np.concatenate([SPECIAL, np.linspace(-4, 4, size, dtype=np.float32)])
+        p, got, want = _simplified_and_plain(dx, x, xv)
+        assert "BroadcastTo" not in types(p) and types(p).count("Mul") == 2  # each term * x
+        np.testing.assert_array_equal(got, want)
+        with np.errstate(all="ignore"):
+            x64 = xv.astype(np.float64)
+            exact = -x64 * np.exp(-x64 ** 2) + 2 * x64 / (1 + x64 ** 2)
+        finite = np.isfinite(exact)
+        np.testing.assert_allclose(got[finite], exact[finite], rtol=2e-6, atol=1e-30)
+
+
+def test_simplify_spreads_an_op_of_numbers_and_keeps_broadcasts_it_needs():
+    x = sg.placeholder(sg.float32, [3000], name="x")  # too big to fold the broadcast
+    spread = sg.broadcast_to(sg.constant([2.0]), [4, 3000])
+    y = 0.5 * spread + x  # the sum still needs the [4, 3000] shape
+    p, got, want = _simplified_and_plain(y, x, np.arange(3000, dtype=np.float32))
+    assert types(p) == ["BroadcastTo", "Add"]
+    assert float(p.nodes[0].inputs[0].const) == 1.0
+    np.testing.assert_array_equal(got, want)
+    assert got.shape == (4, 3000)
+
+
+def test_simplify_never_moves_a_variable_read_into_a_folded_factor():
+    v = sg.Variable(np.ones(3, np.float32))
+    y = (v * 2.0) * 4.0
+    with sg.control_dependencies([y]):
+        bump = sg.assign_add(v, np.ones(3, np.float32))
+    with sg.Session() as sess:
+        sess.run(v.initializer)
+        got, _ = sess.run([y, bump])
+    np.testing.assert_array_equal(got, np.full(3, 8.0, np.float32))
+
+
 def test_cse_merges_equal_computations_and_equal_constants():
     x = sg.placeholder(sg.float32, [2, 3], name="x")
     a = sg.exp(x) * 2.0

@@ -253,8 +253,8 @@ def _add_n_infer(ctx):
 
 register("AddN", _add_n_infer,
          lambda args, ctx: " + ".join(args) if len(args) > 1 else f"np.copy({args[0]})",
-         lambda op, g: [g] * len(op.inputs), elementwise=True, new_array=True,
-         ufunc=lambda args, out: f"rt.add_n({', '.join(args)}, out={out})")
+         lambda op, g: [g] * len(op.inputs), elementwise=True, broadcasts=False,
+         new_array=True, ufunc=lambda args, out: f"rt.add_n({', '.join(args)}, out={out})")
 
 
 # -- matmul -----------------------------------------------------------------------------------

@@ -8,20 +8,31 @@ included (the sign of a zero aside: `-0.0 + 0` is `+0.0`).
     transpose(transpose(x, p), q)             -> transpose(x, p then q), or x
     identity, stop_gradient, add_n of one, a cast to the same dtype, a reshape, broadcast,
     sum_to or transpose that changes nothing  -> x
+    f(broadcast_to(s, shape), y), f elementwise, when f(s, y) has that shape already
+                                              -> f(s, y)   (a gradient seed's broadcast)
+    -(x * c), (-x) * c                        -> x * -c
+    (x * a) * b, (a / x) * b                  -> x * (a*b), (a*b) / x
+                                                 (numbers a, b, one a power of two)
 
-`x * 0 -> 0` is not done: it would turn NaN and Inf into 0. A node with control
-dependencies is never removed (they must still run first).
+Multiplying by a power of two is exact, so `(x * a) * b` and `x * (a*b)` round the same
+(when a*b is a normal number) except where an intermediate is subnormal, where the folded
+form is the more accurate. These folds turn a gradient chain such as `-(0.5 * g * e) * 2 * x`
+into `-(g * e) * x`. `x * 0 -> 0` is not done: it would turn NaN and Inf into 0. A node with
+control dependencies is never removed (they must still run first).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..ir import Program, Value, make_node
-from ..ops.registry import get_opdef
+from ..ir import Node, Program, Value, constant_value, make_node
+from ..ops.registry import get_opdef, run_kernel
 from .rewrite import reads_variable, rewrite, same_type
 
 PASS_THROUGH = {"Identity", "StopGradient", "PlaceholderWithDefault"}
+UNIFORM_LIMIT = 1024  # constants up to this size are checked for holding one number
 SAME_SHAPE_NOOPS = {"Reshape", "BroadcastTo", "SumTo", "Squeeze", "ExpandDims"}
 
 
@@ -33,6 +44,13 @@ def simplify(program: Program) -> Program:
         if out is None:
             return node
         x = _simplified(node, out)
+        for _ in range(4):  # a new node may simplify again (a factor folded to -1: a Neg)
+            if not isinstance(x, Node):
+                break
+            again = _simplified(x, x.outputs[0])
+            if again is None:
+                break
+            x = again
         if x is None:
             return node
         return [x] if isinstance(x, Value) else x
@@ -42,6 +60,10 @@ def simplify(program: Program) -> Program:
 def _simplified(node, out):
     """A Value equal to `out`, or a simpler Node computing it, or None."""
     t, ins = node.type, node.inputs
+    if node.opdef.broadcasts and any([_producer_type(v) == "BroadcastTo" for v in ins]):
+        unspread = _unspread(node, out)
+        if unspread is not None:
+            return unspread
     if t in PASS_THROUGH or (t == "AddN" and len(ins) == 1):
         return _if_same(out, ins[0])
     if t == "Cast" and ins[0].dtype is out.dtype:
@@ -52,6 +74,8 @@ def _simplified(node, out):
         return _transpose(node, out)
     if t == "Neg" and _producer_type(ins[0]) == "Neg" and not ins[0].producer.controls:
         return _if_same(out, ins[0].producer.inputs[0])
+    if t == "Neg" and _producer_type(ins[0]) == "Mul":
+        return _scaled(node, out, ins[0].producer, np.asarray(-1, out.dtype.np))
     if t == "Mul":
         a, b = ins
         for x, c in ((a, b), (b, a)):
@@ -59,6 +83,10 @@ def _simplified(node, out):
                 return _if_same(out, x)
             if _is(c, -1) and same_type(out, x):  # x * -1 -> -x
                 return make_node(get_opdef("Neg"), {}, (x,), node.origin, names=[out.name])
+        for x, c in ((a, b), (b, a)):
+            factor = _number(c)
+            if factor is not None and _producer_type(x) in ("Mul", "Neg", "RealDiv"):
+                return _scaled(node, out, x.producer, factor)
         return None
     if t == "RealDiv" and _is(ins[1], 1):
         return _if_same(out, ins[0])
@@ -71,6 +99,96 @@ def _simplified(node, out):
         return _if_same(out, a) if _is(b, 0) else (_if_same(out, b) if _is(a, 0) else None)
     if t == "Sub" and _is(ins[1], 0):
         return _if_same(out, ins[0])
+    return None
+
+
+def _unspread(node, out):
+    """node with its broadcast_to(s) inputs read as s, where the op's own broadcasting gives
+    the same shape (f(broadcast_to(1, [n]), y) is f(1, y) when y has n elements); or, when
+    every input is a number, spread or not, the op of the numbers, spread."""
+    ins, spread = list(node.inputs), None
+    for i, v in enumerate(ins):
+        p = v.producer
+        if p is not None and p.type == "BroadcastTo" and not p.controls \
+                and p.inputs[0].dtype is v.dtype and not reads_variable(p.inputs[0]):
+            ins[i], spread = p.inputs[0], p
+    dims = [v.shape.dims for v in ins]
+    if spread is None or out.shape.dims is None or any(d is None or None in d for d in dims):
+        return None
+    if all(_number(v) is not None for v in ins):  # 0.5 * broadcast_to(1, [n])
+        try:
+            small = make_node(node.opdef, node.attrs, ins, node.origin)
+            if len(small.outputs) != 1 or small.outputs[0].shape.num_elements() != 1:
+                return None
+            with np.errstate(all="ignore"):
+                (value,) = run_kernel(node.opdef, small.ctx, [v.const for v in ins])
+        except (ValueError, TypeError, ArithmeticError):  # left for run time to report
+            return None
+        return _smallest(out, np.asarray(value, out.dtype.np), lambda c: make_node(
+            spread.opdef, spread.attrs, (c, *spread.inputs[1:]), node.origin,
+            names=[out.name]))
+    try:
+        if np.broadcast_shapes(*dims) != tuple(out.shape.dims):
+            return None
+        return make_node(node.opdef, node.attrs, ins, node.origin, names=[out.name])
+    except (ValueError, TypeError):  # the op's own shape rule may want more than broadcasting
+        return None
+
+
+def _number(v: Value):
+    """The constant v holds if it is one finite number: one element (of any rank), or a small
+    constant with every element equal (folding makes those of small broadcasts); else None."""
+    c = v.const
+    if c is None or c.dtype.kind not in "fiu" or not 0 < c.size <= UNIFORM_LIMIT:
+        return None
+    if c.size > 1:
+        first = c.reshape(-1)[:1]
+        if not (c == first).all():
+            return None
+        c = first.reshape(())
+    return c if np.isfinite(c).all() else None
+
+
+def _power_of_two(c: np.ndarray) -> bool:
+    number = float(c.reshape(()))
+    return number != 0 and abs(math.frexp(number)[0]) == 0.5
+
+
+def _scaled(node, out, inner, factor):
+    """`inner` (x * a, a / x or -x) times the number `factor`: x * (a*factor),
+    (a*factor) / x or x * -factor, if that is exact (a or factor a power of two, their
+    product a normal number)."""
+    if inner.controls or out.dtype.np.kind != "f":
+        return None
+    if inner.type == "Neg":
+        x, a = inner.inputs[0], np.asarray(-1, out.dtype.np)
+    else:
+        first, second = inner.inputs
+        if inner.type == "RealDiv":
+            x, a = second, _number(first)
+        else:
+            a = _number(second)
+            x, a = (first, a) if a is not None else (second, _number(first))
+    if a is None or reads_variable(x) or not (_power_of_two(a) or _power_of_two(factor)):
+        return None
+    with np.errstate(all="ignore"):
+        product = np.multiply(a, factor, dtype=out.dtype.np)
+    if not (np.isfinite(product).all() and np.abs(product).min() >= np.finfo(product.dtype).tiny):
+        return None
+    opdef = get_opdef("RealDiv" if inner.type == "RealDiv" else "Mul")
+    return _smallest(out, product, lambda c: make_node(
+        opdef, {}, (c, x) if inner.type == "RealDiv" else (x, c), node.origin,
+        names=[out.name]))
+
+
+def _smallest(out, number: np.ndarray, make):
+    """make(constant) for the number as a 0-d constant (the generated code then writes it as
+    a literal), or with its own rank if the result's shape needs it; None if neither gives
+    out's shape and dtype."""
+    for c in (number.reshape(()), number):
+        new = make(constant_value(c, out.dtype, f"{out.name}_number"))
+        if same_type(out, new.outputs[0]):
+            return new
     return None
 
 
