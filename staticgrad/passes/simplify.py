@@ -84,9 +84,10 @@ def _simplified(node, out):
             if _is(c, -1) and same_type(out, x):  # x * -1 -> -x
                 return make_node(get_opdef("Neg"), {}, (x,), node.origin, names=[out.name])
         for x, c in ((a, b), (b, a)):
-            factor = _number(c)
-            if factor is not None and _producer_type(x) in ("Mul", "Neg", "RealDiv"):
-                return _scaled(node, out, x.producer, factor)
+            if _producer_type(x) in ("Mul", "Neg", "RealDiv") and c.const is not None:
+                factor = _number(c)
+                if factor is not None:
+                    return _scaled(node, out, x.producer, factor)
         return None
     if t == "RealDiv" and _is(ins[1], 1):
         return _if_same(out, ins[0])
@@ -141,12 +142,12 @@ def _number(v: Value):
     c = v.const
     if c is None or c.dtype.kind not in "fiu" or not 0 < c.size <= UNIFORM_LIMIT:
         return None
-    if c.size > 1:
-        first = c.reshape(-1)[:1]
-        if not (c == first).all():
-            return None
-        c = first.reshape(())
-    return c if np.isfinite(c).all() else None
+    if c.size == 1:
+        return c if math.isfinite(c.item()) else None
+    first = c.reshape(-1)[:1]
+    if not (c == first).all():
+        return None
+    return first.reshape(()) if math.isfinite(first.item()) else None
 
 
 def _power_of_two(c: np.ndarray) -> bool:
