@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 
+from .errors import is_package_code, pinned_location, user_location
 from .gcpause import paused_gc
 from .graph import Operation, Tensor
 from .ops import math_ops as M
@@ -120,7 +121,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         if t.graph is not graph:
             raise ValueError(f"{t.name} is from another graph than {ys[0].name}")
 
-    with graph.as_default(), graph.name_scope(name), paused_gc():
+    with graph.as_default(), graph.name_scope(name), paused_gc(), \
+            pinned_location(user_location()):
         relevant = _between(xs, ys, stops)
         xs_set = set(xs)
         grads: dict[Tensor, list[Tensor]] = {}
@@ -175,7 +177,9 @@ def backward_step(op, out_grads: list, scope=None, wanted=None) -> list | None:
         raise LookupError(f"no gradient is defined for {op.where()}")
     if len(op.outputs) > 1:
         out_grads = [g if g is not None else zeros_like(t) for g, t in zip(out_grads, op.outputs)]
-    with scope if scope is not None else contextlib.nullcontext():
+    # a rule of the user's own: its nodes point at its lines, not at the gradients() call
+    own = contextlib.nullcontext() if is_package_code(rule) else pinned_location(None)
+    with scope if scope is not None else contextlib.nullcontext(), own:
         return _checked(op, list(rule(op, *out_grads)), wanted)
 
 

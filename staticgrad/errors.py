@@ -7,10 +7,13 @@ Every message names the node at fault and the file and line that created it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_pinned = threading.local()  # .location: what user_location() answers, while pinned
 
 
 class OpError(Exception):
@@ -51,12 +54,34 @@ UnauthenticatedError = _make("UnauthenticatedError", 16, "Not authenticated.")
 
 def user_location(skip_package: str = _PACKAGE_DIR):
     """(filename, lineno) of the innermost frame outside staticgrad: the line the user wrote."""
+    pinned = getattr(_pinned, "location", None)
+    if pinned is not None and skip_package is _PACKAGE_DIR:
+        return pinned
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(skip_package):
         frame = frame.f_back
     if frame is None:
         return ("<unknown>", 0)
     return (frame.f_code.co_filename, frame.f_lineno)
+
+
+@contextlib.contextmanager
+def pinned_location(location):
+    """Within: user_location() answers `location` (None: it looks again) on this thread.
+    `sg.gradients` pins the user's line once for the thousands of nodes its built-in rules
+    make, all of which would find that same line."""
+    before = getattr(_pinned, "location", None)
+    _pinned.location = location
+    try:
+        yield
+    finally:
+        _pinned.location = before
+
+
+def is_package_code(function) -> bool:
+    """Is `function` staticgrad's own (so the nodes it makes belong to its caller's line)?"""
+    code = getattr(function, "__code__", None)
+    return code is not None and code.co_filename.startswith(_PACKAGE_DIR)
 
 
 def format_location(loc) -> str:

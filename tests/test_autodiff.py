@@ -136,6 +136,33 @@ def test_register_gradient_with_override_map(fresh_graph):
     np.testing.assert_allclose(got[1], [2.0, 4.0])
 
 
+def test_gradient_nodes_point_at_the_users_line(fresh_graph):
+    """Nodes of the built-in rules point at the gradients() call; those a rule of the user's
+    own makes point at the rule's lines."""
+    import inspect
+    here = inspect.currentframe()
+
+    @sg.RegisterGradient("UsersExpGrad")
+    def _grad(op, g):
+        return [g * op.outputs[0] * 1.0]  # rule_line
+
+    rule_line = here.f_lineno - 2
+    x = sg.placeholder(F, [2])
+    with fresh_graph.gradient_override_map({"Exp": "UsersExpGrad"}):
+        y = sg.reduce_sum(sg.exp(sg.sin(x)))
+    before = set(fresh_graph.get_operations())
+    dx, = sg.gradients(y, x); grad_line = here.f_lineno  # noqa: E702
+    made = [op for op in fresh_graph.get_operations() if op not in before]
+    lines = {op.name: op.location for op in made}
+    assert {loc[0] for loc in lines.values()} == {__file__}
+    users = [n for n in lines if "Exp_grad/" in n]
+    assert users and all(lines[n][1] == rule_line for n in users)
+    assert all(loc[1] == grad_line for n, loc in lines.items() if n not in users)
+    assert any("Sin_grad/" in n for n in lines)
+    np.testing.assert_allclose(run(dx, {x: [0.5, -1.0]}),
+                               np.exp(np.sin([0.5, -1.0])) * np.cos([0.5, -1.0]), rtol=1e-6)
+
+
 def test_not_differentiable_and_missing_rules(fresh_graph):
     sg.NotDifferentiable("SquareIsFlat")
 
