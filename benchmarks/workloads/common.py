@@ -128,18 +128,34 @@ def interleaved(calls: dict, rounds: int, number: int, warmup: int = 2,
     """Seconds per call of each callable: `rounds` rounds, in each of which every callable is
     timed in turn for `number` calls (so drifts in load hit every way alike).
 
-    After each turn the loop sleeps `settle_s`: thread pools that busy-wait after their work
+    Before each turn the loop sleeps `settle_s`: thread pools that busy-wait after their work
     (OpenBLAS, OpenMP, Eigen) would otherwise take cores from the way timed next -- with
-    several runtimes in one process on 2 cores, that doubled some ways' times."""
+    several runtimes in one process on 2 cores, that doubled some ways' times. After the
+    rest, the way runs untimed for REWARM_S: on this VM, cores idle for 0.3 s run the next
+    few tens of milliseconds of work slowly (W3 on 2 threads: 14-20 ms a call for its first
+    3-4 calls, then 9.5 ms), which would time the machine waking, not the way."""
     for call in calls.values():
         for _ in range(warmup):
             call()
     per_call = {name: [] for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
-            time.sleep(settle_s)
+            if settle_s:
+                time.sleep(settle_s)
+                _run_for(call, REWARM_S)
             per_call[name].append(timeit.timeit(call, number=number) / number)
     return per_call
+
+
+REWARM_S = 0.1
+
+
+def _run_for(call, seconds: float) -> None:
+    """call() at least once, and again until `seconds` have passed."""
+    end = time.perf_counter() + seconds
+    call()
+    while time.perf_counter() < end:
+        call()
 
 
 def median(values: list) -> float:
