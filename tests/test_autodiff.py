@@ -162,6 +162,19 @@ def test_gradient_nodes_point_at_the_users_line(fresh_graph):
     np.testing.assert_allclose(run(dx, {x: [0.5, -1.0]}),
                                np.exp(np.sin([0.5, -1.0])) * np.cos([0.5, -1.0]), rtol=1e-6)
 
+    @sg.custom_gradient  # its grad_fn is the user's too (found by review)
+    def triple(t):
+        def grad_fn(dy):
+            return dy * 3.0  # fn_line
+        return t * 1.0, grad_fn
+
+    fn_line = here.f_lineno - 3
+    before = set(fresh_graph.get_operations())
+    dt, = sg.gradients(sg.reduce_sum(triple(x)), x)
+    made = [op for op in fresh_graph.get_operations() if op not in before]
+    assert dt.op.type == "Mul" and dt.op.location == (__file__, fn_line)
+    assert any(op.location[1] != fn_line for op in made)  # the built-in rules' nodes
+
 
 def test_not_differentiable_and_missing_rules(fresh_graph):
     sg.NotDifferentiable("SquareIsFlat")

@@ -200,6 +200,41 @@ def test_simplify_never_moves_a_variable_read_into_a_folded_factor():
     np.testing.assert_array_equal(got, np.full(3, 8.0, np.float32))
 
 
+def _on_off(fetch, feed):
+    results = []
+    for off in (set(), {"simplify"}):
+        with sg.Session(options=sg.CompileOptions(disable=off)) as sess, \
+                np.errstate(all="ignore"):
+            sess.run(sg.global_variables_initializer())
+            results.append(sess.run(fetch, feed))
+    return results
+
+
+def test_simplify_found_by_review():
+    """Each of these went wrong in a first version of the broadcast and factor rules."""
+    n = 4  # a broadcast row into matmul: matmul does not broadcast as elementwise ops do
+    x, v = sg.placeholder(sg.float32, [n, n]), sg.placeholder(sg.float32, [n])
+    w = sg.Variable(np.arange(n * n, dtype=np.float32).reshape(n, n))
+    (dx,) = sg.gradients(sg.reduce_sum(sg.reduce_sum(sg.matmul(x, w), axis=0) * v), [x])
+    got, want = _on_off(dx, {x: np.ones((n, n)), v: np.arange(n)})
+    assert got.shape == (n, n)
+    np.testing.assert_array_equal(got, want)
+
+    x = sg.placeholder(sg.float32, [None])
+    xv = np.concatenate([np.arange(1, 1001), [2e-38, 1e38, 3e38]]).astype(np.float32)
+    for y in ((2.0 / x) * 0.1,  # a / x rounds: only a power-of-two factor folds exactly
+              (x * 4.0) * 0.25, (16.0 / x) * 0.25, -(x * 4.0) * 0.25):  # overflows stay
+        got, want = _on_off(y, {x: xv})
+        np.testing.assert_array_equal(got, want)
+    assert np.isinf(_on_off((x * 4.0) * 0.25, {x: xv})[0][-1])
+
+    # numbers spread over a shape, with a number of higher rank
+    y = sg.broadcast_to(sg.constant(2.0), [3000]) * sg.constant([[0.5]])
+    got, want = _on_off(y, {})
+    assert got.shape == (1, 3000)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_cse_merges_equal_computations_and_equal_constants():
     x = sg.placeholder(sg.float32, [2, 3], name="x")
     a = sg.exp(x) * 2.0

@@ -46,7 +46,9 @@ def test_sigmoid_is_accurate_in_both_tails(dtype):
     deep = np.linspace(-800, -80, 1001).astype(dtype)  # down to and past exp's overflow
     with np.errstate(all="ignore"):
         want = 1 / (1 + np.exp(-deep.astype(np.float64)))
-    got = rt.sigmoid(deep)  # no overflow warning either
+    with np.errstate(all="raise"):  # no overflow or underflow reported, in either tail
+        got = rt.sigmoid(deep)
+        assert (rt.sigmoid(-deep) == 1).all()
     normal = want >= np.finfo(dtype).tiny
     assert _ulps(got[normal], want[normal], dtype).max() <= 4
     assert (np.abs(got - want)[~normal] <= np.finfo(dtype).tiny).all()

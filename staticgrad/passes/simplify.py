@@ -10,15 +10,18 @@ included (the sign of a zero aside: `-0.0 + 0` is `+0.0`).
     sum_to or transpose that changes nothing  -> x
     f(broadcast_to(s, shape), y), f elementwise, when f(s, y) has that shape already
                                               -> f(s, y)   (a gradient seed's broadcast)
+    f(numbers, broadcast_to(n, shape))        -> broadcast_to(f(numbers, n), shape)
     -(x * c), (-x) * c                        -> x * -c
-    (x * a) * b, (a / x) * b                  -> x * (a*b), (a*b) / x
-                                                 (numbers a, b, one a power of two)
+    (x * a) * b                               -> x * (a*b)  (numbers a, b, one a power of two)
+    (a / x) * b                               -> (a*b) / x  (b a power of two)
 
 Multiplying by a power of two is exact, so `(x * a) * b` and `x * (a*b)` round the same
 (when a*b is a normal number) except where an intermediate is subnormal, where the folded
-form is the more accurate. These folds turn a gradient chain such as `-(0.5 * g * e) * 2 * x`
-into `-(g * e) * x`. `x * 0 -> 0` is not done: it would turn NaN and Inf into 0. A node with
-control dependencies is never removed (they must still run first).
+form is the more accurate; a fold that could lose an overflow (x * 4 is inf, x * 4 * 0.25
+would be finite) is not made. These folds turn a gradient chain such as
+`-(0.5 * g * e) * 2 * x` into `-(g * e) * x`. `x * 0 -> 0` is not done: it would turn NaN
+and Inf into 0. A node with control dependencies is never removed (they must still run
+first).
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ def simplify(program: Program) -> Program:
 def _simplified(node, out):
     """A Value equal to `out`, or a simpler Node computing it, or None."""
     t, ins = node.type, node.inputs
-    if node.opdef.broadcasts and any([_producer_type(v) == "BroadcastTo" for v in ins]):
+    if node.opdef.elementwise and node.opdef.broadcasts \
+            and any([_producer_type(v) == "BroadcastTo" for v in ins]):
         unspread = _unspread(node, out)
         if unspread is not None:
             return unspread
@@ -117,6 +121,8 @@ def _unspread(node, out):
     if spread is None or out.shape.dims is None or any(d is None or None in d for d in dims):
         return None
     if all(_number(v) is not None for v in ins):  # 0.5 * broadcast_to(1, [n])
+        if not same_type(out, spread.outputs[0]):  # the numbers' ranks add to the spread's
+            return None
         try:
             small = make_node(node.opdef, node.attrs, ins, node.origin)
             if len(small.outputs) != 1 or small.outputs[0].shape.num_elements() != 1:
@@ -131,9 +137,10 @@ def _unspread(node, out):
     try:
         if np.broadcast_shapes(*dims) != tuple(out.shape.dims):
             return None
-        return make_node(node.opdef, node.attrs, ins, node.origin, names=[out.name])
+        new = make_node(node.opdef, node.attrs, ins, node.origin, names=[out.name])
     except (ValueError, TypeError):  # the op's own shape rule may want more than broadcasting
         return None
+    return new if same_type(out, new.outputs[0]) else None
 
 
 def _number(v: Value):
@@ -157,8 +164,12 @@ def _power_of_two(c: np.ndarray) -> bool:
 
 def _scaled(node, out, inner, factor):
     """`inner` (x * a, a / x or -x) times the number `factor`: x * (a*factor),
-    (a*factor) / x or x * -factor, if that is exact (a or factor a power of two, their
-    product a normal number)."""
+    (a*factor) / x or x * -factor, where that rounds as the two steps do (below) and
+    overflows where they do: the inner product cannot overflow (|a| <= 1) or the factor
+    cannot shrink it back (|factor| >= 1); and a*factor is a normal number.
+
+    Exact: (x * a) * f with a or f a power of two (one of the two steps is exact, so both
+    forms round x*a*f once); (a / x) * f only with f a power of two (a / x rounds)."""
     if inner.controls or out.dtype.np.kind != "f":
         return None
     if inner.type == "Neg":
@@ -170,7 +181,11 @@ def _scaled(node, out, inner, factor):
         else:
             a = _number(second)
             x, a = (first, a) if a is not None else (second, _number(first))
-    if a is None or reads_variable(x) or not (_power_of_two(a) or _power_of_two(factor)):
+    if a is None or reads_variable(x):
+        return None
+    exact = _power_of_two(factor) or (inner.type != "RealDiv" and _power_of_two(a))
+    may_overflow = inner.type == "RealDiv" or abs(float(a.reshape(()))) > 1
+    if not exact or (may_overflow and abs(float(factor.reshape(()))) < 1):
         return None
     with np.errstate(all="ignore"):
         product = np.multiply(a, factor, dtype=out.dtype.np)
@@ -187,7 +202,10 @@ def _smallest(out, number: np.ndarray, make):
     a literal), or with its own rank if the result's shape needs it; None if neither gives
     out's shape and dtype."""
     for c in (number.reshape(()), number):
-        new = make(constant_value(c, out.dtype, f"{out.name}_number"))
+        try:
+            new = make(constant_value(c, out.dtype, f"{out.name}_number"))
+        except (ValueError, TypeError):
+            continue
         if same_type(out, new.outputs[0]):
             return new
     return None
