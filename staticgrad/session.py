@@ -403,6 +403,12 @@ def _cache_key(fetch_key, feeds, arrays) -> tuple:
 
 def _structure_key(fetches):
     """A hashable key for a fetch structure made of graph elements (TypeError if none)."""
+    if type(fetches) is list:
+        for f in fetches:  # most often a flat list of tensors: the key without recursion
+            if type(f) is not Tensor:
+                break
+        else:
+            return ("L", *fetches)
     if isinstance(fetches, list):
         return ("L",) + tuple(_structure_key(f) for f in fetches)
     if isinstance(fetches, tuple):

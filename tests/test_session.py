@@ -55,6 +55,10 @@ def test_fetch_nested_structures(g):
     assert sess.run((a,), {x: 1.0}) == (2.0,)
     assert sess.run([a, a], {x: 1.0}) == [2.0, 2.0]
     assert sess.run([], {x: 1.0}) == []
+    # a flat list of tensors (keyed without recursion) and the same tensors nested
+    assert sess.run([a, b], {x: 1.0}) == [2.0, 2.0]
+    assert sess.run([[a], b], {x: 1.0}) == [[2.0], 2.0]
+    assert sess.run([a, [b]], {x: 1.0}) == [2.0, [2.0]]
     od = sess.run(collections.OrderedDict([("z", c), ("y", a)]), {x: 0.0})
     assert isinstance(od, collections.OrderedDict) and list(od) == ["z", "y"]
 
