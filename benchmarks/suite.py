@@ -89,11 +89,15 @@ def run_timed(workload: common.Workload, available, rounds: int, number: int,
                 continue
         calls[way.name] = call
     per_call = common.interleaved(calls, rounds, number, warmup, settle_s)
-    base = common.median(per_call["hand_numpy"])
+    hand = per_call["hand_numpy"]
+    base = common.median(hand)
     for name, times in per_call.items():
+        # the ratio of the medians, and the median of each round's ratio (a round's ways run
+        # within a second of each other: the paired figure is steadier when the load drifts)
         entries[name].update(median=common.median(times) * workload.scale,
                              rounds=[t * workload.scale for t in times],
-                             ratio=common.median(times) / base)
+                             ratio=common.median(times) / base,
+                             paired_ratio=common.median([t / h for t, h in zip(times, hand)]))
     return {"title": workload.title.format(size=w3.SIZE), "unit": workload.unit, "rounds": rounds,
             "calls_per_round": number, "ways": entries}
 
@@ -270,11 +274,14 @@ def cell(entry: dict, unit: str) -> tuple:
 def print_workload(key: str, wl: dict) -> None:
     print(f"\n{key}: {wl['title']}")
     width = max(len(e["label"]) for e in wl["ways"].values()) + 2
+    paired = any("paired_ratio" in e for e in wl["ways"].values())
     print(f"  {'way':<{width}}{'median':>14}{'x hand NumPy':>15}"
-          + ("  tracemalloc" if key == "W5" else ""))
+          + ("  tracemalloc" if key == "W5" else "") + ("  (per round)" if paired else ""))
     for entry in wl["ways"].values():
         median, ratio = cell(entry, wl["unit"])
         extra = f"  {entry['tracemalloc_mb']:.4g} MB" if entry.get("tracemalloc_mb") else ""
+        if "paired_ratio" in entry:
+            extra += f"  ({entry['paired_ratio']:.3g}x)"
         print(f"  {entry['label']:<{width}}{median:>14}{ratio:>15}{extra}")
         if "error" in entry or "skipped" in entry:
             print(f"      {entry.get('error') or entry['skipped']}")
