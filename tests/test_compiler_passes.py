@@ -190,10 +190,13 @@ def test_simplify_spreads_an_op_of_numbers_and_keeps_broadcasts_it_needs():
 
 
 def test_simplify_never_moves_a_variable_read_into_a_folded_factor():
+    """v * 2 is read before the assignment; folding (v * 2) * 4 into v * 8 would read v
+    again where the outer product runs, after it."""
     v = sg.Variable(np.ones(3, np.float32))
-    y = (v * 2.0) * 4.0
-    with sg.control_dependencies([y]):
+    inner = v * 2.0
+    with sg.control_dependencies([inner]):
         bump = sg.assign_add(v, np.ones(3, np.float32))
+    y = inner * 4.0  # made after the assignment, so it runs after it
     with sg.Session() as sess:
         sess.run(v.initializer)
         got, _ = sess.run([y, bump])
