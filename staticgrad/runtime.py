@@ -21,9 +21,11 @@ def sigmoid(x, out=None):
     e = exp(-|x|), exact down to the subnormals, takes seven passes: 1.5x the time.)"""
     with np.errstate(over="ignore", under="ignore"):
         e = np.negative(x, out=out)
-        e = np.exp(e, out=e if isinstance(e, np.ndarray) else None)
-        e = np.add(e, 1, out=e if isinstance(e, np.ndarray) else None)
-        return np.divide(1, e, out=e if isinstance(e, np.ndarray) else None)
+        if not isinstance(e, np.ndarray):  # one number (the scalar fast path)
+            return 1 / (1 + np.exp(e))
+        np.exp(e, out=e)
+        np.add(e, 1, out=e)
+        return np.divide(1, e, out=e)
 
 
 def log1p(x, out=None):
