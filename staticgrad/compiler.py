@@ -30,6 +30,7 @@ from .passes.fold import fold_constants
 from .passes.fuse import fuse_elementwise
 from .passes.matmul import fold_transposes_into_matmul
 from .passes.memory import plan_memory
+from .passes.negations import fold_negations
 from .passes.prune import prune
 from .passes.scalars import hold_scalars
 from .passes.simplify import simplify
@@ -42,6 +43,7 @@ PIPELINE = (
     ("fold", fold_constants),                          # known inputs -> computed now
     ("simplify", simplify),                            # x*1, x+0, --x, no-op reshapes...
     ("cse", cse),                                      # the same computation twice -> once
+    ("negations", fold_negations),                     # a + (-b) -> a - b, a + (-p)*q -> a - p*q
     ("transpose_matmul", fold_transposes_into_matmul),  # matmul(transpose(a), b) -> flag
     ("dce", eliminate_dead_code),                      # drop what no fetch needs any more
     ("fuse", fuse_elementwise),                        # elementwise groups, run in blocks

@@ -5,7 +5,9 @@ what earlier visits substituted) and builds a new Program from the answers:
 
 - the node itself: keep it;
 - a new Node: use it instead (its outputs replace the old node's, index by index);
-- a list of Values: drop the node; these values replace its outputs.
+- a list of Values: drop the node; these values replace its outputs;
+- a list of new Nodes: put them in its place, in order; the last one's outputs replace the
+  old node's (the others compute what the last one reads).
 
 The old Program is left as it was (passes are pure functions).
 """
@@ -31,6 +33,9 @@ def rewrite(program: Program, visit) -> Program:
                                         tuple([replaced.get(id(c), c)
                                                for c in original.controls]))
         result = visit(node)
+        if isinstance(result, list) and result and isinstance(result[0], Node):
+            nodes.extend(result[:-1])
+            result = result[-1]
         if not isinstance(result, Node) and id(original) in kept:
             result = node
         if isinstance(result, Node):

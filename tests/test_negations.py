@@ -1,0 +1,89 @@
+"""The `negations` pass: each rewrite gives the values of the program without it, bit for
+bit (special values included), and removes the negations it says it does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+from staticgrad.passes import fuse
+from staticgrad.passes.negations import fold_negations
+
+N = fuse.FUSE_MIN_ELEMENTS + 5  # large enough to be fused (and expanded)
+SPECIAL = [0.0, -0.0, 1e-30, -1e-30, 1e-7, -0.5, -1.0, -2.0, -1e30, 0.5, 3.0, 1e30,
+           np.inf, -np.inf, np.nan]
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    with sg.Graph().as_default() as g:
+        yield g
+
+
+def _run(fetches, feed, off=()):
+    with sg.Session(options=sg.CompileOptions(disable=set(off))) as sess, \
+            np.errstate(all="ignore"):
+        return sess.source(fetches, feed), sess.run(fetches, feed)
+
+
+def _values(dtype, n=N):
+    rng = np.random.default_rng(0)
+    v = (rng.standard_normal(n) * 3).astype(dtype)
+    special = np.array(SPECIAL)
+    if np.dtype(dtype).kind == "i":
+        special = np.nan_to_num(special, posinf=2**31 - 1, neginf=-2**31).clip(-2**31, 2**31 - 1)
+    with np.errstate(over="ignore"):
+        v[:len(SPECIAL)] = special.astype(dtype)
+    return v
+
+
+# -- negations -----------------------------------------------------------------------------------
+def _same(a, b):
+    np.testing.assert_array_equal(a, b)  # NaN where NaN, equal elsewhere
+    assert a.dtype == b.dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
+def test_sums_of_negations_become_subtractions_with_the_same_values(dtype):
+    a = sg.placeholder(sg.as_dtype(dtype), [None], name="a")
+    b = sg.placeholder(sg.as_dtype(dtype), [None], name="b")
+    c = sg.placeholder(sg.as_dtype(dtype), [None], name="c")
+    fetches = [a + (-b), (-a) + b, a - (-b), (-a) * b + c, c + a * (-b),
+               sg.add_n([a, -b, c, (-c) * a]), sg.add_n([-a, b]), sg.add_n([-a, -b, c])]
+    feed = {a: _values(dtype, 50), b: _values(dtype, 50)[::-1].copy(),
+            c: _values(dtype, 50)[5:].repeat(2)[:50]}
+    src, got = _run(fetches, feed)
+    _, want = _run(fetches, feed, off={"negations"})
+    for x, y in zip(got, want):
+        _same(x, y)
+    body = src[src.index("def run"):]
+    # left: -a in add_n(-a, -b, c), which has nothing to subtract it from
+    assert body.count("-a") + body.count("np.negative(a") == 1, src
+    assert "-b" not in body and "-c" not in body, src
+
+
+def test_a_negated_product_read_elsewhere_is_left_alone(g):
+    a = sg.placeholder(sg.float32, [3], name="a")
+    b = sg.placeholder(sg.float32, [3], name="b")
+    p = (-a) * b
+    from test_compiler_passes import program_for, types
+    program = program_for([p + b, p * 2.0], {a: np.ones(3), b: np.ones(3)})
+    assert types(fold_negations(program)) == types(program)  # p is needed anyway: no p' = a*b
+    program = program_for([p + b], {a: np.ones(3), b: np.ones(3)})
+    rewritten = fold_negations(program)
+    assert types(rewritten)[-2:] == ["Mul", "Sub"]  # b - a * b, the old p now unread
+    assert types(program)[-1] == "Add"  # the input program is unchanged
+
+
+def test_the_gradient_sum_of_w3_subtracts_instead_of_negating():
+    x = sg.placeholder(sg.float32, [None], name="x")
+    y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-x ** 2)
+                      + sg.log1p(x ** 2))
+    (dx,) = sg.gradients(y, [x])  # ... + (-e) * x + ...: the -e is not computed
+    xv = _values(np.float32)
+    src, got = _run([y, dx], {x: xv})
+    _, want = _run([y, dx], {x: xv}, off={"negations"})
+    kernel = src[src.index("def fused"):]
+    assert kernel.count("np.negative(") == 1 and "np.subtract(gradients" in kernel, src
+    _same(got[1], want[1])
