@@ -26,6 +26,7 @@ from .graph import Operation, Tensor
 from .ir import lower, verify
 from .passes.cse import cse
 from .passes.dce import eliminate_dead_code
+from .passes.expand import expand_composites
 from .passes.fold import fold_constants
 from .passes.fuse import fuse_elementwise
 from .passes.matmul import fold_transposes_into_matmul
@@ -42,6 +43,7 @@ _counter = itertools.count()
 PIPELINE = (
     ("fold", fold_constants),                          # known inputs -> computed now
     ("simplify", simplify),                            # x*1, x+0, --x, no-op reshapes...
+    ("expand", expand_composites),                     # log1p of a large array -> its steps
     ("cse", cse),                                      # the same computation twice -> once
     ("negations", fold_negations),                     # a + (-b) -> a - b, a + (-p)*q -> a - p*q
     ("transpose_matmul", fold_transposes_into_matmul),  # matmul(transpose(a), b) -> flag

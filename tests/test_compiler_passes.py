@@ -291,7 +291,7 @@ def test_options_name_real_passes_and_switch_them_off():
 
 
 def test_pipeline_is_one_visible_list():
-    assert compiler.PASS_NAMES == ("fold", "simplify", "cse", "negations",
+    assert compiler.PASS_NAMES == ("fold", "simplify", "expand", "cse", "negations",
                                    "transpose_matmul", "dce", "fuse", "scalars", "memory")
 
 
@@ -477,7 +477,7 @@ def _elementwise_cases():
                 attrs = {"alpha": 0.2}
             else:
                 attrs = {}
-            n_in = 3 if op_type == "Select" else (2 if op_type in _BINARY else 1)
+            n_in = 3 if op_type in ("Select", "ClipByValue") else (2 if op_type in _BINARY else 1)
             arrays = [np.full((1,), value, dtype) for _ in range(n_in)]
             if op_type == "Select":
                 arrays[0] = np.array([True])

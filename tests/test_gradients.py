@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.ops.registry import REGISTRY
+from staticgrad.ops.registry import REGISTRY, apply1
 
 F = sg.float64
 RNG = np.random.default_rng(0)
@@ -27,6 +27,10 @@ def any_(shape):
 def away0(shape):  # values away from kinks at 0 (relu, abs, max...)
     v = RNG.uniform(0.3, 2.0, shape)
     return v * RNG.choice([-1.0, 1.0], shape)
+
+
+def off_bounds(shape):  # below -0.6, between, above 0.9: away from ClipByValue's kinks
+    return RNG.choice([-1.5, -1.0, -0.3, 0.2, 0.5, 1.4], shape) + RNG.uniform(-0.05, 0.05, shape)
 
 
 def unit(shape):
@@ -78,6 +82,9 @@ CASES = [
     ("Minimum", sg.minimum, [(distinct, (2, 3)), (lambda s: distinct(s) + 0.05, (3,))], True),
     ("Select", lambda x, y: sg.where(x > y, x * y, y - x), [(any_, (2, 3)), (any_, (3,))], True),
     ("AddN", lambda x, y, z: sg.add_n([x, y, z]), [(any_, (2, 3))] * 3, True),
+    ("ClipByValue", lambda t, lo, hi: apply1("ClipByValue", [t, lo, hi]),
+     [(off_bounds, (3, 4)), (lambda s: np.full(s, -0.6), ()), (lambda s: np.full(s, 0.9), ())],
+     True),
     ("MatMul", sg.matmul, [(any_, (2, 3)), (any_, (3, 4))], True),
     ("MatMul", lambda a, b: sg.matmul(a, b, transpose_a=True), [(any_, (3, 2)), (any_, (3, 4))],
      True),

@@ -236,6 +236,37 @@ register("Select", _select_infer, "np.where({0}, {1}, {2})", _select_grad, eleme
          new_array=True)
 
 
+def _clip_infer(ctx):
+    if len(ctx.in_dtypes) != 3:
+        raise ValueError(f"ClipByValue takes 3 inputs (t, clip_value_min, clip_value_max), "
+                         f"got {len(ctx.in_dtypes)}")
+    for i in range(3):
+        check_kind(ctx, i, "fi")
+        if ctx.in_dtypes[i] is not ctx.in_dtypes[0]:
+            raise TypeError(f"input {i} has dtype {ctx.in_dtypes[i].name}, t has "
+                            f"{ctx.in_dtypes[0].name}")
+    t = ctx.in_shapes[0]
+    for i, bound in ((1, "clip_value_min"), (2, "clip_value_max")):
+        s = ctx.in_shapes[i]
+        if s.ndims != 0 and not s.is_compatible_with(t):
+            raise ValueError(f"{bound} has shape {s}; it must be a scalar or t's shape {t}")
+    return [(t, ctx.in_dtypes[0])]
+
+
+def _clip_grad(op, g):  # TF1's rule: t's gradient where it was not clipped, a bound's where
+    t, lo, hi = op.inputs  # it clipped (summed to the bound's shape)
+    below, above = less(t, lo), greater(t, hi)
+    zeros = zeros_like(g)
+    return [where(logical_or(below, above), zeros, g), where(below, g, zeros),
+            where(above, g, zeros)]
+
+
+# TF's raw ClipByValue op (`clip_by_value` is, as in TF1, a maximum then a minimum); the
+# compiler writes log1p with it (passes/expand.py): np.clip is one pass over memory
+register("ClipByValue", _clip_infer, "np.clip({0}, {1}, {2})", _clip_grad, elementwise=True,
+         new_array=True, ufunc="np.clip({0}, {1}, {2}, out={out})")
+
+
 def _add_n_infer(ctx):
     first = ctx.in_dtypes[0]
     for i, dt in enumerate(ctx.in_dtypes):

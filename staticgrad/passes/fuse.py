@@ -29,7 +29,7 @@ FUSED = OpDef("Fused", infer=None, numpy=None, differentiable=False,
 
 
 def fuse_elementwise(program: Program) -> Program:
-    if not any(_large(v) for n in program.nodes for v in n.outputs):
+    if not any(large(v) for n in program.nodes for v in n.outputs):
         return program  # nothing large enough to gain from blocks
     waited_on = {id(c) for n in program.nodes for c in n.controls}
     waited_on.update(id(f) for f in program.fetches if isinstance(f, Node))  # fetched ops
@@ -115,7 +115,7 @@ def _domain(node: Node):
     if node.type == "Sum":  # only a sum of everything, to a scalar, ends a group
         x = node.inputs[0]
         axis = node.attrs["axis"]
-        if node.attrs.get("keepdims") or not _large(x) or not x.dtype.is_floating or \
+        if node.attrs.get("keepdims") or not large(x) or not x.dtype.is_floating or \
                 (axis is not None and sorted(a % x.shape.ndims for a in axis)
                  != list(range(x.shape.ndims))):
             return None
@@ -123,7 +123,7 @@ def _domain(node: Node):
     if not node.opdef.elementwise or len(node.outputs) != 1:
         return None
     out = node.outputs[0]
-    if not _large(out) or not (out.dtype.is_floating or out.dtype.is_bool):
+    if not large(out) or not (out.dtype.is_floating or out.dtype.is_bool):
         return None  # integers: NumPy's blockwise and whole-array results could differ
     for v in node.runtime_inputs():
         if v.shape.dims != out.shape.dims and v.shape.num_elements() != 1:
@@ -131,7 +131,7 @@ def _domain(node: Node):
     return out.shape.dims
 
 
-def _large(v: Value) -> bool:
+def large(v: Value) -> bool:
     return v.shape.is_fully_defined() and v.shape.ndims > 0 and \
         v.shape.num_elements() >= FUSE_MIN_ELEMENTS
 

@@ -1,0 +1,56 @@
+"""Composite ops over large arrays written as their NumPy steps, so that common-subexpression
+elimination shares a step with whatever else computes it, and a fused block runs every step
+in its scratch rows (a runtime helper allocates its own temporaries, block after block).
+
+    log1p(v) -> log(u) + (v - (w - 1)) / w     u = 1 + v,  w = clip(u, tiny, max)
+
+is what `rt.log1p` computes, step for step, so the values are the same bit for bit. The
+gradient of log1p(v) divides by the same 1 + v, which is then computed once for both.
+(With w, x = -1 and x = +inf give -inf and +inf: see `rt.log1p`.) One difference: `rt.log1p`
+hides NumPy's warnings from log(u) for v <= -1; the steps give them, as np.log1p does.
+
+Only values of at least `fuse.FUSE_MIN_ELEMENTS` floats are expanded: those are the ones
+fused; on small arrays one helper call costs less than seven lines, and reads better.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Node, Program, constant_value, make_node
+from ..ops.registry import get_opdef
+from .fuse import large
+from .rewrite import rewrite, same_type
+
+
+def expand_composites(program: Program) -> Program:
+    def visit(node):
+        if node.type != "Log1p" or node.controls or not large(node.outputs[0]) \
+                or not node.outputs[0].dtype.is_floating:
+            return node
+        return _log1p(node)
+    return rewrite(program, visit)
+
+
+def _log1p(node: Node):
+    (v,), (out,) = node.inputs, node.outputs
+    info = np.finfo(out.dtype.np)
+
+    def number(x, what):
+        return constant_value(np.asarray(x, out.dtype.np), out.dtype, f"{out.name}_{what}")
+
+    made = []
+
+    def step(op, *inputs, name):
+        new = make_node(get_opdef(op), {}, inputs, node.origin,
+                        names=[out.name if name is None else f"{out.name}_{name}"])
+        made.append(new)
+        return new.outputs[0]
+
+    u = step("Add", number(1, "one"), v, name="u")  # as the gradient writes 1 + v
+    w = step("ClipByValue", u, number(info.tiny, "tiny"), number(info.max, "max"), name="w")
+    c = step("Sub", w, number(1, "one"), name="w1")
+    c = step("Sub", v, c, name="lost")
+    c = step("RealDiv", c, w, name="correction")  # w is free now: one row fewer at once
+    result = step("Add", step("Log", u, name="log"), c, name=None)
+    return made if same_type(out, result) else node

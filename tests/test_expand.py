@@ -1,0 +1,78 @@
+"""The `expand` pass and the ClipByValue op it writes log1p with: the steps give the values of
+the helper they replace, bit for bit (special values included), and share what they say."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_negations import _run, _same, _values
+
+import staticgrad as sg
+from staticgrad import runtime as rt
+from staticgrad.ops.registry import apply1
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    with sg.Graph().as_default() as g:
+        yield g
+
+
+# -- expand ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_log1p_steps_give_rt_log1p_bit_for_bit(dtype):
+    x = sg.placeholder(sg.as_dtype(dtype), [None], name="x")
+    y = sg.log1p(x)
+    xv = _values(dtype)
+    src, got = _run(y, {x: xv})
+    assert "np.clip(" in src and "rt.log1p" not in src.split('"""')[-1]
+    with np.errstate(all="ignore"):
+        want = rt.log1p(xv)
+    _same(got, want)
+    with np.errstate(all="ignore"):
+        ref = np.log1p(xv.astype(np.float64))
+    finite = np.isfinite(ref) & (np.abs(ref) < np.finfo(dtype).max)
+    np.testing.assert_allclose(got[finite], ref[finite].astype(dtype), rtol=np.finfo(dtype).eps * 2)
+    assert np.array_equal(np.isnan(got), np.isnan(ref)) and got[6] == -np.inf  # log1p(-1)
+
+
+def test_log1p_and_its_gradient_compute_one_plus_x_once():
+    x = sg.placeholder(sg.float32, [None], name="x")
+    v = x * x
+    y = sg.reduce_sum(sg.log1p(v))
+    (dx,) = sg.gradients(y, [x])
+    xv = _values(np.float32)
+    src, got = _run([y, dx], {x: xv})
+    _, want = _run([y, dx], {x: xv}, off={"expand"})
+    assert src.count("np.add(1.0, ") == 1, src
+    _same(got[1], want[1])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)  # the same sums, in blocks
+
+
+def test_small_log1p_stays_one_call():
+    x = sg.placeholder(sg.float32, [None], name="x")
+    src, got = _run(sg.log1p(x), {x: np.array([0.5, -1.0, 1e-8], np.float32)})
+    assert "rt.log1p(x)" in src and "np.clip" not in src
+    _same(got, rt.log1p(np.array([0.5, -1.0, 1e-8], np.float32)))
+
+
+# -- ClipByValue ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_clip_by_value_op_is_np_clip(dtype):
+    t = np.array([[-5, -1, 0], [2, 3, 9]], dtype)
+    for lo, hi in ((np.array(-1, dtype), np.array(3, dtype)),
+                   (np.array([[0, 0, 0], [1, 1, 1]], dtype), np.array(2, dtype))):
+        y = apply1("ClipByValue", [sg.constant(t), sg.constant(lo), sg.constant(hi)])
+        with sg.Session() as sess:
+            got = sess.run(y)
+        _same(got, np.clip(t, lo, hi))
+
+
+def test_clip_by_value_op_names_what_is_wrong():
+    t = sg.placeholder(sg.float32, [2, 3], name="t")
+    with pytest.raises(ValueError, match=r"clip_value_max has shape \(2,\)"):
+        apply1("ClipByValue", [t, sg.constant(0.0), sg.constant([1.0, 2.0])])
+    with pytest.raises(TypeError, match="input 1 has dtype float64"):
+        apply1("ClipByValue", [t, sg.constant(0.0, sg.float64), sg.constant(1.0)])
+    with pytest.raises(ValueError, match="takes 3 inputs"):
+        apply1("ClipByValue", [t, sg.constant(0.0)])
