@@ -2,9 +2,15 @@
 
 A fused group is generated as a kernel `k(lo, hi, *arrays)` that computes elements lo:hi of
 every array (flat, contiguous) and returns its part of a sum, if the group ends in one.
-`run_blocks` splits 0:n into one contiguous share per thread and each share into equal
-blocks of at most BLOCK elements. NumPy's ufuncs release the GIL, so the shares run in
-parallel.
+`run_blocks` splits 0:n into equal blocks of at most BLOCK elements, and the threads take
+blocks one at a time until none is left. NumPy's ufuncs release the GIL, so the blocks run in
+parallel. The parts come back in block order, whichever thread computed them, so the sums
+made of them are the same from run to run.
+
+Why blocks are taken, not dealt out in equal shares: a thread that starts late (waking a
+pool thread takes tens of microseconds) or whose core the VM takes away for a while then
+computes fewer blocks, and the call ends when the last block does, not when the slower
+thread's half does.
 
 Why blocks of up to 128K elements (512 KB of float32), larger than a core's L2 cache: every
 ufunc call of a block is a few microseconds of Python holding the GIL, and each time a
@@ -20,7 +26,7 @@ last argument and computes into them with out=, so a block allocates nothing.
 
 The number of threads is the machine's cores available to this process, capped by the
 environment variable STATICGRAD_NUM_THREADS (or OMP_NUM_THREADS when that is not set); a
-thread gets a share only when there is at least one whole block (BLOCK elements) for each.
+thread takes part only when there is at least one whole block (BLOCK elements) for each.
 """
 
 from __future__ import annotations
@@ -56,12 +62,22 @@ def _scratch(rows: int, dtype, block: int) -> np.ndarray:
     return buffer[:nbytes].view(dtype).reshape(rows, block)
 
 
-def _share(kernel, lo, hi, block, args, scratch):
-    if scratch is None:
-        return [kernel(a, min(a + block, hi), *args) for a in range(lo, hi, block)]
-    rows = _scratch(*scratch, block)
-    return [kernel(a, min(a + block, hi), *args, rows[:, :min(block, hi - a)])
-            for a in range(lo, hi, block)]
+def _take_blocks(kernel, starts, parts, n, block, args, scratch):
+    """Compute blocks, taking the next one left in `starts` until none is (list.pop is atomic,
+    with or without the GIL), each part into its place in `parts`."""
+    rows = _scratch(*scratch, block) if scratch is not None else None
+    try:
+        while starts:
+            try:
+                i, lo = starts.pop()
+            except IndexError:  # another thread took the last one
+                return
+            hi = min(lo + block, n)
+            parts[i] = kernel(lo, hi, *args) if rows is None else \
+                kernel(lo, hi, *args, rows[:, :hi - lo])
+    except BaseException:
+        starts.clear()  # the others stop after their current block
+        raise
 
 
 def _split(n: int, parts: int, most: int) -> int:
@@ -73,19 +89,21 @@ def _split(n: int, parts: int, most: int) -> int:
 
 
 def run_blocks(kernel, n: int, *args, scratch=None) -> list:
-    """kernel(lo, hi, *args[, rows]) over 0:n in blocks; the list of what each returned."""
+    """kernel(lo, hi, *args[, rows]) over 0:n in blocks; what each returned, in block order."""
     global _pool
     threads = min(THREADS, max(1, n // BLOCK))
     block = _split(n, threads, BLOCK)
-    if threads == 1:
-        return _share(kernel, 0, n, block, args, scratch)
-    if _pool is None:
+    starts = list(enumerate(range(0, n, block)))[::-1]  # popped from the end: block 0 first
+    parts = [None] * len(starts)
+    if threads > 1 and _pool is None:
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="staticgrad")
-    step = -(-n // threads // block) * block  # whole blocks per share
-    bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
-    futures = [_pool.submit(_share, kernel, lo, hi, block, args, scratch)
-               for lo, hi in bounds[1:]]
-    parts = _share(kernel, *bounds[0], block, args, scratch)
+    futures = [_pool.submit(_take_blocks, kernel, starts, parts, n, block, args, scratch)
+               for _ in range(threads - 1)]
+    try:
+        _take_blocks(kernel, starts, parts, n, block, args, scratch)
+    finally:
+        for f in futures:  # every block is done (or abandoned) before the arrays are read
+            f.exception()
     for f in futures:
-        parts.extend(f.result())
+        f.result()  # a worker's error, raised here
     return parts

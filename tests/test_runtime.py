@@ -97,3 +97,51 @@ def test_run_blocks_covers_every_element_once_in_equal_blocks(monkeypatch, n, th
     assert len(sizes) >= min(threads, n // 64)  # a thread takes a share of whole blocks
     if runtime_blocks._pool is not None:
         runtime_blocks._pool.shutdown()
+
+
+def test_run_blocks_returns_parts_in_block_order_whichever_thread_takes_them(monkeypatch):
+    """Threads take blocks as they come free: a slow thread takes fewer, and the parts still
+    come back in block order (so sums made of them do not change from run to run)."""
+    import threading
+    import time
+
+    from staticgrad import runtime_blocks
+    monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
+    monkeypatch.setattr(runtime_blocks, "THREADS", 2)
+    monkeypatch.setattr(runtime_blocks, "_pool", None)
+    main = threading.get_ident()
+    taken = {}
+
+    def kernel(lo, hi):
+        taken[lo] = threading.get_ident() == main
+        if threading.get_ident() != main:
+            time.sleep(0.02)  # the pool thread is slow: the caller takes most blocks
+        return (lo,)
+    parts = rt.run_blocks(kernel, 200)
+    assert [p[0] for p in parts] == list(range(0, 200, 10))
+    assert sum(taken.values()) > 12, taken  # 20 blocks: the main thread took most of them
+    runtime_blocks._pool.shutdown()
+
+
+def test_run_blocks_stops_every_thread_before_an_error_is_raised(monkeypatch):
+    import time
+
+    from staticgrad import runtime_blocks
+    monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
+    monkeypatch.setattr(runtime_blocks, "THREADS", 2)
+    monkeypatch.setattr(runtime_blocks, "_pool", None)
+    running, done = [], []
+
+    def kernel(lo, hi):
+        running.append(lo)
+        if lo == 30:
+            raise FloatingPointError("block 3")
+        time.sleep(0.005)
+        done.append(lo)
+        return (lo,)
+    with pytest.raises(FloatingPointError, match="block 3"):
+        rt.run_blocks(kernel, 1000)
+    finished = len(done)
+    time.sleep(0.05)
+    assert len(done) == finished and len(running) < 100  # nothing runs on after the error
+    runtime_blocks._pool.shutdown()
