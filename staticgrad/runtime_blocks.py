@@ -24,6 +24,9 @@ A kernel may ask for scratch rows (`scratch=(rows, dtype)`): each thread keeps o
 rows x block elements from call to call, and the kernel gets the rows for its block as its
 last argument and computes into them with out=, so a block allocates nothing.
 
+Every thread computes under the caller's `np.errstate`, so that `np.errstate(all="raise")`
+raises wherever the bad value is, whichever thread takes its block.
+
 The number of threads is the machine's cores available to this process, capped by the
 environment variable STATICGRAD_NUM_THREADS (or OMP_NUM_THREADS when that is not set); a
 thread takes part only when there is at least one whole block (BLOCK elements) for each.
@@ -80,6 +83,11 @@ def _take_blocks(kernel, starts, parts, n, block, args, scratch):
         raise
 
 
+def _in_errstate(errors: dict, *work):
+    with np.errstate(**errors):
+        _take_blocks(*work)
+
+
 def _split(n: int, parts: int, most: int) -> int:
     """The size of each of `parts` equal pieces of n, each made of equal blocks of at most
     `most` elements: the block size (a multiple of 16 elements where `most` allows)."""
@@ -97,7 +105,9 @@ def run_blocks(kernel, n: int, *args, scratch=None) -> list:
     parts = [None] * len(starts)
     if threads > 1 and _pool is None:
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="staticgrad")
-    futures = [_pool.submit(_take_blocks, kernel, starts, parts, n, block, args, scratch)
+    # the caller's np.errstate (warn, raise...) holds in every thread: it is not inherited
+    errors = np.geterr() if threads > 1 else None
+    futures = [_pool.submit(_in_errstate, errors, kernel, starts, parts, n, block, args, scratch)
                for _ in range(threads - 1)]
     try:
         _take_blocks(kernel, starts, parts, n, block, args, scratch)

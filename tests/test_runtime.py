@@ -145,3 +145,26 @@ def test_run_blocks_stops_every_thread_before_an_error_is_raised(monkeypatch):
     time.sleep(0.05)
     assert len(done) == finished and len(running) < 100  # nothing runs on after the error
     runtime_blocks._pool.shutdown()
+
+
+def test_run_blocks_computes_every_block_under_the_callers_errstate(monkeypatch):
+    import threading
+    import time
+
+    from staticgrad import runtime_blocks
+    monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
+    monkeypatch.setattr(runtime_blocks, "THREADS", 2)
+    monkeypatch.setattr(runtime_blocks, "_pool", None)
+    main = threading.get_ident()
+
+    def kernel(lo, hi):
+        if threading.get_ident() == main:
+            time.sleep(0.01)  # the pool thread takes most blocks
+        return (threading.get_ident() == main, np.geterr()["invalid"], np.geterr()["over"])
+    with np.errstate(invalid="raise", over="ignore"):
+        parts = rt.run_blocks(kernel, 200)
+    assert any(not p[0] for p in parts)  # the pool thread computed some blocks
+    assert all(p[1:] == ("raise", "ignore") for p in parts)
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        rt.run_blocks(lambda lo, hi: np.log(np.full(3, -1.0 if lo == 190 else 1.0)), 200)
+    runtime_blocks._pool.shutdown()
