@@ -25,6 +25,9 @@ from .rewrite import rewrite, same_type
 
 
 def expand_composites(program: Program) -> Program:
+    if not any([n.type == "Log1p" for n in program.nodes]):
+        return program  # nothing to expand: no walk
+
     def visit(node):
         if node.type != "Log1p" or node.controls or not large(node.outputs[0]) \
                 or not node.outputs[0].dtype.is_floating:
