@@ -87,3 +87,36 @@ def test_the_gradient_sum_of_w3_subtracts_instead_of_negating():
     kernel = src[src.index("def fused"):]
     assert kernel.count("np.negative(") == 1 and "np.subtract(gradients" in kernel, src
     _same(got[1], want[1])
+
+
+@pytest.mark.parametrize("form", ["add", "sub", "add_n", "product"])
+def test_a_variable_read_is_not_moved_past_an_assignment(form):
+    """Found by review: a + (-v) became a - v, reading v where the sum runs, after an
+    assignment to v that the negation ran before."""
+    results = []
+    for off in (set(), {"negations"}):
+        with sg.Graph().as_default():
+            v = sg.Variable(np.array([1.0, 2.0, 3.0], np.float32))
+            w = sg.Variable(np.array([2.0, 2.0, 2.0], np.float32))
+            n, m = -v, (-w) * v
+            with sg.control_dependencies([n, m]):
+                up = sg.assign(v, [10.0, 10.0, 10.0])
+            y = {"add": up + n, "sub": up - n, "add_n": sg.add_n([up, n, up]),
+                 "product": up + m}[form]
+            with sg.Session(options=sg.CompileOptions(disable=off)) as sess:
+                sess.run(sg.global_variables_initializer())
+                results.append(sess.run(y))
+    want = {"add": [9, 8, 7], "sub": [11, 12, 13], "add_n": [19, 18, 17], "product": [8, 6, 4]}
+    np.testing.assert_array_equal(results[0], np.array(want[form], np.float32))
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_a_negated_product_something_waits_on_is_not_computed_twice(g):
+    from test_compiler_passes import program_for, types
+    a = sg.placeholder(sg.float32, [3], name="a")
+    b = sg.placeholder(sg.float32, [3], name="b")
+    p = (-a) * b
+    with sg.control_dependencies([p.op]):
+        z = sg.identity(b)  # waits on the product
+    program = program_for([z + p], {a: np.ones(3), b: np.ones(3)})
+    assert types(fold_negations(program)).count("Mul") == 1

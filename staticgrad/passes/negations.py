@@ -10,22 +10,33 @@ negation, and (-p) * q is -(p * q) because rounding is symmetric; integers wrap 
 way. Gradients make these shapes: the gradient of `a - b` for b is `-g`, and a chain rule
 through `exp(-x**2)` ends in `(-e) * x`, which an `add_n` of gradients then adds.
 
-A negated product is rewritten only when the sum is its one reader; else the product is
-still needed, and computing p * q as well would be one pass more, not one fewer. The negation
-itself may have other readers: it stays for them.
+A negated product is rewritten only when the sum is its one reader (and nothing waits on it);
+else the product is still needed, and computing p * q as well would be one pass more, not one
+fewer. The negation itself may have other readers: it stays for them.
+
+The rewrite reads b (or p and q) where the sum runs, not where the negation (or product) ran.
+A variable's value is read where it is used, so when the program assigns a variable, a term
+made from a variable read is left as it is: an assignment may come between the two places.
 """
 
 from __future__ import annotations
 
 from ..ir import Program, Value, make_node
 from ..ops.registry import get_opdef
-from .rewrite import rewrite, same_type
+from .rewrite import assigns_variables, reads_variable, rewrite, same_type
 
 
 def fold_negations(program: Program) -> Program:
     if not any([n.type == "Neg" for n in program.nodes]):
         return program  # nothing to fold: no walk (a 5,000-op chain compiles 10 ms sooner)
     readers: dict[int, int] = {}
+    waited = {id(c) for n in program.nodes for c in n.controls}
+    waited.update(id(f) for f in program.fetches if not isinstance(f, Value))
+    assigns = assigns_variables(program)
+
+    def movable(*values) -> bool:
+        return not (assigns and any(reads_variable(v) for v in values))
+
     for node in program.nodes:
         for v in node.inputs:
             readers[id(v)] = readers.get(id(v), 0) + 1
@@ -40,11 +51,12 @@ def fold_negations(program: Program) -> Program:
         if m is None or m.controls:
             return None
         if m.type == "Neg":
-            return m.inputs[0], None
-        if m.type == "Mul" and readers.get(id(v)) == 1:
+            return (m.inputs[0], None) if movable(m.inputs[0]) else None
+        if m.type == "Mul" and readers.get(id(v)) == 1 and id(m) not in waited:
             for i in (0, 1):
                 inner = m.inputs[i].producer
-                if inner is not None and inner.type == "Neg" and not inner.controls:
+                if inner is not None and inner.type == "Neg" and not inner.controls \
+                        and movable(inner.inputs[0], m.inputs[1 - i]):
                     ins = list(m.inputs)
                     ins[i] = inner.inputs[0]
                     product = make_node(m.opdef, m.attrs, ins, m.origin, names=[v.name])
