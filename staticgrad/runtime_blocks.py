@@ -105,8 +105,8 @@ def run_blocks(kernel, n: int, *args, scratch=None) -> list:
     parts = [None] * len(starts)
     if threads > 1 and _pool is None:
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="staticgrad")
-    # the caller's np.errstate (warn, raise...) holds in every thread: it is not inherited
-    errors = np.geterr() if threads > 1 else None
+    # the caller's np.errstate (warn, raise, call...) holds in every thread: not inherited
+    errors = dict(np.geterr(), call=np.geterrcall()) if threads > 1 else None
     futures = [_pool.submit(_in_errstate, errors, kernel, starts, parts, n, block, args, scratch)
                for _ in range(threads - 1)]
     try:

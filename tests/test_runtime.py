@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import staticgrad as sg
 from staticgrad import runtime as rt
 
 RNG = np.random.default_rng(5)
@@ -94,7 +95,7 @@ def test_run_blocks_covers_every_element_once_in_equal_blocks(monkeypatch, n, th
     sizes = [p[0] for p in rt.run_blocks(kernel, n, seen, scratch=(2, np.float32))]
     assert (seen == 1).all() and sum(sizes) == n
     assert all(s <= 64 for s in sizes) and len(set(sizes[:-1])) <= 1
-    assert len(sizes) >= min(threads, n // 64)  # a thread takes a share of whole blocks
+    assert len(sizes) >= min(threads, n // 64)  # each thread has a whole block at least
     if runtime_blocks._pool is not None:
         runtime_blocks._pool.shutdown()
 
@@ -168,3 +169,24 @@ def test_run_blocks_computes_every_block_under_the_callers_errstate(monkeypatch)
     with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
         rt.run_blocks(lambda lo, hi: np.log(np.full(3, -1.0 if lo == 190 else 1.0)), 200)
     runtime_blocks._pool.shutdown()
+
+
+
+def test_a_fused_group_calls_the_callers_errstate_handler_from_every_thread():
+    """Found by review: pool threads got the caller's modes but not its np.errstate(call=...)
+    handler, and NumPy failed with a NameError where the handler was to be called."""
+    from staticgrad import runtime_blocks
+    n = 4 * runtime_blocks.BLOCK
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [n], name="x")
+        y = sg.exp(x * 2.0) + 1.0
+    calls = []
+    for bad in (0, n - 1):  # whichever thread takes the block
+        v = np.ones(n, np.float32)
+        v[bad] = 3e38
+        with sg.Session(graph=g) as sess, \
+                np.errstate(all="call", call=lambda k, f: calls.append(k)):
+            got = sess.run(y, {x: v})
+        assert got[bad] == np.inf
+    assert calls and set(calls) == {"overflow"}
