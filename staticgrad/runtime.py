@@ -34,19 +34,21 @@ def log1p(x, out=None):
     correction (x - (u - 1)) / u restores what the rounding lost (0 when u is exact).
     u is clipped to [tiny, max] inside the correction only, so that x = -1 (u = 0) gives
     0 / tiny = 0 and x = +inf gives inf / max = inf, never 0/0 or inf - inf; log(u) then
-    gives -inf, +inf, and NaN for x < -1 or NaN, as log1p does. `out` may be x."""
+    gives -inf, +inf, and NaN for x < -1 or NaN, as log1p does, and NumPy's warnings (or
+    errors, under np.errstate) for x <= -1 are np.log1p's. Below x = -5 the correction also
+    overflows, where the result is NaN either way. `out` may be x. The compiler writes these
+    same steps into fused kernels (passes/expand.py), in this order."""
     x = np.asarray(x)
     if x.dtype.kind != "f" or x.ndim == 0:
         return np.log1p(x, out=out)
     info = np.finfo(x.dtype)
     u = x + 1
-    v = np.clip(u, info.tiny, info.max)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        np.log(u, out=u)
-        c = np.subtract(v, 1)
-        np.subtract(x, c, out=c)
-        np.divide(c, v, out=c)
-        return np.add(u, c, out=out)
+    w = np.clip(u, info.tiny, info.max)
+    c = np.subtract(w, 1)
+    np.subtract(x, c, out=c)
+    np.divide(c, w, out=c)
+    np.log(u, out=u)
+    return np.add(u, c, out=out)
 
 
 def add_n(*xs, out=None):

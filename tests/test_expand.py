@@ -53,7 +53,26 @@ def test_small_log1p_stays_one_call():
     x = sg.placeholder(sg.float32, [None], name="x")
     src, got = _run(sg.log1p(x), {x: np.array([0.5, -1.0, 1e-8], np.float32)})
     assert "rt.log1p(x)" in src and "np.clip" not in src
-    _same(got, rt.log1p(np.array([0.5, -1.0, 1e-8], np.float32)))
+    with np.errstate(divide="ignore"):
+        _same(got, rt.log1p(np.array([0.5, -1.0, 1e-8], np.float32)))
+
+
+@pytest.mark.parametrize("n", [10, 70001])  # one rt.log1p call, or the expanded steps
+def test_log1p_warns_and_raises_as_np_log1p_at_any_size(n):
+    """Found by review: rt.log1p hid log's warnings, the expanded steps did not, so the same
+    graph raised under np.errstate(all="raise") or not depending on the array's size."""
+    x = sg.placeholder(sg.float32, [n], name="x")
+    y = sg.log1p(x, name="the_log1p")
+    for bad, what in ((-1.0, "divide by zero"), (-2.0, "invalid value")):
+        v = np.zeros(n, np.float32)
+        v[-1] = bad
+        with sg.Session() as sess:
+            with np.errstate(all="raise"), pytest.raises(sg.errors.InvalidArgumentError,
+                                                         match=f"the_log1p.*{what}"):
+                sess.run(y, {x: v})
+            with pytest.warns(RuntimeWarning, match=what):
+                got = sess.run(y, {x: v})
+        assert got[-1] == -np.inf if bad == -1 else np.isnan(got[-1])
 
 
 # -- ClipByValue ----------------------------------------------------------------------------------

@@ -4,11 +4,10 @@ in its scratch rows (a runtime helper allocates its own temporaries, block after
 
     log1p(v) -> log(u) + (v - (w - 1)) / w     u = 1 + v,  w = clip(u, tiny, max)
 
-is what `rt.log1p` computes, step for step, so the values are the same bit for bit. The
-gradient of log1p(v) divides by the same 1 + v, which is then computed once for both.
-(With w, v = -1 and v = +inf give -inf and +inf: see `rt.log1p`.) One difference: `rt.log1p`
-hides NumPy's warnings from log(u) for v <= -1; the steps give them, as np.log1p does. (Below
-v = -5 the correction overflows in both, to a NaN result either way: NumPy warns of it.)
+is what `rt.log1p` computes, step for step and in the same order, so the values are the same
+bit for bit, and so are NumPy's warnings (or errors, under np.errstate): np.log1p's for
+v <= -1. The gradient of log1p(v) divides by the same 1 + v, which is then computed once for
+both. (With w, v = -1 and v = +inf give -inf and +inf: see `rt.log1p`.)
 
 Only values of at least `fuse.FUSE_MIN_ELEMENTS` floats are expanded: those are the ones
 fused; on small arrays one helper call costs less than seven lines, and reads better.
