@@ -349,3 +349,22 @@ def test_tile_gradient_with_an_unknown_dim():
     got = run(dx, {x: np.zeros((2, 2))})
     want = w.reshape(3, 2, 2, 2).sum(axis=(0, 2))  # each x[i, j] appears at (a*2+i, b*2+j)
     np.testing.assert_allclose(got, want)
+
+
+def test_relu_gradient_reads_the_output_so_relu_can_overwrite_its_input():
+    """TF1's rule: relu's gradient is g where relu(x) > 0, which is exactly where x > 0 (NaN
+    and -0.0 give 0 either way). Reading the output frees the input once relu has run."""
+    x = sg.placeholder(sg.float32, [None, 4], name="x")
+    w = sg.Variable(np.ones((4, 3), np.float32), name="w")
+    h = sg.nn.relu(sg.matmul(x, w) - 1.0)
+    loss = sg.reduce_sum(h * h)
+    train = sg.train.GradientDescentOptimizer(0.1).minimize(loss)
+    (dx,) = sg.gradients(sg.reduce_sum(sg.nn.relu(x) * 3.0), [x])
+    xv = np.random.default_rng(0).normal(size=(2048, 4)).astype(np.float32)  # 32 KB: planned
+    xv[:2] = [[np.nan, -0.0, 0.0, 2.0], [-1.0, 1e-30, -1e-30, 5.0]]
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        src = sess.source([loss, train], {x: xv})
+        got = sess.run(dx, {x: xv})
+    assert "np.maximum(Sub, 0, out=Sub)" in src, src
+    np.testing.assert_array_equal(got, np.where(xv > 0, 3.0, 0.0).astype(np.float32))

@@ -107,8 +107,10 @@ _unary("Sigmoid", "rt.sigmoid({0})", lambda op, g: [g * (_y(op) * (1 - _y(op)))]
 _unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))])
 _unary("Erf", "rt.erf({0})",
        lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
+# Relu's gradient reads its output, as TF1's does (y > 0 exactly where x > 0, NaN included):
+# the input is then free once y is computed, and y can take its buffer
 _unary("Relu", "np.maximum({0}, 0)",
-       lambda op, g: [apply1("ReluGrad", [g, _x(op)], name="ReluGrad")], kinds="fi",
+       lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi",
        ufunc="np.maximum({0}, 0, out={out})")
 _unary("Relu6", "np.clip({0}, 0, 6)", _relu6_grad, kinds="fi")
 _unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
