@@ -19,7 +19,7 @@ import itertools
 
 from ..ir import Node, Program, Value
 from ..ops.registry import OpDef
-from .rewrite import assigns_variables, reads_variable
+from .rewrite import assigns_variables, reads_variable, waited_on
 
 # Below this many elements a group gains nothing from blocks and threads.
 FUSE_MIN_ELEMENTS = 1 << 16
@@ -31,8 +31,7 @@ FUSED = OpDef("Fused", infer=None, numpy=None, differentiable=False,
 def fuse_elementwise(program: Program) -> Program:
     if not any(large(v) for n in program.nodes for v in n.outputs):
         return program  # nothing large enough to gain from blocks
-    waited_on = {id(c) for n in program.nodes for c in n.controls}
-    waited_on.update(id(f) for f in program.fetches if isinstance(f, Node))  # fetched ops
+    waited = waited_on(program)
     assigns = assigns_variables(program)
     group_of: dict[int, int] = {}        # id(node) -> group number (before merges)
     merged_into: dict[int, int] = {}     # group number -> the group it was merged into
@@ -55,7 +54,7 @@ def fuse_elementwise(program: Program) -> Program:
                      if v.producer is not None and v.producer.type == "Sum"
                      and id(v.producer) in group_of}
         closed.update(read_sums)
-        domain = None if id(node) in waited_on else _domain(node)
+        domain = None if id(node) in waited else _domain(node)
         if assigns and any(reads_variable(v) for v in node.runtime_inputs()):
             domain = None  # a group runs late: its variable reads could cross an assignment
         joinable = [g for g in read if g not in closed and domain_of[g] == domain]
@@ -103,7 +102,7 @@ def fuse_elementwise(program: Program) -> Program:
     absorbed = {b for n in nodes if n.members for b in n.attrs["scalars"]}
     if absorbed:
         read = {id(v) for n in nodes for v in n.runtime_inputs()} | fetched
-        nodes = [n for n in nodes if id(n) in waited_on or not n.outputs
+        nodes = [n for n in nodes if id(n) in waited or not n.outputs
                  or any(id(v) not in absorbed or id(v) in read for v in n.outputs)]
     return Program(nodes, program.feeds, program.fetches)
 

@@ -21,8 +21,7 @@ def rewrite(program: Program, visit) -> Program:
     subst: dict[int, Value] = {}     # id(old value) -> new value
     replaced: dict[int, Node] = {}   # id(old node) -> new node (for control deps, fetches)
     # a node that others wait on, or that is fetched as an op, stays a node
-    kept = {id(c) for n in program.nodes for c in n.controls}
-    kept.update(id(f) for f in program.fetches if isinstance(f, Node))
+    kept = waited_on(program)
     nodes = []
     for original in program.nodes:
         node = original
@@ -52,6 +51,14 @@ def rewrite(program: Program, visit) -> Program:
                replaced.get(id(f), f) if isinstance(f, Node) else f
                for f in program.fetches]
     return Program(nodes, program.feeds, fetches)
+
+
+def waited_on(program: Program) -> set[int]:
+    """The ids of the nodes that others wait on (control dependencies) or that are fetched as
+    operations: they must stay nodes of their own."""
+    ids = {id(c) for n in program.nodes for c in n.controls}
+    ids.update(id(f) for f in program.fetches if isinstance(f, Node))
+    return ids
 
 
 def same_type(a: Value, b: Value) -> bool:
