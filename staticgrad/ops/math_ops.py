@@ -242,16 +242,12 @@ def _clip_infer(ctx):
     if len(ctx.in_dtypes) != 3:
         raise ValueError(f"ClipByValue takes 3 inputs (t, clip_value_min, clip_value_max), "
                          f"got {len(ctx.in_dtypes)}")
-    for i in range(3):
-        check_kind(ctx, i, "fi")
-        if ctx.in_dtypes[i] is not ctx.in_dtypes[0]:
-            raise TypeError(f"input {i} has dtype {ctx.in_dtypes[i].name}, t has "
-                            f"{ctx.in_dtypes[0].name}")
     t = ctx.in_shapes[0]
     for i, bound in ((1, "clip_value_min"), (2, "clip_value_max")):
         s = ctx.in_shapes[i]
         if s.ndims != 0 and not s.is_compatible_with(t):
             raise ValueError(f"{bound} has shape {s}; it must be a scalar or t's shape {t}")
+    broadcast_infer("fi")(ctx)  # numeric inputs of one dtype, as the binary ops check them
     return [(t, ctx.in_dtypes[0])]
 
 
