@@ -28,9 +28,8 @@ def expand_composites(program: Program) -> Program:
         return program  # nothing to expand: no walk
 
     def visit(node):
-        if node.type != "Log1p" or node.controls or not large(node.outputs[0]) \
-                or not node.outputs[0].dtype.is_floating:
-            return node
+        if node.type != "Log1p" or node.controls or not large(node.outputs[0]):
+            return node  # (Log1p's shape rule takes floats only)
         return _log1p(node)
     return rewrite(program, visit)
 
@@ -50,9 +49,10 @@ def _log1p(node: Node):
         made.append(new)
         return new.outputs[0]
 
-    u = step("Add", number(1, "one"), v, name="u")  # as the gradient writes 1 + v
+    one = number(1, "one")
+    u = step("Add", one, v, name="u")  # as the gradient writes 1 + v
     w = step("ClipByValue", u, number(info.tiny, "tiny"), number(info.max, "max"), name="w")
-    c = step("Sub", w, number(1, "one"), name="w1")
+    c = step("Sub", w, one, name="w1")
     c = step("Sub", v, c, name="lost")
     c = step("RealDiv", c, w, name="correction")  # w is free now: one row fewer at once
     result = step("Add", step("Log", u, name="log"), c, name=None)
