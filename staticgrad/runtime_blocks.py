@@ -70,10 +70,10 @@ def _take_blocks(kernel, starts, parts, n, block, args, scratch):
     with or without the GIL), each part into its place in `parts`."""
     rows = _scratch(*scratch, block) if scratch is not None else None
     try:
-        while starts:
+        while True:
             try:
                 i, lo = starts.pop()
-            except IndexError:  # another thread took the last one
+            except IndexError:  # none left (another thread may have taken the last one)
                 return
             hi = min(lo + block, n)
             parts[i] = kernel(lo, hi, *args) if rows is None else \
