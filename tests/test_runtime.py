@@ -3,6 +3,11 @@ included."""
 
 from __future__ import annotations
 
+import os
+import select
+import signal
+import warnings
+
 import numpy as np
 import pytest
 
@@ -85,7 +90,6 @@ def test_run_blocks_covers_every_element_once_in_equal_blocks(monkeypatch, n, th
     from staticgrad import runtime_blocks
     monkeypatch.setattr(runtime_blocks, "BLOCK", 64)
     monkeypatch.setattr(runtime_blocks, "THREADS", threads)
-    monkeypatch.setattr(runtime_blocks, "_pool", None)
     seen = np.zeros(n, int)
 
     def kernel(lo, hi, counts, rows):
@@ -96,8 +100,6 @@ def test_run_blocks_covers_every_element_once_in_equal_blocks(monkeypatch, n, th
     assert (seen == 1).all() and sum(sizes) == n
     assert all(s <= 64 for s in sizes) and len(set(sizes[:-1])) <= 1
     assert len(sizes) >= min(threads, n // 64)  # each thread has a whole block at least
-    if runtime_blocks._pool is not None:
-        runtime_blocks._pool.shutdown()
 
 
 def test_run_blocks_returns_parts_in_block_order_whichever_thread_takes_them(monkeypatch):
@@ -109,19 +111,17 @@ def test_run_blocks_returns_parts_in_block_order_whichever_thread_takes_them(mon
     from staticgrad import runtime_blocks
     monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
     monkeypatch.setattr(runtime_blocks, "THREADS", 2)
-    monkeypatch.setattr(runtime_blocks, "_pool", None)
     main = threading.get_ident()
     taken = {}
 
     def kernel(lo, hi):
         taken[lo] = threading.get_ident() == main
         if threading.get_ident() != main:
-            time.sleep(0.02)  # the pool thread is slow: the caller takes most blocks
+            time.sleep(0.02)  # the helper thread is slow: the caller takes most blocks
         return (lo,)
     parts = rt.run_blocks(kernel, 200)
     assert [p[0] for p in parts] == list(range(0, 200, 10))
     assert sum(taken.values()) > 12, taken  # 20 blocks: the main thread took most of them
-    runtime_blocks._pool.shutdown()
 
 
 def test_run_blocks_stops_every_thread_before_an_error_is_raised(monkeypatch):
@@ -130,7 +130,6 @@ def test_run_blocks_stops_every_thread_before_an_error_is_raised(monkeypatch):
     from staticgrad import runtime_blocks
     monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
     monkeypatch.setattr(runtime_blocks, "THREADS", 2)
-    monkeypatch.setattr(runtime_blocks, "_pool", None)
     running, done = [], []
 
     def kernel(lo, hi):
@@ -145,7 +144,6 @@ def test_run_blocks_stops_every_thread_before_an_error_is_raised(monkeypatch):
     finished = len(done)
     time.sleep(0.05)
     assert len(done) == finished and len(running) < 100  # nothing runs on after the error
-    runtime_blocks._pool.shutdown()
 
 
 def test_run_blocks_computes_every_block_under_the_callers_errstate(monkeypatch):
@@ -155,21 +153,82 @@ def test_run_blocks_computes_every_block_under_the_callers_errstate(monkeypatch)
     from staticgrad import runtime_blocks
     monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
     monkeypatch.setattr(runtime_blocks, "THREADS", 2)
-    monkeypatch.setattr(runtime_blocks, "_pool", None)
     main = threading.get_ident()
 
     def kernel(lo, hi):
         if threading.get_ident() == main:
-            time.sleep(0.01)  # the pool thread takes most blocks
+            time.sleep(0.01)  # the helper thread takes most blocks
         return (threading.get_ident() == main, np.geterr()["invalid"], np.geterr()["over"])
     with np.errstate(invalid="raise", over="ignore"):
         parts = rt.run_blocks(kernel, 200)
-    assert any(not p[0] for p in parts)  # the pool thread computed some blocks
+    assert any(not p[0] for p in parts)  # the helper thread computed some blocks
     assert all(p[1:] == ("raise", "ignore") for p in parts)
     with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
         rt.run_blocks(lambda lo, hi: np.log(np.full(3, -1.0 if lo == 190 else 1.0)), 200)
-    runtime_blocks._pool.shutdown()
 
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
+def test_a_fused_group_runs_in_a_child_process_after_fork():
+    """Found by review: the helper threads are not copied by fork, and the child waited forever
+    for its share of the first fused group, on a helper of the parent's."""
+    from staticgrad import runtime_blocks
+    n = 4 * runtime_blocks.BLOCK
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [n], name="x")
+        y = sg.reduce_sum(sg.tanh(x) * 2.0)
+    xv = np.linspace(-1, 3, n, dtype=np.float32)
+    with sg.Session(graph=g) as sess:
+        want = sess.run(y, {x: xv})  # the parent has helpers now (when it has 2 cores or more)
+        read, write = os.pipe()
+        with warnings.catch_warnings():  # Python 3.12 and later warn of fork with threads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: its result through the pipe, and out, whatever happens
+            try:
+                os.write(write, np.float32(sess.run(y, {x: xv})).tobytes())
+            finally:
+                os._exit(0)
+        os.close(write)
+        got = b""
+        ready, _, _ = select.select([read], [], [], 60)
+        if ready:
+            got = os.read(read, 4)
+        os.close(read)
+        if not got:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert got, "the child process never finished its fused group"
+    assert np.frombuffer(got, np.float32)[0] == want
+
+
+def test_run_blocks_does_not_wait_for_a_helper_that_never_started(monkeypatch):
+    """Every block taken before a helper gets to its share: the caller goes on. (Here the only
+    helper is held up by another caller's share.)"""
+    import threading
+
+    from staticgrad import runtime_blocks
+    monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
+    monkeypatch.setattr(runtime_blocks, "THREADS", 2)
+    monkeypatch.setattr(runtime_blocks, "_helpers", 0)  # one helper, on a queue of its own
+    monkeypatch.setattr(runtime_blocks, "_shares", None)
+    release = threading.Event()
+    blocked = threading.Event()
+
+    def slow(lo, hi):
+        if threading.current_thread() is not threading.main_thread():
+            blocked.set()
+            release.wait(10)
+        return (lo,)
+    other = threading.Thread(target=rt.run_blocks, args=(slow, 40))
+    other.start()
+    assert blocked.wait(10)  # the helper is inside the other call's block
+    parts = rt.run_blocks(lambda lo, hi: (lo,), 40)  # its share is still queued
+    assert [p[0] for p in parts] == [0, 10, 20, 30]
+    release.set()
+    other.join(10)
+    assert not other.is_alive()
 
 
 def test_a_fused_group_calls_the_callers_errstate_handler_from_every_thread():
