@@ -20,13 +20,14 @@ def limit_threads(n: int = 2) -> None:
         os.environ[var] = str(n)
 
 
-def time_interleaved(ways: dict, rounds: int, number: int, warmup: int, scale: float) -> dict:
+def time_interleaved(ways: dict, rounds: int, number: int, warmup: int, scale: float,
+                     settle_s: float = 0.0) -> dict:
     """{way: [time per call in each round, times `scale`]}: every way timed in turn within
     each round, `number` calls at a time, after `warmup` untimed calls of each (the suite's
-    loop, `workloads.common.interleaved`)."""
+    loop, `workloads.common.interleaved`, with its rest of `settle_s` before each turn)."""
     from workloads import common
 
-    per_call = common.interleaved(ways, rounds, number, warmup=warmup)
+    per_call = common.interleaved(ways, rounds, number, warmup=warmup, settle_s=settle_s)
     return {name: [t * scale for t in times] for name, times in per_call.items()}
 
 

@@ -1,4 +1,4 @@
-"""Why fused groups run on NumPy blocks and not numexpr: W3 evaluated three ways, side by side.
+"""Why fused groups run on NumPy blocks: W3 evaluated up to five ways, side by side.
 
 W3 is y = sum(tanh(1.5x + 0.3) * sigmoid(x) + 0.5 exp(-x^2) + log1p(x^2)) and dy/dx over a
 million float32 values (benchmarks/workloads/w3.py). Ways, interleaved round by round in one
@@ -8,6 +8,15 @@ process, threads limited to 2:
   staticgrad   make_callable on the graph: one fused group, run in blocks on threads
   numexpr      the same two expressions given to numexpr.evaluate (if numexpr is installed),
                which is what an optional `staticgrad[fast]` extra would have used
+  numba        the expression and its derivative as one loop over the elements, compiled
+               by numba (if installed) with parallel=True: what a numba `[fast]` would do
+  mkl_umath    staticgrad's fused group with NumPy's ufunc loops swapped for Intel VML's
+               (if mkl_umath is installed): patched before each call and restored after
+               (about 40 us of each call), so that the other ways keep NumPy's own loops.
+               MKL_NUM_THREADS is set to 1 before it loads: the blocks are the threads.
+
+With numba or mkl_umath there, each turn starts after the suite's rest and rewarm
+(workloads/common.py): their OpenMP threads spin after their work and slow the next way.
 
 Each way's y and dy/dx are checked against hand NumPy first, and the dtype numexpr returns
 is reported: numexpr reads the Python constants as float64 and returns float64 for float32
@@ -50,6 +59,53 @@ def numexpr_way():
     return call, call(), f"{numexpr.__version__} (VML: {numexpr.use_vml})"
 
 
+def numba_way():
+    """(call, its first result, numba's version and whether it uses Intel's SVML), or None.
+    Compiled before it is timed (about a second)."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    numba.set_num_threads(2)
+    f32, x = np.float32, w3.data()
+
+    @numba.njit(parallel=True)
+    def kernel(x, dx):
+        y = 0.0  # float64: a float32 sum of a million terms would not meet rtol 1e-4
+        for i in numba.prange(x.shape[0]):
+            v = x[i]
+            t = np.tanh(f32(1.5) * v + f32(0.3))
+            s = f32(1) / (f32(1) + np.exp(-v))
+            e = np.exp(-v * v)
+            y += t * s + f32(0.5) * e + np.log1p(v * v)
+            dx[i] = (f32(1.5) * (f32(1) - t * t) * s + t * s * (f32(1) - s) - v * e
+                     + f32(2) * v / (f32(1) + v * v))
+        return y
+
+    def call():
+        dx = np.empty_like(x)
+        return kernel(x, dx), dx
+    return call, call(), f"{numba.__version__} (SVML: {numba.config.USING_SVML})"
+
+
+def mkl_umath_way():
+    """(call, its first result, mkl_umath's version), or None."""
+    os.environ["MKL_NUM_THREADS"] = "1"  # read once, when MKL loads
+    try:
+        import mkl_umath
+    except ImportError:
+        return None
+    fused, _ = w3.staticgrad_way(None, fast=True)()
+
+    def call():
+        mkl_umath.patch_numpy_umath()
+        try:
+            return fused()
+        finally:
+            mkl_umath.restore_numpy_umath()
+    return call, call(), mkl_umath.__version__
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
@@ -61,25 +117,31 @@ def main(argv=None):
     ours, got = w3.staticgrad_way(None, fast=True)()
     ways, dtypes, versions = {"hand_numpy": hand, "staticgrad": ours}, {}, {}
     results = {"hand_numpy": want, "staticgrad": got}
-    found = numexpr_way()
-    if found is None:
-        print("numexpr is not installed: `pip install numexpr` to compare it")
-    else:
-        ways["numexpr"], results["numexpr"], versions["numexpr"] = found
+    for name, way in (("numexpr", numexpr_way), ("numba", numba_way),
+                      ("mkl_umath", mkl_umath_way)):
+        found = way()
+        if found is None:
+            print(f"{name} is not installed: `pip install {name}` to compare it")
+        else:
+            ways[name], results[name], versions[name] = found
     for name, values in results.items():  # every way computes W3
         dtypes[name] = str(values[1].dtype)
         np.testing.assert_allclose(values[0], want[0], rtol=1e-4)
         np.testing.assert_allclose(values[1], want[1], rtol=1e-4, atol=1e-5)
 
-    per_call = _harness.time_interleaved(ways, args.rounds, args.number, warmup=2, scale=1e3)
+    # numba's and MKL's OpenMP threads busy-wait after their work: the suite's rest before
+    # each turn, when they are here (it doubled staticgrad's time without it)
+    settle = 0.3 if {"numba", "mkl_umath"} & set(ways) else 0.0
+    per_call = _harness.time_interleaved(ways, args.rounds, args.number, warmup=2, scale=1e3,
+                                         settle_s=settle)
     median, ratio = _harness.medians_and_ratios(per_call)
     print(f"W3, {w3.SIZE:,} float32 values; median of {args.rounds} rounds x {args.number} "
           "calls, interleaved")
     print(f"{'':<14}{'ms/call':>10}{'x hand NumPy':>15}  result dtype")
     for name in ways:
         print(f"{name:<14}{median[name]:>10.2f}{ratio[name]:>15.3f}  {dtypes[name]}")
-    if versions:
-        print(f"numexpr {versions['numexpr']}")
+    for name, version in versions.items():
+        print(f"{name} {version}")
     out = {"benchmark": "fused_backends", "workload": "W3", "rounds": args.rounds,
            "number_per_round": args.number, "ms_per_call_median": median,
            "ms_per_call_rounds": per_call, "ratio_to_hand_numpy": ratio,

@@ -86,7 +86,7 @@ def test_benchmark_smoke(tmp_path):
 
 @pytest.mark.parametrize("script,way", [
     ("bench_mlp_step.py", "make_callable"),        # W2: both ways must take the same step
-    ("bench_fused_backends.py", "staticgrad"),     # W3: numexpr too, when it is installed
+    ("bench_fused_backends.py", "staticgrad"),     # W3: numexpr, numba, mkl_umath when there
 ])
 def test_checked_benchmark_smoke(tmp_path, script, way):
     """Briefly: each way's result is checked against hand NumPy's, then timed."""
