@@ -87,7 +87,7 @@ def _take_blocks(kernel, starts, parts, n, block, args, scratch):
 # the first call that needs them, and again in a child process after os.fork (which copies
 # only the forking thread: a share queued for a helper of the parent would wait forever).
 # A share's end is signalled by releasing a lock, a few microseconds cheaper a call than a
-# concurrent.futures pool's futures (W3 runs 1.4-2% faster).
+# concurrent.futures pool's futures (W3 ran 2-2.5% faster in alternated runs).
 _shares: queue.SimpleQueue | None = None
 _helpers = 0
 _starting = threading.Lock()  # over _shares and _helpers, for callers on several threads

@@ -167,11 +167,10 @@ def test_run_blocks_computes_every_block_under_the_callers_errstate(monkeypatch)
         rt.run_blocks(lambda lo, hi: np.log(np.full(3, -1.0 if lo == 190 else 1.0)), 200)
 
 
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
 def test_a_fused_group_runs_in_a_child_process_after_fork():
-    """Found by review: the helper threads are not copied by fork, and the child waited forever
-    for its share of the first fused group, on a helper of the parent's."""
+    """fork copies only the forking thread: a child used to wait forever for its share of its
+    first fused group, queued for a pool thread of the parent's that it did not have."""
     from staticgrad import runtime_blocks
     n = 4 * runtime_blocks.BLOCK
     g = sg.Graph()
