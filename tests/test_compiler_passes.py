@@ -454,6 +454,27 @@ def test_fused_groups_keep_dtypes_and_read_scalars_and_variables():
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_relu6_expm1_and_floordiv_write_into_their_rows(dtype):
+    """Each line of the block writes with out= (none allocates a new array), and the values
+    are the unfused ones, bit for bit."""
+    x = sg.placeholder(sg.as_dtype(dtype), [N], name="x")
+    y = sg.nn.relu6(sg.floordiv(x * 3, x * 0 + 2) - 1)
+    y = sg.expm1(y * 0.5) + y
+    xv = (np.arange(N) % 23 - 11).astype(dtype)
+    with sg.Session() as sess:
+        src = sess.source(y, {x: xv})
+        got = sess.run(y, {x: xv})
+    with sg.Session(options=sg.CompileOptions(disable={"fuse"})) as sess:
+        want = sess.run(y, {x: xv})
+    kernel = src[src.index("def fused"):]
+    steps = [line for line in kernel.splitlines() if " = np." in line]
+    assert steps and all("out=" in line for line in steps), kernel
+    assert "np.clip(" in kernel and "np.floor_divide(" in kernel
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == dtype
+
+
 def test_an_error_in_a_fused_block_names_the_op():
     x = sg.placeholder(sg.int32, [N], name="x")
     y = sg.pow(x + 1, x - 5, name="the_power")  # negative integer powers raise in NumPy

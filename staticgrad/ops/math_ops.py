@@ -94,7 +94,7 @@ _unary("Sqrt", "np.sqrt({0})", lambda op, g: [g * (0.5 / _y(op))], ufunc="np.sqr
 _unary("Rsqrt", "1 / np.sqrt({0})", lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))])
 _unary("Reciprocal", "1 / {0}", lambda op, g: [g * -square(_y(op))], ufunc="np.reciprocal")
 _unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)], ufunc="np.exp")
-_unary("Expm1", "np.expm1({0})", lambda op, g: [g * exp(_x(op))])
+_unary("Expm1", "np.expm1({0})", lambda op, g: [g * exp(_x(op))], ufunc="np.expm1")
 _unary("Log", "np.log({0})", lambda op, g: [g / _x(op)], ufunc="np.log")
 _unary("Log1p", "rt.log1p({0})", lambda op, g: [g / (1 + _x(op))],
        ufunc="rt.log1p({0}, out={out})")
@@ -112,7 +112,8 @@ _unary("Erf", "rt.erf({0})",
 _unary("Relu", "np.maximum({0}, 0)",
        lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi",
        ufunc="np.maximum({0}, 0, out={out})")
-_unary("Relu6", "np.clip({0}, 0, 6)", _relu6_grad, kinds="fi")
+_unary("Relu6", "np.clip({0}, 0, 6)", _relu6_grad, kinds="fi",
+       ufunc="np.clip({0}, 0, 6, out={out})")
 _unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
 _unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))], ufunc="np.floor")
 _unary("Identity", "{0}", lambda op, g: [g], kinds="fib", view=True)
@@ -209,7 +210,7 @@ _binary("Sub", "{0} - {1}", lambda op, g: [g, -g if wants(op, 1) else None],
         ufunc="np.subtract")
 _binary("Mul", "{0} * {1}", _mul_grad, ufunc="np.multiply")
 _binary("RealDiv", "{0} / {1}", _div_grad, kinds="f", ufunc="np.divide")
-_binary("FloorDiv", "{0} // {1}", None)
+_binary("FloorDiv", "{0} // {1}", None, ufunc="np.floor_divide")
 _binary("FloorMod", "{0} % {1}", _mod_grad)
 _binary("Pow", "{0} ** {1}", _pow_grad)
 _binary("Maximum", "np.maximum({0}, {1})", lambda op, g: _minmax_grad(op, g, greater_equal),
