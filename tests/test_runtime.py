@@ -168,10 +168,11 @@ def test_run_blocks_computes_every_block_under_the_callers_errstate(monkeypatch)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
-def test_a_fused_group_runs_in_a_child_process_after_fork():
+def test_a_fused_group_runs_in_a_child_process_after_fork(monkeypatch):
     """fork copies only the forking thread: a child used to wait forever for its share of its
     first fused group, queued for a pool thread of the parent's that it did not have."""
     from staticgrad import runtime_blocks
+    monkeypatch.setattr(runtime_blocks, "THREADS", 2)  # helpers, even on one core
     n = 4 * runtime_blocks.BLOCK
     g = sg.Graph()
     with g.as_default():
@@ -179,7 +180,8 @@ def test_a_fused_group_runs_in_a_child_process_after_fork():
         y = sg.reduce_sum(sg.tanh(x) * 2.0)
     xv = np.linspace(-1, 3, n, dtype=np.float32)
     with sg.Session(graph=g) as sess:
-        want = sess.run(y, {x: xv})  # the parent has helpers now (when it has 2 cores or more)
+        want = sess.run(y, {x: xv})
+        assert runtime_blocks._helpers > 0  # the parent has a helper now
         read, write = os.pipe()
         with warnings.catch_warnings():  # Python 3.12 and later warn of fork with threads
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -203,31 +205,83 @@ def test_a_fused_group_runs_in_a_child_process_after_fork():
 
 
 def test_run_blocks_does_not_wait_for_a_helper_that_never_started(monkeypatch):
-    """Every block taken before a helper gets to its share: the caller goes on. (Here the only
-    helper is held up by another caller's share.)"""
+    """Every block taken before a helper gets to its share: the caller goes on, and lets go of
+    its arrays. (Here the only helper is held up by another caller's block.)"""
+    import gc
     import threading
+    import weakref
 
     from staticgrad import runtime_blocks
     monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
     monkeypatch.setattr(runtime_blocks, "THREADS", 2)
     monkeypatch.setattr(runtime_blocks, "_helpers", 0)  # one helper, on a queue of its own
     monkeypatch.setattr(runtime_blocks, "_shares", None)
-    release = threading.Event()
-    blocked = threading.Event()
+    release, blocked = threading.Event(), threading.Event()
 
     def slow(lo, hi):
-        if threading.current_thread() is not threading.main_thread():
-            blocked.set()
-            release.wait(10)
+        if threading.current_thread().name.startswith("staticgrad"):
+            blocked.set()  # the helper is held up here
+            release.wait(30)
+        else:
+            blocked.wait(10)  # the other caller waits until the helper is
         return (lo,)
-    other = threading.Thread(target=rt.run_blocks, args=(slow, 40))
+    other = threading.Thread(target=rt.run_blocks, args=(slow, 40), daemon=True)
     other.start()
-    assert blocked.wait(10)  # the helper is inside the other call's block
-    parts = rt.run_blocks(lambda lo, hi: (lo,), 40)  # its share is still queued
-    assert [p[0] for p in parts] == [0, 10, 20, 30]
-    release.set()
-    other.join(10)
+    try:
+        assert blocked.wait(10)
+        done, kept = [], []
+
+        def mine():
+            array = np.zeros(40)
+            kept.append(weakref.ref(array))
+            done.append(rt.run_blocks(lambda lo, hi, a: (lo,), 40, array))
+        caller = threading.Thread(target=mine, daemon=True)
+        caller.start()
+        caller.join(5)  # while the helper is still held up
+        assert done, "run_blocks waited for a share that no helper had started"
+        assert [p[0] for p in done[0]] == [0, 10, 20, 30]
+        gc.collect()
+        assert kept[0]() is None  # the dropped share holds no array
+    finally:
+        release.set()
+        other.join(10)
     assert not other.is_alive()
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs POSIX interval timers")
+def test_an_interrupt_while_waiting_ends_run_blocks_only_after_the_helpers(monkeypatch):
+    """Found by review: Ctrl-C while the caller waited for a helper ended run_blocks with the
+    helper still writing into the caller's arrays."""
+    import threading
+    import time
+
+    from staticgrad import runtime_blocks
+    monkeypatch.setattr(runtime_blocks, "BLOCK", 10)
+    monkeypatch.setattr(runtime_blocks, "THREADS", 2)
+    runtime_blocks.run_blocks(lambda lo, hi: (), 20)  # a helper is there
+    out = np.zeros(20)
+    helping = threading.Event()
+
+    def kernel(lo, hi, out):
+        if threading.current_thread() is threading.main_thread():
+            assert helping.wait(10)  # the helper has the other block
+            signal.setitimer(signal.ITIMER_REAL, 0.2)  # Ctrl-C while the caller waits for it
+        else:
+            helping.set()
+            time.sleep(0.6)
+        out[lo:hi] = 1
+        return ()
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runtime_blocks.run_blocks(kernel, 20, out)
+        assert (out == 1).all()  # the helper's block was done before run_blocks raised
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def test_a_fused_group_calls_the_callers_errstate_handler_from_every_thread():
