@@ -199,7 +199,11 @@ def _runtime_source(rt_names: list[str]) -> tuple[list[str], list[str]]:
 
     for name in rt_names:
         obj = getattr(runtime, name)
-        visit(sys.modules[obj.__module__], obj.__name__)
+        home = sys.modules.get(getattr(obj, "__module__", None) or "")
+        if home is not None and home.__name__.startswith("staticgrad"):
+            visit(home, obj.__name__)  # defined in a staticgrad module
+        else:  # a NumPy object that the runtime binds to a name (rt.clip)
+            visit(runtime, name)
     order = {m: i for i, m in enumerate(dict.fromkeys(m for m, _ in defs))}
     body = [defs[k] for k in sorted(defs, key=lambda k: (order[k[0]], k[1]))]
     return [line for line in imports if line != "import numpy as np"], body

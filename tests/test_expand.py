@@ -25,7 +25,7 @@ def test_log1p_steps_give_rt_log1p_bit_for_bit(dtype):
     y = sg.log1p(x)
     xv = _values(dtype)
     src, got = _run(y, {x: xv})
-    assert "np.clip(" in src and "rt.log1p" not in src.split('"""')[-1]
+    assert "rt.clip(" in src and "rt.log1p" not in src.split('"""')[-1]
     with np.errstate(all="ignore"):
         want = rt.log1p(xv)
     _same(got, want)
@@ -44,7 +44,7 @@ def test_log1p_and_its_gradient_compute_one_plus_x_once():
     xv = _values(np.float32)
     src, got = _run([y, dx], {x: xv})
     _, want = _run([y, dx], {x: xv}, off={"expand"})
-    assert src.count("np.add(1.0, ") == 1, src
+    assert src.count("np.add(f32_1_0, ") == 1, src  # (1.0 as a 0-d float32 constant)
     _same(got[1], want[1])
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)  # the same sums, in blocks
 
@@ -52,7 +52,7 @@ def test_log1p_and_its_gradient_compute_one_plus_x_once():
 def test_small_log1p_stays_one_call():
     x = sg.placeholder(sg.float32, [None], name="x")
     src, got = _run(sg.log1p(x), {x: np.array([0.5, -1.0, 1e-8], np.float32)})
-    assert "rt.log1p(x)" in src and "np.clip" not in src
+    assert "rt.log1p(x)" in src and "clip" not in src
     with np.errstate(divide="ignore"):
         _same(got, rt.log1p(np.array([0.5, -1.0, 1e-8], np.float32)))
 

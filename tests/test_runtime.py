@@ -24,6 +24,27 @@ def _ulps(got, want, dtype):
     return np.abs(got[fin].astype(np.float64) - want[fin]) / spacing
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint8,
+                                   np.int64])
+def test_clip_is_np_clip(dtype):
+    """rt.clip, NumPy's clip ufunc without np.clip's Python wrapper, gives np.clip's values
+    (NaN, infinities and signed zeros included), with 0-d bounds or Python numbers, into out=."""
+    if np.dtype(dtype).kind == "f":
+        x = np.concatenate([RNG.normal(size=1000) * 8, SPECIALS, [-0.0, 6.0, -6.0]]).astype(dtype)
+        bounds = [(-0.0, 0.0), (0.0, 6.0), (-1.5, np.inf), (np.nan, 1.0), (2.0, -2.0)]
+    else:
+        info = np.iinfo(dtype)
+        x = RNG.integers(info.min, info.max, 1000, dtype=dtype, endpoint=True)
+        bounds = [(0, 6), (info.min, info.max), (max(info.min, -3), 3)]
+    for lo, hi in bounds:
+        want = np.clip(x, dtype(lo), dtype(hi))
+        for got in (rt.clip(x, lo, hi), rt.clip(x, np.array(lo, dtype), np.array(hi, dtype),
+                                                 out=np.empty_like(x))):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("dtype,max_ulps", [(np.float32, 4), (np.float64, 2)])
 def test_log1p_is_accurate_everywhere(dtype, max_ulps):
     x = np.concatenate([RNG.normal(size=20000) * 10.0 ** RNG.uniform(-12, 6, 20000),

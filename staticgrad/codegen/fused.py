@@ -3,7 +3,7 @@
     def fused_1(lo, hi, x, c, out_Tanh, scratch):  # elements lo:hi of every array
         r0, r1 = scratch                      # this thread's scratch rows, one block long
         x = x[lo:hi]
-        Mul = np.multiply(1.5, x, out=r0)     # each result goes into a free row
+        Mul = np.multiply(f32_1_5, x, out=r0) # each result goes into a free row
         ...
         Tanh = np.tanh(Add, out=out_Tanh[lo:hi])  # the group's outputs, written in full
         Sum = np.add.reduce(Add_2, dtype=np.float32)
@@ -109,8 +109,11 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
 
     for i, m in enumerate(node.members):
         (v,) = m.outputs
-        a = [local[id(x)] if id(x) in local else ref(x, m) for x in m.inputs]
         from_block = any(id(x) in block for x in m.inputs)
+        # in a block, a scalar constant is a module constant, a 0-d array of its dtype: a
+        # ufunc converts a Python number on every call (0.4 us, as long as the call itself)
+        a = [local[id(x)] if id(x) in local else ref(x, None if from_block else m)
+             for x in m.inputs]
         if m.type == "Sum":
             x = a[0] if from_block else f"np.broadcast_to({a[0]}, (hi - lo,))"
             local[id(v)] = names.make(v.name)

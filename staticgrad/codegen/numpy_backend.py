@@ -2,7 +2,8 @@
 
 One line per node where possible, named after the node, with a comment naming the op and the
 line of the user's program that created it. Names are sanitized, so a node name can never
-inject code. Small constants are inlined as literals; larger ones become module globals.
+inject code. Small constants are inlined as literals; larger ones become module globals, as
+do the numbers of a fused kernel's blocks (0-d arrays named by dtype and value, f32_1_5).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Rendered:
 
 
 _NON_WORD = re.compile(r"\W", flags=re.ASCII)
+_LETTERS = re.compile(r"[a-z]+")
 _UNPRINTABLE = re.compile(r"[^A-Za-z0-9_.:/<>()?, *+=%-]")
 
 
@@ -79,6 +81,7 @@ def render(program: Program, title: str = "") -> Rendered:
     expr: dict[int, str] = {}      # id(Value) -> how the code refers to it
     alias: dict[int, bool] = {}    # id(Value) -> may share memory with a feed or a variable
     constants: dict[str, np.ndarray] = {}
+    by_value: dict[tuple, str] = {}  # (dtype, literal) -> the name of a scalar constant
     params = []
     for v in program.feeds:
         expr[id(v)] = names.make(v.name)
@@ -102,7 +105,12 @@ def render(program: Program, title: str = "") -> Rendered:
         lit = scalar_literal(v.const[()]) if v.const.ndim == 0 else None
         if lit is not None and consumer is not None and _weak_ok(consumer, v):
             return lit
-        gname = names.make(v.name)
+        if lit is not None and (v.dtype, lit) in by_value:  # one name for one number
+            expr[id(v)], alias[id(v)] = by_value[v.dtype, lit], True
+            return expr[id(v)]
+        gname = names.make(v.name if lit is None else _constant_name(v, lit))
+        if lit is not None:
+            by_value[v.dtype, lit] = gname
         constants[gname] = np.asarray(v.const, dtype=v.dtype.np)
         expr[id(v)] = gname
         alias[id(v)] = True  # a constant is shared by every run: never handed out or written
@@ -238,6 +246,14 @@ def _code(node: Node, args: list[str], alias: dict | None = None) -> str:
     ctx.in_alias = [alias.get(id(v), False) for v in node.inputs] if alias else \
         [False] * len(node.inputs)
     return render_numpy(node.opdef, args, ctx)
+
+
+def _constant_name(v: Value, literal: str) -> str:
+    """The name of a scalar constant, made of its dtype and value: f32_1_5 for float32 1.5,
+    i64_m2 for int64 -2, f32_1_1754944em38 for float32 1.1754944e-38."""
+    kind = "b" if v.dtype.is_bool else v.dtype.name[0] + _LETTERS.sub("", v.dtype.name)
+    text = literal.replace("np.", "").strip("()").replace("-", "m").replace("+", "")
+    return f"{kind}_{text.replace('.', '_')}"
 
 
 def _weak_ok(consumer: Node, v: Value) -> bool:

@@ -112,8 +112,8 @@ _unary("Erf", "rt.erf({0})",
 _unary("Relu", "np.maximum({0}, 0)",
        lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi",
        ufunc="np.maximum({0}, 0, out={out})")
-_unary("Relu6", "np.clip({0}, 0, 6)", _relu6_grad, kinds="fi",
-       ufunc="np.clip({0}, 0, 6, out={out})")
+_unary("Relu6", "rt.clip({0}, 0, 6)", _relu6_grad, kinds="fi",
+       ufunc="rt.clip({0}, 0, 6, out={out})")
 _unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
 _unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))], ufunc="np.floor")
 _unary("Identity", "{0}", lambda op, g: [g], kinds="fib", view=True)
@@ -272,9 +272,9 @@ def _clip_grad(op, g):  # TF1's rule: t's gradient where it was not clipped, a b
 
 
 # TF's raw ClipByValue op (`clip_by_value` is, as in TF1, a maximum then a minimum); the
-# compiler writes log1p with it (passes/expand.py): np.clip is one pass over memory
-register("ClipByValue", _clip_infer, "np.clip({0}, {1}, {2})", _clip_grad, elementwise=True,
-         new_array=True, ufunc="np.clip({0}, {1}, {2}, out={out})")
+# compiler writes log1p with it (passes/expand.py): np.clip (rt.clip) is one pass over memory
+register("ClipByValue", _clip_infer, "rt.clip({0}, {1}, {2})", _clip_grad, elementwise=True,
+         new_array=True, ufunc="rt.clip({0}, {1}, {2}, out={out})")
 
 
 def _add_n_infer(ctx):
