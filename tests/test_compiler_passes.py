@@ -475,6 +475,41 @@ def test_fused_relu6_expm1_and_floordiv_write_into_their_rows(dtype):
     assert got.dtype == dtype
 
 
+def test_fused_numbers_are_0d_constants_only_where_ufuncs_read_them():
+    """In a block, ufuncs read numbers as 0-d constants named by value (f32_1_5). Elsewhere
+    the literal stays: `x ** 0.5` (NumPy's square-root path) differs from np.power for
+    float16 at -0.0 and -inf, and the same constant outside the group keeps its literal."""
+    x = sg.placeholder(sg.float16, [N], name="x")
+    s = sg.placeholder(sg.float16, [3], name="s")
+    half = sg.constant(0.5, sg.float16)
+    big = sg.pow(sg.abs(x) * -1.5, half)  # fused: the Mul by a number, the Pow by a literal
+    small = sg.pow(s * sg.reduce_sum(big), half)  # three elements, outside the group
+    xv = np.full(N, 4.0, np.float16)
+    xv[:3] = [0.0, np.inf, 2.0]
+    feed = {x: xv, s: np.array([-0.0, -np.inf, 4.0], np.float16)}
+    with np.errstate(all="ignore"):
+        with sg.Session() as sess:
+            src = sess.source([big, small], feed)
+            got = sess.run([big, small], feed)
+        with sg.Session(options=sg.CompileOptions(disable={"fuse"})) as sess:
+            want = sess.run([big, small], feed)
+    kernel = src[src.index("def fused"):]
+    assert "np.multiply(" in kernel and "f16_m1_5" in kernel and "** 0.5" in kernel, kernel
+    assert "** 0.5" in src[:src.index("def fused")], src
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+        assert np.array_equal(np.signbit(g), np.signbit(w))
+
+
+def test_module_constants_outside_blocks_keep_their_names():
+    x = sg.placeholder(sg.float32, [4], name="x")
+    c = sg.placeholder(sg.bool, [4], name="c")
+    y = sg.where(c, sg.constant(0.25, name="learning_rate"), sg.constant(0.5, name="momentum"))
+    with sg.Session() as sess:
+        src = sess.source(y + x, {x: np.ones(4, np.float32), c: np.ones(4, bool)})
+    assert "np.where(c, learning_rate, momentum)" in src, src
+
+
 def test_an_error_in_a_fused_block_names_the_op():
     x = sg.placeholder(sg.int32, [N], name="x")
     y = sg.pow(x + 1, x - 5, name="the_power")  # negative integer powers raise in NumPy

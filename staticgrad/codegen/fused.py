@@ -59,12 +59,13 @@ class _Rows:
                 self.free.append(row)
 
 
-def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable):
+def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, printable):
     """(lines for run(), lines of the kernel, the op of each kernel line) for the fused group
     `node`.
 
-    `ref(value, consumer)` is how run() refers to a value, `out_name(value)` names a value in
-    run(), `kernel_names` makes the kernel's local names.
+    `ref(value, consumer)` is how run() refers to a value, `number(value)` names a scalar
+    constant as a module constant (a 0-d array), `out_name(value)` names a value in run(),
+    `kernel_names` makes the kernel's local names.
     """
     names = kernel_names
     local: dict[int, str] = {}   # id(Value) -> how the kernel refers to it
@@ -109,11 +110,8 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
 
     for i, m in enumerate(node.members):
         (v,) = m.outputs
+        a = [local[id(x)] if id(x) in local else ref(x, m) for x in m.inputs]
         from_block = any(id(x) in block for x in m.inputs)
-        # in a block, a scalar constant is a module constant, a 0-d array of its dtype: a
-        # ufunc converts a Python number on every call (0.4 us, as long as the call itself)
-        a = [local[id(x)] if id(x) in local else ref(x, None if from_block else m)
-             for x in m.inputs]
         if m.type == "Sum":
             x = a[0] if from_block else f"np.broadcast_to({a[0]}, (hi - lo,))"
             local[id(v)] = names.make(v.name)
@@ -136,6 +134,10 @@ def render_group(node: Node, kname: str, ref, out_name, kernel_names, printable)
                 if dest is None:
                     dest = rows.take([x for x in m.inputs if last_use[id(x)] == i])
                     rows.hold(v, dest)
+                # a number as a 0-d array of its dtype: a ufunc converts a Python number on
+                # every call (0.4 us, as long as the call itself, time the other threads wait)
+                a = [number(x) if id(x) not in local and x.const is not None and
+                     x.const.ndim == 0 else arg for x, arg in zip(m.inputs, a)]
                 emit(f"{name} = {render_ufunc(m.opdef, a, dest)}", m.origin)
             else:
                 emit(f"{name} = {render_numpy(m.opdef, a, m.ctx)}", m.origin)

@@ -81,7 +81,7 @@ def render(program: Program, title: str = "") -> Rendered:
     expr: dict[int, str] = {}      # id(Value) -> how the code refers to it
     alias: dict[int, bool] = {}    # id(Value) -> may share memory with a feed or a variable
     constants: dict[str, np.ndarray] = {}
-    by_value: dict[tuple, str] = {}  # (dtype, literal) -> the name of a scalar constant
+    by_value: dict[tuple, str] = {}  # (dtype, bytes) -> a fused block's number (number())
     params = []
     for v in program.feeds:
         expr[id(v)] = names.make(v.name)
@@ -105,16 +105,22 @@ def render(program: Program, title: str = "") -> Rendered:
         lit = scalar_literal(v.const[()]) if v.const.ndim == 0 else None
         if lit is not None and consumer is not None and _weak_ok(consumer, v):
             return lit
-        if lit is not None and (v.dtype, lit) in by_value:  # one name for one number
-            expr[id(v)], alias[id(v)] = by_value[v.dtype, lit], True
-            return expr[id(v)]
-        gname = names.make(v.name if lit is None else _constant_name(v, lit))
-        if lit is not None:
-            by_value[v.dtype, lit] = gname
+        gname = names.make(v.name)
         constants[gname] = np.asarray(v.const, dtype=v.dtype.np)
         expr[id(v)] = gname
         alias[id(v)] = True  # a constant is shared by every run: never handed out or written
         return gname
+
+    def number(v: Value) -> str:
+        """The scalar constant v as a module constant, a 0-d array of its dtype named by dtype
+        and value (f32_1_5), one per distinct number: how a fused block's ufuncs read it."""
+        value = np.asarray(v.const, dtype=v.dtype.np)
+        key = (value.dtype, value.tobytes())  # (0.0 and -0.0 stay apart)
+        if key not in by_value:
+            lit = scalar_literal(value[()])
+            by_value[key] = names.make(v.name if lit is None else _constant_name(v, lit))
+            constants[by_value[key]] = value
+        return by_value[key]
 
     def scalar_ref(v: Value, consumer: Node) -> str:
         """v as a NumPy scalar (v has one element)."""
@@ -151,8 +157,8 @@ def render(program: Program, title: str = "") -> Rendered:
                     expr[id(v)] = names.make(v.name)
                 return expr[id(v)]
             kname = names.make("fused")
-            run_lines, kernel, kernel_ops = render_group(node, kname, ref, out_name, names,
-                                                         _printable)
+            run_lines, kernel, kernel_ops = render_group(node, kname, ref, number, out_name,
+                                                         names, _printable)
             kernels.append((kernel, kernel_ops))
             body.extend(run_lines)
             line_ops[len(body)] = op
