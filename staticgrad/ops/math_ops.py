@@ -91,7 +91,8 @@ _unary("Sign", "np.sign({0})", lambda op, g: [zeros_like(_x(op))], kinds="fi", u
 _unary("Square", "np.square({0})", lambda op, g: [g * (2 * _x(op))], kinds="fi",
        ufunc="np.square")
 _unary("Sqrt", "np.sqrt({0})", lambda op, g: [g * (0.5 / _y(op))], ufunc="np.sqrt")
-_unary("Rsqrt", "1 / np.sqrt({0})", lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))])
+_unary("Rsqrt", "1 / np.sqrt({0})", lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))],
+       ufunc="np.divide(1, np.sqrt({0}, out={out}), out={out})")
 _unary("Reciprocal", "1 / {0}", lambda op, g: [g * -square(_y(op))], ufunc="np.reciprocal")
 _unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)], ufunc="np.exp")
 _unary("Expm1", "np.expm1({0})", lambda op, g: [g * exp(_x(op))], ufunc="np.expm1")
@@ -211,7 +212,7 @@ _binary("Sub", "{0} - {1}", lambda op, g: [g, -g if wants(op, 1) else None],
 _binary("Mul", "{0} * {1}", _mul_grad, ufunc="np.multiply")
 _binary("RealDiv", "{0} / {1}", _div_grad, kinds="f", ufunc="np.divide")
 _binary("FloorDiv", "{0} // {1}", None, ufunc="np.floor_divide")
-_binary("FloorMod", "{0} % {1}", _mod_grad)
+_binary("FloorMod", "{0} % {1}", _mod_grad, ufunc="np.remainder")  # (% is np.remainder)
 _binary("Pow", "{0} ** {1}", _pow_grad)
 _binary("Maximum", "np.maximum({0}, {1})", lambda op, g: _minmax_grad(op, g, greater_equal),
         ufunc="np.maximum")
