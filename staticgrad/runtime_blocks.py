@@ -14,11 +14,11 @@ thread's half does. A helper that has not started when no block is left is not w
 
 Why blocks of up to 128K elements (512 KB of float32), larger than a core's L2 cache: every
 ufunc call of a block is Python holding the GIL (about 0.5 us; W3's block, 22 us in all), and
-each time a thread's ufunc ends it must win the GIL back from the other threads. With W3 (30 fused ops
-on a million float32 values, benchmarks/bench_fused_backends.py) on 2 threads, blocks of 32K
-elements ran at 10-12 ms a call, 64K at 8.5 and 128K at 7.6 ms; on one thread, 15.3 against
-13.7 ms. A block's rows still fit in L3, and at these sizes the cheap ops (0.12 ns an
-element) are not what limits the group; the transcendental ones are.
+each time a thread's ufunc ends it must win the GIL back from the other threads. With W3 (30
+fused ops on a million float32 values, benchmarks/bench_fused_backends.py) on 2 threads,
+blocks of 32K elements ran at 10-12 ms a call, 64K at 8.5 and 128K at 7.6 ms; on one thread,
+15.3 against 13.7 ms. A block's rows still fit in L3, and at these sizes the cheap ops (0.12 ns
+an element) are not what limits the group; the transcendental ones are.
 
 A kernel may ask for scratch rows (`scratch=(rows, dtype)`): each thread keeps one buffer of
 rows x block elements from call to call, and the kernel gets the rows for its block as its
