@@ -161,11 +161,12 @@ def test_quadratic_regression_plot(quadratic):
 
 
 def test_quadratic_regression_without_matplotlib(tmp_path):
-    out = run_script("examples/quadratic_regression.py", "--steps", "5",
+    save = ("--save-dir", str(tmp_path / "checkpoint"))  # not a folder of its own in /tmp
+    out = run_script("examples/quadratic_regression.py", "--steps", "5", *save,
                      "--plot", str(tmp_path / "fit.png"), hide=["matplotlib"], tmp_path=tmp_path)
     assert "plot skipped: matplotlib is not installed" in out
     assert not (tmp_path / "fit.png").exists()
-    out = run_script("examples/quadratic_regression.py", "--steps", "5", "--no-plot")
+    out = run_script("examples/quadratic_regression.py", "--steps", "5", "--no-plot", *save)
     assert "plot skipped: --no-plot" in out
 
 
