@@ -3,6 +3,8 @@ compiled with each pass switched off (results must not change)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from test_gradients import CASES, _build, _case_id
@@ -473,6 +475,32 @@ def test_fused_relu6_expm1_floordiv_floormod_and_rsqrt_write_into_their_rows(dty
     assert all(f in kernel for f in ("rt.clip(", "np.floor_divide(", "np.remainder(", "np.sqrt("))
     np.testing.assert_array_equal(got, want)
     assert got.dtype == dtype
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_relu_grad_writes_into_a_dying_buffer_and_keeps_nans(fuse):
+    """ReluGrad (g * (y > 0)) has an out= form: in a block it writes into a row, alone it
+    takes the buffer of the gradient that dies there. NaN gradients stay NaN, as in TF1."""
+    x = sg.placeholder(sg.float32, [N], name="x")
+    y = sg.nn.relu(x * 1.5 - 2.0)
+    dx, = sg.gradients(sg.reduce_sum(y * sg.sin(x)), [x])
+    xv = np.linspace(-3, 3, N).astype(np.float32)
+    xv[:3] = [np.nan, np.inf, -np.inf]
+    options = sg.CompileOptions(disable=set() if fuse else {"fuse"})
+    with np.errstate(invalid="ignore"), sg.Session(options=options) as sess:
+        src = sess.source(dx, {x: xv})
+        got = sess.run(dx, {x: xv})
+    line = next(line for line in src.splitlines() if "ReluGrad = " in line)
+    g, mask, out = re.search(r"np\.multiply\((\w+), np\.greater\((\w+), 0\), out=(\w+)\)",
+                             line).groups()
+    assert out.startswith("r") if fuse else out in (g, mask), src  # a row, or a dying buffer
+    assert ("def fused" in src) is fuse
+    with np.errstate(invalid="ignore"):  # by hand: sin(x) 1.5 [1.5x - 2 > 0] + y cos(x)
+        z = xv * np.float32(1.5) - np.float32(2)
+        want = (np.sin(xv) * (np.maximum(z, 0) > 0)) * np.float32(1.5) \
+            + np.maximum(z, 0) * np.cos(xv)
+    np.testing.assert_allclose(got[3:], want[3:], rtol=1e-6, atol=1e-6)
+    assert np.isnan(got[:3]).all()  # NaN in: NaN; inf in: sin(inf) is NaN, times 0 or 1
 
 
 def test_fused_numbers_are_0d_constants_only_where_ufuncs_read_them():

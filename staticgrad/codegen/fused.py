@@ -17,10 +17,10 @@
                           scratch=(2, np.float32))
     Sum = np.sum(np.array([p[0] for p in parts], dtype=np.float32))
 
-A block allocates nothing when every member has an out= form (`OpDef.ufunc`): rows are
-assigned by liveness, a result taking the row of an input that dies there, so a long chain
-runs in a few rows that stay in cache. A member without one makes its array as usual, and
-it is deleted after its last use.
+A block allocates no array of its dtype when every member has an out= form (`OpDef.ufunc`;
+ReluGrad's still makes its mask, a byte an element): rows are assigned by liveness, a result
+taking the row of an input that dies there, so a long chain runs in a few rows that stay in
+cache. A member without one makes its array as usual, and it is deleted after its last use.
 """
 
 from __future__ import annotations
