@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
+import staticgrad.dynamic as dynamic
+from staticgrad.dynamic.nn import functional
 
 RNG = np.random.default_rng(1234)
 
@@ -188,6 +190,38 @@ def test_logical_not(shape):
     x = data(shape, BOOL)
     t, res = run_graph(sg.logical_not, [x])
     check_result(t, res, ~x, out_dtype=BOOL)
+
+
+def _bits(a):
+    """a's values as integers of its width, NaN made one value: equal bits, signed zeros too."""
+    a = np.where(np.isnan(a), np.nan, a).astype(a.dtype)
+    return a.view({2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize])
+
+
+@pytest.mark.parametrize("alpha", [0.2, 1.0, 1e-30, 0.0, 1.5, 1e6, -0.5])
+@pytest.mark.parametrize("dtype", [np.float16, F32, F64])
+def test_leaky_relu_is_np_where_bit_for_bit(alpha, dtype):
+    """LeakyRelu is computed as max(x, alpha x) (min for alpha > 1, np.where for alpha <= 0):
+    the same bits as np.where(x > 0, x, x * alpha) for signed zeros, infinities, NaN,
+    subnormals and the largest values, in both modes."""
+    info = np.finfo(dtype)
+    x = np.concatenate([[0.0, -0.0, np.inf, -np.inf, np.nan, info.tiny / 4, -info.tiny / 4,
+                         info.max, -info.max, info.eps, -info.eps],
+                        RNG.standard_normal(200) * 10]).astype(dtype)
+    g = sg.Graph()
+    with g.as_default():
+        a = sg.placeholder(sg.as_dtype(dtype), [len(x)], name="a")
+        y = sg.nn.leaky_relu(a, alpha)
+    with np.errstate(all="ignore"), sg.Session(graph=g) as sess:
+        want = np.where(x > 0, x, x * alpha)
+        got = sess.run(y, {a: x})
+        eager = functional.leaky_relu(dynamic.tensor(x), alpha).numpy()
+    rounded = dtype(alpha) if dtype != np.float16 or abs(alpha) < 7e4 else np.inf
+    form = "np.maximum(" if 0 < rounded <= 1 else "np.minimum(" if rounded > 1 else "np.where("
+    assert form in sess.source(y, {a: x})
+    assert got.dtype == eager.dtype == dtype
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    np.testing.assert_array_equal(_bits(eager), _bits(want))
 
 
 # -- binary elementwise ---------------------------------------------------------------------------
