@@ -535,7 +535,7 @@ def test_module_constants_outside_blocks_keep_their_names():
     y = sg.where(c, sg.constant(0.25, name="learning_rate"), sg.constant(0.5, name="momentum"))
     with sg.Session() as sess:
         src = sess.source(y + x, {x: np.ones(4, np.float32), c: np.ones(4, bool)})
-    assert "np.where(c, learning_rate, momentum)" in src, src
+    assert "rt.select(c, learning_rate, momentum)" in src, src
 
 
 def test_an_error_in_a_fused_block_names_the_op():

@@ -355,6 +355,37 @@ def test_where(sc, sx, sy, dtype, mode):
     check_result(t, res, np.where(c, x, y), out_dtype=dtype, mode=mode)
 
 
+
+@pytest.mark.parametrize("sc, sx, sy", [((64, 300), (64, 300), (64, 300)),
+                                        ((64, 300), (64, 1), ()), ((300,), (64, 300), (300,))],
+                         ids=lambda s: _shape_name(s))
+def test_where_of_large_arrays_is_np_where_bit_for_bit(sc, sx, sy):
+    """Large selects are computed on the bits (rt.select): NaNs with their payloads and signed
+    zeros come out as np.where gives them, in both modes, gradients included."""
+    c = RNG.random(sc) < 0.5
+    x = RNG.standard_normal(sx).astype(F32)
+    y = RNG.standard_normal(sy).astype(F32)
+    x.ravel()[:3] = [-np.nan, -0.0, 0.0]
+    x.view(np.int32).ravel()[-1] = -1  # a NaN with every bit set
+    g = sg.Graph()
+    with g.as_default():
+        cp, xp, yp = (sg.placeholder(sg.as_dtype(a.dtype), a.shape, name=n)
+                      for a, n in ((c, "c"), (x, "x"), (y, "y")))
+        out = sg.where(cp, xp, yp)
+        dx, dy = sg.gradients(sg.reduce_sum(out * 2.0), [xp, yp])
+    with sg.Session(graph=g) as sess:
+        got, gx, gy = sess.run([out, dx, dy], {cp: c, xp: x, yp: y})
+    want = np.where(c, x, y)
+    eager = dynamic.where(dynamic.tensor(c), dynamic.tensor(x), dynamic.tensor(y)).numpy()
+    for result in (got, eager):
+        np.testing.assert_array_equal(result.view(np.int32), want.view(np.int32))
+    picked = np.broadcast_to(c, want.shape)
+    for grad, shape, mask in ((gx, sx, picked), (gy, sy, ~picked)):
+        full = np.where(mask, np.float32(2), np.float32(0))  # summed back to the input's shape
+        full = full.sum(axis=tuple(range(full.ndim - len(shape))))
+        axes = tuple(i for i, d in enumerate(shape) if d == 1 and full.shape[i] != 1)
+        np.testing.assert_array_equal(grad, full.sum(axis=axes, keepdims=True).reshape(shape))
+
 CASTS = [(F32, I32, lambda x: np.trunc(x)), (F64, I32, lambda x: np.trunc(x)),
          (I32, F32, lambda x: x), (I32, F64, lambda x: x), (F32, F64, lambda x: x),
          (F64, F32, lambda x: x), (BOOL, F32, lambda x: np.where(x, 1.0, 0.0)),

@@ -107,6 +107,43 @@ def test_helpers_on_one_number_match_numpy(value):
     assert abs(rt.sigmoid(x) - rt.sigmoid(np.array([x]))[0]) <= np.spacing(np.float32(1))
 
 
+def _same_bits(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int32,
+                                   np.int64, np.uint16, np.bool_])
+def test_select_is_np_where_bit_for_bit(dtype):
+    """rt.select computes on the bits above SELECT_MIN_SIZE elements: NaN payloads, signed
+    zeros and every integer come out as np.where gives them, with arrays, Python numbers
+    (taking the array's dtype, as np.where gives them) and broadcasting."""
+    n = rt.SELECT_MIN_SIZE * 2 + 3
+    raw = RNG.integers(0, 256, size=(2, n * np.dtype(dtype).itemsize), dtype=np.uint8)
+    x, y = (raw[i].view(dtype) if dtype != np.bool_ else raw[i] > 127 for i in (0, 1))
+    if np.dtype(dtype).kind == "f":  # NaNs with payloads and signs, and both zeros
+        x[:4] = np.array([np.nan, -np.nan, 0.0, -0.0], dtype)
+        x.view(np.uint8)[-2 * np.dtype(dtype).itemsize:] = 0xFF  # two NaNs, all bits set
+    cond = RNG.random(n) < 0.5
+    _same_bits(rt.select(cond, x, y), np.where(cond, x, y))
+    for number in (0, 1, -0.0, 2.5, True):
+        want = np.where(cond, x, number)  # dtype by NEP 50: bool and 2.5 may promote
+        _same_bits(rt.select(cond, x, number), want)
+        _same_bits(rt.select(cond, number, y), np.where(cond, number, y))
+    grid = RNG.random((64, n // 64)) < 0.5  # cond, x and y of three broadcast shapes
+    col, row = x[:64].reshape(64, 1), y[: n // 64].reshape(1, -1)
+    _same_bits(rt.select(grid, col, row), np.where(grid, col, row))
+    _same_bits(rt.select(cond[:10], x[:10], y[:10]), np.where(cond[:10], x[:10], y[:10]))
+
+
+def test_select_leaves_mixed_dtypes_to_np_where():
+    n = rt.SELECT_MIN_SIZE
+    cond = RNG.random(n) < 0.5
+    x, y = RNG.standard_normal(n).astype(np.float32), np.arange(n, dtype=np.int32)
+    _same_bits(rt.select(cond, x, y), np.where(cond, x, y))  # float64, as np.where
+    _same_bits(rt.select(cond, y, 0.5), np.where(cond, y, 0.5))
+
+
 @pytest.mark.parametrize("n", [0, 1, 5, 17, 64, 1000, 4099])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_run_blocks_covers_every_element_once_in_equal_blocks(monkeypatch, n, threads):

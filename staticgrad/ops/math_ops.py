@@ -265,7 +265,7 @@ def _select_grad(op, g):
             where(cond, zeros, g) if wants(op, 2) else None]
 
 
-register("Select", _select_infer, "np.where({0}, {1}, {2})", _select_grad, elementwise=True,
+register("Select", _select_infer, "rt.select({0}, {1}, {2})", _select_grad, elementwise=True,
          new_array=True)
 
 
