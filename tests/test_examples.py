@@ -99,6 +99,18 @@ def test_checked_benchmark_smoke(tmp_path, script, way):
     assert way in data["ratio_to_hand_numpy"]
 
 
+def test_select_benchmark_smoke(tmp_path):
+    """Both pairs give the same bits (checked before timing) at every size; JSON written."""
+    target = tmp_path / "select.json"
+    out = run_script("benchmarks/bench_select.py", "--rounds", "1", "--number", "1",
+                     "--out", str(target))
+    assert "rt.select" in out
+    data = json.loads(target.read_text())
+    assert list(data["sizes"]) == ["16384", "131072", "1048576"]
+    for size in data["sizes"].values():
+        assert set(size["ratio"]) == {"select", "leaky_max"} and min(size["ratio"].values()) > 0
+
+
 def test_benchmark_suite_quick(tmp_path):
     """The suite of issue 5 in its smoke mode, without peers: every workload runs, every way
     passes its check against hand NumPy, and the JSON (and the charts) are written."""
