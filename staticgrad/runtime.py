@@ -76,30 +76,39 @@ def add_n(*xs, out=None):
     return total
 
 
-# Arrays smaller than this go to np.where: below it np.where's one call is as fast as
-# select's five (for float32: 10 against 14 us at 8K elements, 20 against 19 at 16K, 94
-# against 29 at 32K; by then the CPU's branch predictor cannot learn a random mask).
-SELECT_MIN_SIZE = 1 << 14
+# Arrays smaller than this go to np.where. Masks that follow the data have no pattern the
+# CPU's branch predictor could learn, and np.where then takes about 4 ns an element: at 4K
+# float32, 16.8 us against select's 10.4 (8K: 35 against 12). A mask it has learnt (the same
+# one again, or sorted data) makes np.where as fast as select from 16K elements down.
+SELECT_MIN_SIZE = 1 << 12
 _BITS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}  # an integer as wide as a dtype
+_NUMBERS = (np.ndarray, np.generic, bool, int, float)
 
 
 def select(cond, x, y):
     """np.where(cond, x, y), computed on the bits: y ^ ((x ^ y) & m), m all ones where cond
-    holds. The same bits as np.where (NaN payloads and signed zeros too), and 5-7x faster
-    for large arrays whose condition has no pattern, as in most gradients: np.where's loop
-    branches on every element (4.4 ms for a million float32 of random sign, against 0.6-0.8
-    ms). Python numbers take the array's dtype as np.where would give them (NEP 50); other
-    mixes of dtypes, and small arrays, go to np.where."""
+    holds. The same bits as np.where (NaN payloads and signed zeros too), and 2-5x faster
+    for large arrays whose condition has no pattern, as in most gradients
+    (benchmarks/bench_select.py). Python numbers take the array's dtype as np.where would give
+    them (NEP 50); small arrays, other mixes of dtypes, and numbers the dtype cannot hold go
+    to np.where."""
     if not isinstance(cond, np.ndarray) or cond.dtype != np.bool_ or \
+            not (isinstance(x, _NUMBERS) and isinstance(y, _NUMBERS)) or \
             max(cond.size, np.size(x), np.size(y)) < SELECT_MIN_SIZE:
         return np.where(cond, x, y)
     dtype = np.result_type(x, y)
     if dtype.itemsize not in _BITS or dtype.kind not in "biuf" or \
             any(isinstance(v, np.ndarray) and v.dtype != dtype for v in (x, y)):
         return np.where(cond, x, y)
-    xi = np.asarray(x, dtype).view(_BITS[dtype.itemsize])
-    yi = np.asarray(y, dtype).view(_BITS[dtype.itemsize])
-    mask = np.negative(cond.view(np.int8))  # 0 or -1 (all ones), widened as it is read
+    try:
+        xi = np.asarray(x, dtype).view(_BITS[dtype.itemsize])
+        yi = np.asarray(y, dtype).view(_BITS[dtype.itemsize])
+    except OverflowError:  # a Python int out of the dtype's range: np.where wraps it
+        return np.where(cond, x, y)
+    # 0 or -1 (all ones), widened as it is read; astype makes any nonzero byte of a bool
+    # (u8.view(bool) may hold 255) a 1, as np.where reads it
+    mask = cond.astype(np.int8)
+    np.negative(mask, out=mask)
     bits = np.bitwise_and(np.bitwise_xor(xi, yi), mask)
     return np.bitwise_xor(bits, yi, out=bits).view(dtype)
 

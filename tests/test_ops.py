@@ -193,8 +193,7 @@ def test_logical_not(shape):
 
 
 def _bits(a):
-    """a's values as integers of its width, NaN made one value: equal bits, signed zeros too."""
-    a = np.where(np.isnan(a), np.nan, a).astype(a.dtype)
+    """a's values as integers of its width: equal bits, NaN payloads and signed zeros too."""
     return a.view({2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize])
 
 
@@ -205,9 +204,12 @@ def test_leaky_relu_is_np_where_bit_for_bit(alpha, dtype):
     the same bits as np.where(x > 0, x, x * alpha) for signed zeros, infinities, NaN,
     subnormals and the largest values, in both modes."""
     info = np.finfo(dtype)
-    x = np.concatenate([[0.0, -0.0, np.inf, -np.inf, np.nan, info.tiny / 4, -info.tiny / 4,
-                         info.max, -info.max, info.eps, -info.eps],
+    x = np.concatenate([[0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, info.tiny / 4,
+                         -info.tiny / 4, info.max, -info.max, info.eps, -info.eps, 0, 0],
                         RNG.standard_normal(200) * 10]).astype(dtype)
+    bits = _bits(x)  # two signalling NaNs: +inf's bits plus one (np.where's product quiets it)
+    bits[12] = bits[13] = bits[2] + 1
+    bits[13] |= -(1 << (8 * x.itemsize - 1))  # the second one negative
     g = sg.Graph()
     with g.as_default():
         a = sg.placeholder(sg.as_dtype(dtype), [len(x)], name="a")
@@ -353,7 +355,6 @@ def test_where(sc, sx, sy, dtype, mode):
     x, y = data(sx, dtype), data(sy, dtype)
     t, res = run_graph(lambda c_, x_, y_: sg.where(c_, x_, y_), [c, x, y], mode)
     check_result(t, res, np.where(c, x, y), out_dtype=dtype, mode=mode)
-
 
 
 @pytest.mark.parametrize("sc, sx, sy", [((64, 300), (64, 300), (64, 300)),

@@ -136,12 +136,20 @@ def test_select_is_np_where_bit_for_bit(dtype):
     _same_bits(rt.select(cond[:10], x[:10], y[:10]), np.where(cond[:10], x[:10], y[:10]))
 
 
-def test_select_leaves_mixed_dtypes_to_np_where():
-    n = rt.SELECT_MIN_SIZE
-    cond = RNG.random(n) < 0.5
-    x, y = RNG.standard_normal(n).astype(np.float32), np.arange(n, dtype=np.int32)
-    _same_bits(rt.select(cond, x, y), np.where(cond, x, y))  # float64, as np.where
-    _same_bits(rt.select(cond, y, 0.5), np.where(cond, y, 0.5))
+def test_select_reads_any_nonzero_bool_byte_as_true_and_passes_odd_inputs_to_np_where():
+    """A bool array may hold bytes other than 0 and 1 (u8.view(bool)): np.where reads them as
+    True, and so does select. A Python int the dtype cannot hold, None or a list are
+    np.where's to handle, whatever it makes of them."""
+    n = rt.SELECT_MIN_SIZE * 2
+    cond = np.frombuffer(bytes([0, 255, 2, 1, 128, 0, 7, 0]) * (n // 8), np.bool_)
+    x = RNG.standard_normal(n).astype(np.float32)
+    _same_bits(rt.select(cond, x, -x), np.where(cond, x, -x))
+    small = np.arange(n).astype(np.int8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # whatever NumPy says of 300 in int8, both say it
+        _same_bits(rt.select(cond, small, 300), np.where(cond, small, 300))
+    for odd in (None, [1.0] * n):
+        np.testing.assert_array_equal(rt.select(cond, x, odd), np.where(cond, x, odd))
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 17, 64, 1000, 4099])
