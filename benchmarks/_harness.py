@@ -1,11 +1,12 @@
-"""What the stand-alone benchmarks share: thread limits, interleaved timing, medians and ratios
-to hand NumPy, and the results JSON with its environment block.
+"""What the stand-alone benchmarks share: thread limits, their command line, interleaved timing,
+medians and ratios to hand NumPy, and the results JSON with its environment block.
 
-Used by `bench_session_overhead.py`, `bench_mlp_step.py`, `bench_static_vs_dynamic.py` (and,
-for the thread limits and the JSON file, `suite.py`). Nothing here imports NumPy at module
-level: `limit_threads()` must run before NumPy is imported.
+Used by the `bench_*.py` scripts (and, for the thread limits and the JSON file, `suite.py`).
+Nothing here imports NumPy at module level: `limit_threads()` must run before NumPy is
+imported.
 """
 
+import argparse
 import json
 import os
 import platform
@@ -18,6 +19,19 @@ def limit_threads(n: int = 2) -> None:
     """Limit NumPy's (and the peers') thread pools; they read these once, at import."""
     for var in THREAD_VARS:
         os.environ[var] = str(n)
+
+
+def timing_arguments(doc: str, number: int, what: str, out: str) -> argparse.ArgumentParser:
+    """The command line every timing script takes: --rounds, --number (`what` per round and
+    way, `number` by default) and --out (the JSON file, `out` by default); a script may add
+    its own before parsing."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
+    parser.add_argument("--number", type=int, default=number,
+                        help=f"{what} per round and way (default {number})")
+    parser.add_argument("--out", default=out,
+                        help=f"JSON results file (default {os.path.relpath(out)})")
+    return parser
 
 
 def time_interleaved(ways: dict, rounds: int, number: int, warmup: int, scale: float,

@@ -29,7 +29,6 @@ import _harness
 
 _harness.limit_threads()  # before NumPy is imported
 
-import argparse  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
@@ -107,11 +106,7 @@ def mkl_umath_way():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
-    parser.add_argument("--number", type=int, default=5, help="calls per round and way")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="JSON results file")
-    args = parser.parse_args(argv)
+    args = _harness.timing_arguments(__doc__, 5, "calls", DEFAULT_OUT).parse_args(argv)
 
     hand, want = w3.hand_numpy()
     ours, got = w3.staticgrad_way(None, fast=True)()

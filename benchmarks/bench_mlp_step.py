@@ -22,7 +22,6 @@ import _harness
 
 _harness.limit_threads()  # before NumPy is imported
 
-import argparse  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
@@ -103,11 +102,7 @@ class HandNumPy:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
-    parser.add_argument("--number", type=int, default=10, help="steps per round and way")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="JSON results file")
-    args = parser.parse_args(argv)
+    args = _harness.timing_arguments(__doc__, 10, "steps", DEFAULT_OUT).parse_args(argv)
 
     xb, yb = batch()
     weights = initial_weights()

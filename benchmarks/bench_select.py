@@ -21,7 +21,6 @@ import _harness
 
 _harness.limit_threads()  # before NumPy is imported
 
-import argparse  # noqa: E402
 import itertools  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
@@ -51,11 +50,7 @@ def ways(n: int) -> dict:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
-    parser.add_argument("--number", type=int, default=20, help="calls per round and way")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="JSON results file")
-    args = parser.parse_args(argv)
+    args = _harness.timing_arguments(__doc__, 20, "calls", DEFAULT_OUT).parse_args(argv)
 
     results = {"benchmark": "select", "rounds": args.rounds, "number_per_round": args.number,
                "sizes": {}, "environment": _harness.environment(with_platform=True)}

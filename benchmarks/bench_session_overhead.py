@@ -21,7 +21,6 @@ import _harness
 # Limit threads before NumPy is imported (it reads these once, at import).
 _harness.limit_threads()
 
-import argparse  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
@@ -48,13 +47,7 @@ def build():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="timeit rounds (default 7)")
-    parser.add_argument("--number", type=int, default=2000,
-                        help="calls per round and per way (default 2000)")
-    parser.add_argument("--out", default=DEFAULT_OUT,
-                        help="JSON results file (default benchmarks/results/session_overhead.json)")
-    args = parser.parse_args(argv)
+    args = _harness.timing_arguments(__doc__, 2000, "calls", DEFAULT_OUT).parse_args(argv)
 
     g, a, L, init = build()
     sess = sg.Session(graph=g)

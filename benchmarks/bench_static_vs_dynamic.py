@@ -23,7 +23,6 @@ import _harness
 
 _harness.limit_threads()  # before NumPy is imported
 
-import argparse  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
@@ -55,12 +54,9 @@ class HandNumPy:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
-    parser.add_argument("--number", type=int, default=200, help="steps per round and way")
+    parser = _harness.timing_arguments(__doc__, 200, "steps", DEFAULT_OUT)
     parser.add_argument("--builds", type=int, default=5,
                         help="times the static graph is built and compiled (default 5)")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="JSON results file")
     args = parser.parse_args(argv)
 
     model = course.regression_model()
