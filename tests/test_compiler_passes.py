@@ -457,12 +457,13 @@ def test_fused_groups_keep_dtypes_and_read_scalars_and_variables():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_fused_relu6_expm1_floordiv_floormod_and_rsqrt_write_into_their_rows(dtype):
+def test_fused_relu6_expm1_softplus_floordiv_floormod_and_rsqrt_write_into_their_rows(dtype):
     """Each line of the block writes with out= (none allocates a new array), and the values
     are the unfused ones, bit for bit."""
     x = sg.placeholder(sg.as_dtype(dtype), [N], name="x")
     y = sg.nn.relu6(sg.floordiv(x * 3, x * 0 + 2) - 1)
     y = sg.expm1(y * 0.5) + y + sg.mod(x, 3.5) * sg.rsqrt(sg.abs(x) + 0.25)
+    y = y - sg.nn.softplus(x * 0.25)
     xv = (np.arange(N) % 23 - 11).astype(dtype)
     with sg.Session() as sess:
         src = sess.source(y, {x: xv})
@@ -472,7 +473,8 @@ def test_fused_relu6_expm1_floordiv_floormod_and_rsqrt_write_into_their_rows(dty
     kernel = src[src.index("def fused"):]
     steps = [line for line in kernel.splitlines() if " = np." in line or " = rt." in line]
     assert steps and all("out=" in line for line in steps), kernel
-    assert all(f in kernel for f in ("rt.clip(", "np.floor_divide(", "np.remainder(", "np.sqrt("))
+    assert all(f in kernel for f in ("rt.clip(", "np.floor_divide(", "np.remainder(", "np.sqrt(",
+                                     "rt.softplus("))
     np.testing.assert_array_equal(got, want)
     assert got.dtype == dtype
 

@@ -111,6 +111,19 @@ def test_select_benchmark_smoke(tmp_path):
         assert set(size["ratio"]) == {"select", "leaky_max"} and min(size["ratio"].values()) > 0
 
 
+def test_kernels_benchmark_smoke(tmp_path):
+    """Every kernel is within its ulps (checked before timing) at every size; JSON written."""
+    target = tmp_path / "kernels.json"
+    out = run_script("benchmarks/bench_kernels.py", "--rounds", "1", "--number", "1",
+                     "--out", str(target))
+    assert "softplus" in out
+    data = json.loads(target.read_text())
+    assert list(data["sizes"]) == ["16384", "131072", "1048576"]
+    for size in data["sizes"].values():
+        assert set(size["ratio"]) == {"softplus", "log1p", "sigmoid"}
+        assert all(e["staticgrad"] <= data["max_ulps"] for e in size["ulps"].values())
+
+
 def test_benchmark_suite_quick(tmp_path):
     """The suite of issue 5 in its smoke mode, without peers: every workload runs, every way
     passes its check against hand NumPy, and the JSON (and the charts) are written."""

@@ -113,7 +113,8 @@ _unary("Tan", "np.tan({0})", lambda op, g: [g * (1 + square(_y(op)))], ufunc="np
 _unary("Tanh", "np.tanh({0})", lambda op, g: [g * (1 - square(_y(op)))], ufunc="np.tanh")
 _unary("Sigmoid", "rt.sigmoid({0})", lambda op, g: [g * (_y(op) * (1 - _y(op)))],
        ufunc="rt.sigmoid({0}, out={out})")
-_unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))])
+_unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))],
+       ufunc="rt.softplus({0}, out={out})")
 _unary("Erf", "rt.erf({0})",
        lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
 # Relu's gradient reads its output, as TF1's does (y > 0 exactly where x > 0, NaN included):
