@@ -14,9 +14,9 @@ process, interleaved round by round, float32, on standard normal values (|x| for
   rt.sigmoid(x)                     staticgrad's Sigmoid: the same four passes, in place
 
 Before timing, each way's largest error on these values is measured in ulps against long
-double (80-bit on x86), and staticgrad's must be within 5. Reported: median microseconds
-per call, the ratio to its baseline and the errors, at 16K, 128K (one fused block) and 1M
-elements.
+double (80-bit on x86), and staticgrad's must be within 5.5 (softplus's bound over every
+float32 number). Reported: median microseconds per call, the ratio to its baseline and the
+errors, at 16K, 128K (one fused block) and 1M elements.
 
     python benchmarks/bench_kernels.py [--rounds 7] [--number 20] [--out PATH]
 """
@@ -36,7 +36,7 @@ from staticgrad import runtime as rt  # noqa: E402
 
 DEFAULT_OUT = os.path.join(ROOT, "benchmarks", "results", "kernels.json")
 SIZES = (1 << 14, 1 << 17, 1 << 20)
-MAX_ULPS = 5  # NumPy's float32 log alone may be 3.8 off
+MAX_ULPS = 5.5  # rt.softplus's bound (NumPy's float32 log alone may be 3.8 off)
 
 
 def pairs(n: int) -> dict:
