@@ -99,29 +99,23 @@ def test_checked_benchmark_smoke(tmp_path, script, way):
     assert way in data["ratio_to_hand_numpy"]
 
 
-def test_select_benchmark_smoke(tmp_path):
-    """Both pairs give the same bits (checked before timing) at every size; JSON written."""
-    target = tmp_path / "select.json"
-    out = run_script("benchmarks/bench_select.py", "--rounds", "1", "--number", "1",
+@pytest.mark.parametrize("script, shown, ratios", [
+    ("bench_select.py", "rt.select", {"select", "leaky_max"}),
+    ("bench_kernels.py", "softplus", {"softplus", "log1p", "sigmoid"}),
+])
+def test_kernel_benchmarks_smoke(tmp_path, script, shown, ratios):
+    """Each pair agrees (select: the same bits; kernels: within their ulps), checked before
+    timing, at every size; JSON written."""
+    target = tmp_path / "results.json"
+    out = run_script(f"benchmarks/{script}", "--rounds", "1", "--number", "1",
                      "--out", str(target))
-    assert "rt.select" in out
+    assert shown in out
     data = json.loads(target.read_text())
     assert list(data["sizes"]) == ["16384", "131072", "1048576"]
     for size in data["sizes"].values():
-        assert set(size["ratio"]) == {"select", "leaky_max"} and min(size["ratio"].values()) > 0
-
-
-def test_kernels_benchmark_smoke(tmp_path):
-    """Every kernel is within its ulps (checked before timing) at every size; JSON written."""
-    target = tmp_path / "kernels.json"
-    out = run_script("benchmarks/bench_kernels.py", "--rounds", "1", "--number", "1",
-                     "--out", str(target))
-    assert "softplus" in out
-    data = json.loads(target.read_text())
-    assert list(data["sizes"]) == ["16384", "131072", "1048576"]
-    for size in data["sizes"].values():
-        assert set(size["ratio"]) == {"softplus", "log1p", "sigmoid"}
-        assert all(e["staticgrad"] <= data["max_ulps"] for e in size["ulps"].values())
+        assert set(size["ratio"]) == ratios and min(size["ratio"].values()) > 0
+        for error in size.get("ulps", {}).values():
+            assert error["staticgrad"] <= data["max_ulps"]
 
 
 def test_benchmark_suite_quick(tmp_path):
