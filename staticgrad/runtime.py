@@ -127,8 +127,8 @@ def softplus(x, out=None):
     Within 5.5 ulps in float32 (5.34 the most over every float32 number; np.logaddexp's is
     1.5, and NumPy's float32 log, which sets it, is within 3.8), 2 in float16 (every number),
     under 2.5 in float64 (1.96 the most in 60M numbers), subnormal results included. +inf gives
-    +inf, -inf 0, NaN NaN, and nothing is reported, even under np.errstate: exp(-|x|)
-    underflowing (|x| > 87 in float32) is expected. `out` may be x."""
+    +inf, -inf 0, NaN NaN, and nothing is reported (a signalling NaN aside), even under
+    np.errstate: exp(-|x|) underflowing (|x| > 87 in float32) is expected. `out` may be x."""
     x = np.asarray(x)
     if x.size < SOFTPLUS_MIN_SIZE:  # (which flags NaN inputs as invalid: NaN gives NaN)
         with np.errstate(under="ignore", invalid="ignore"):
