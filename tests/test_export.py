@@ -116,7 +116,7 @@ def test_fused_large_elementwise_graph(tmp_path):
         a = sg.placeholder(sg.float32, [300, 500], name="a")
         b = sg.placeholder(sg.float32, [300, 500], name="b")
         y = sg.sin(a) * sg.exp(-b * b) + sg.tanh(a - b) / 2.0 + sg.log1p(a * b) \
-            + sg.nn.relu6(a * 8.0) + sg.where(a > b, a, b * 0.5)
+            + sg.nn.relu6(a * 8.0) + sg.where(a > b, a, b * 0.5) + sg.nn.softplus(a - 2 * b)
         s = sg.reduce_sum(y)
         rng = np.random.default_rng(1)
         feeds = [rng.random((300, 500), dtype=np.float32), rng.random((300, 500), np.float32)]
@@ -127,6 +127,7 @@ def test_fused_large_elementwise_graph(tmp_path):
     # the kernel's numbers are 0-d constants (f32_2_0); rt.clip is bound to NumPy's ufunc
     assert "rt.run_blocks(" in source and "f32_2_0" in source and "rt.clip(" in source
     assert "rt.select(" in source and "SELECT_MIN_SIZE = " in source  # with what it reads
+    assert "rt.softplus(" in source and "\ndef log1p(" in source  # and what softplus calls
     got = run_exported(tmp_path, "fused", feeds)
     assert_same(got["r0_0"], want[0])
     assert_same(got["r0_1"], want[1])
