@@ -412,6 +412,19 @@ def test_memory_plan_never_overwrites_feeds_variables_or_fetches():
     np.testing.assert_array_equal(again, new_w)
 
 
+def test_a_fetched_sum_to_is_never_the_variable_array_itself():
+    """Found while planning updates in place: SumTo of a variable read, with nothing to sum
+    and simplify off, was `V['w']` itself, fetched without a copy."""
+    from staticgrad.ops.array_ops import shape_of, sum_to
+    w = sg.Variable(np.ones(4, np.float32), name="w")
+    s = sum_to(sg.identity(w), shape_of(w))
+    with sg.Session(options=sg.CompileOptions(disable={"simplify"})) as sess:
+        sess.run(w.initializer)
+        got = sess.run(s)
+        got[0] = 99
+        np.testing.assert_array_equal(sess.run(w), 1)
+
+
 # -- fusion ----------------------------------------------------------------------------------
 N = 200_003  # more than one block per thread, and not a multiple of the block
 

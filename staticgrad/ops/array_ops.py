@@ -232,6 +232,7 @@ def _sum_to_numpy(a, ctx):
 
 register("SumTo", _sum_to_infer, _sum_to_numpy,
          lambda op, g: [broadcast_to(g, shape_of(op.inputs[0])), None], static_inputs=(1,),
+         view=True,  # the input itself (or a reshape of it) where there is nothing to sum
          doc="Sum a broadcast gradient back to an input's shape (the adjoint of BroadcastTo).")
 
 
