@@ -8,8 +8,9 @@ variables the code reads or assigns, and the constants of the generated code). T
 - defines `run(<feeds>)`, the feeds as arguments in `feed_list` order, returning the fetches
   flattened to a tuple (an operation fetches as None, a rank-0 tensor as a NumPy scalar);
 - keeps the variables in the module-level dict `V` ({variable name: array}); a training step
-  updates `V` in place, so a later `run` sees the new values; `reset()` reloads the exported
-  values from the `.npz`;
+  updates `V` in place, so a later `run` sees the new values (a large variable's update is
+  written into its array itself, as `w -= lr * g` would be: copy an array of `V` to keep a
+  past value); `reset()` reloads the exported values from the `.npz`;
 - creates its own NumPy random generators (`R`), seeded from the graph seeds where set;
 - carries a copy of the staticgrad runtime helpers its code calls (the `rt.<name>` calls),
   so it imports no staticgrad.
@@ -275,7 +276,8 @@ def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_ke
         fetch_doc,
         "",
         "State: V is a dict {variable name: array}, loaded from the .npz at import. Code that",
-        "assigns variables (a training step) updates V, so the next run sees the new values;",
+        "assigns variables (a training step) updates V, so the next run sees the new values",
+        "(a large variable's new value is written into its array: copy it to keep the old);",
         "reset() reloads the exported values. R holds the NumPy random generators, seeded",
         "from the graph seeds where they were set.",
         "This module needs only NumPy; the runtime helpers it calls are copied below.",

@@ -370,7 +370,8 @@ class Session:
         if not var.shape.is_compatible_with(arr.shape):
             raise ValueError(f"cannot load a value of shape {arr.shape} into variable "
                              f"{var.name} of shape {var.shape}")
-        self._vars[var._var_name] = arr
+        # a copy: the variable's array is the session's alone (updates write into it)
+        self._vars[var._var_name] = np.array(arr)
 
     def list_devices(self):
         return ["/cpu:0"]

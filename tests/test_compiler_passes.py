@@ -412,6 +412,97 @@ def test_memory_plan_never_overwrites_feeds_variables_or_fetches():
     np.testing.assert_array_equal(again, new_w)
 
 
+def _sgd(n=8192):
+    """A linear model's gradient descent step on a planned-size weight vector."""
+    x = sg.placeholder(sg.float32, [n], name="x")
+    w = sg.Variable(np.linspace(-1, 1, n, dtype=np.float32), name="w")
+    loss = sg.reduce_sum(sg.square(w * x - 1.0))
+    train = sg.train.GradientDescentOptimizer(0.01).minimize(loss)
+    return x, w, loss, train, np.linspace(0, 2, n, dtype=np.float32)
+
+
+def test_updates_write_into_the_variable_array_and_agree_with_new_arrays():
+    x, w, loss, train, xv = _sgd()
+    got = []
+    for options in (sg.CompileOptions(), sg.CompileOptions(disable={"memory"})):
+        with sg.Session(options=options) as sess:
+            sess.run(w.initializer)
+            before = sess.run(w)
+            src = sess.source([loss, train], {x: xv})
+            losses = [sess.run([loss, train], {x: xv})[0] for _ in range(3)]
+            array = sess._vars["w"]
+            sess.run(train, {x: xv})
+            same_array = sess._vars["w"] is array
+            got.append((losses, sess.run(w), before, src, same_array))
+    (losses, w_in_place, before, src, same_array), (want_losses, want_w, *_, plain_src, moved) = got
+    assert "rt.update_in_place(np.subtract, V['w'], " in src
+    assert "update_in_place" not in plain_src
+    assert same_array and not moved
+    assert losses == want_losses
+    np.testing.assert_array_equal(w_in_place, want_w)
+    np.testing.assert_array_equal(before, np.linspace(-1, 1, 8192, dtype=np.float32))  # a copy
+
+
+def test_no_update_in_place_while_a_view_of_the_old_value_is_still_read():
+    n = 8192
+    w = sg.Variable(np.arange(n, dtype=np.float32), name="w")
+    t = sg.reshape(w, [2, -1])              # a view of w's array, computed before the update
+    with sg.control_dependencies([t]):
+        step = sg.assign_add(w, sg.ones([n]))
+    with sg.control_dependencies([step]):
+        later = t * 1.0                     # reads the view after the update
+    first = sg.assign(w, sg.zeros([n]))     # V['w'] is this op's result ...
+    with sg.control_dependencies([first]):
+        bump = sg.assign_add(w, sg.ones([n]))  # ... which is fetched beside the update
+    for fetches, want in (([t, later, step], [np.arange(n), np.arange(n), np.arange(n) + 1]),
+                          ([first, bump], [np.zeros(n), np.ones(n)])):
+        with sg.Session() as sess:
+            sess.run(w.initializer)
+            assert "update_in_place" not in sess.source(fetches)
+            for value, expected in zip(sess.run(fetches), want):
+                np.testing.assert_array_equal(np.ravel(value), expected)
+
+
+def test_updates_in_place_never_touch_an_array_the_user_gave_or_got():
+    n = 8192
+    x = sg.placeholder(sg.float32, [n], name="x")
+    w = sg.Variable(np.zeros(n, np.float32), name="w")
+    set_w = sg.assign(w, x)                 # the fed array, copied into the variable
+    with sg.control_dependencies([set_w]):
+        bump = sg.assign_add(w, sg.ones([n]))
+    step = sg.assign_add(w, sg.ones([n]))
+    xv = np.full(n, 5, np.float32)
+    mine = np.full(n, 7, np.float32)
+    with sg.Session() as sess:
+        assert "rt.update_in_place(" in sess.source(bump, {x: xv})
+        sess.run(bump, {x: xv})
+        w.load(mine, sess)
+        got = sess.run(w)
+        sess.run(step)
+        sess.run(step)
+        final = sess.run(w)
+    np.testing.assert_array_equal(xv, 5)
+    np.testing.assert_array_equal(mine, 7)
+    np.testing.assert_array_equal(got, 7)
+    np.testing.assert_array_equal(final, 9)
+
+
+def test_an_update_that_raises_leaves_the_variable_as_it_was():
+    n = 8192
+    w = sg.Variable(np.full(n, 3e38, np.float32), name="w")
+    double = sg.assign_add(w, sg.identity(w) * 1.0)
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        assert "rt.update_in_place(" in sess.source(double)
+        with np.errstate(over="raise"), pytest.raises(sg.errors.InvalidArgumentError,
+                                                      match="FloatingPointError"):
+            sess.run(double)
+        np.testing.assert_array_equal(sess.run(w), np.float32(3e38))
+        with np.errstate(over="ignore"):
+            sess.run(double)
+        assert np.isinf(sess.run(w)).all()
+
+
 def test_a_fetched_sum_to_is_never_the_variable_array_itself():
     """Found while planning updates in place: SumTo of a variable read, with nothing to sum
     and simplify off, was `V['w']` itself, fetched without a copy."""

@@ -43,7 +43,7 @@ for r in range(runs):
         if value is not None:
             out[f"r{r}_{i}"] = np.asarray(value)
     for j, key in enumerate(sorted(module.V)):
-        out[f"r{r}_V{j}"] = module.V[key]
+        out[f"r{r}_V{j}"] = np.array(module.V[key])  # a copy: the next run updates V's arrays
 np.savez(folder + "/out.npz", **out)
 """
 
@@ -155,14 +155,15 @@ def test_conv2d_graph(tmp_path):
     assert_same(got["r0_1"], want[1])
 
 
-def test_sgd_training_step_updates_state(tmp_path):
+@pytest.mark.parametrize("width", [1, 4096])  # 4096: updates written into the variables
+def test_sgd_training_step_updates_state(tmp_path, width):
     with sg.Graph().as_default():
         sg.set_random_seed(5)
         x = sg.placeholder(sg.float32, [None, 2], name="x")
         y = sg.placeholder(sg.float32, [None, 1], name="y")
-        w = sg.Variable(np.zeros((2, 1), np.float32), name="w")
-        b = sg.Variable(np.zeros((1,), np.float32), name="b")
-        noise = sg.random_normal([6, 1], stddev=0.01, seed=1)
+        w = sg.Variable(np.zeros((2, width), np.float32), name="w")
+        b = sg.Variable(np.zeros((width,), np.float32), name="b")
+        noise = sg.random_normal([6, width], stddev=0.01, seed=1)
         loss = sg.reduce_mean(sg.square(sg.matmul(x, w) + b + noise - y))
         step = sg.train.GradientDescentOptimizer(0.1).minimize(loss)
         feeds = [np.arange(12, dtype=np.float32).reshape(6, 2) / 10,
@@ -175,6 +176,8 @@ def test_sgd_training_step_updates_state(tmp_path):
             for _ in range(3):
                 lv, _ = sess.run([loss, step], {x: feeds[0], y: feeds[1]})
                 want.append((lv, sess.run(b), sess.run(w)))  # V sorted by name: b, w
+    source = (tmp_path / "train_step.py").read_text()
+    assert ("def update_in_place(" in source) == (width > 1)
     got = run_exported(tmp_path, "train_step", feeds, runs=3)
     for r, (lv, bv, wv) in enumerate(want):
         assert_same(got[f"r{r}_0"], lv)

@@ -155,6 +155,31 @@ def _same_bits(got, want):
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
+def test_update_in_place_writes_into_the_variable_unless_it_cannot_or_errors_may_raise():
+    var = np.arange(6, dtype=np.float32)
+    got = rt.update_in_place(np.subtract, var, np.ones(6, np.float32))
+    assert got is var
+    np.testing.assert_array_equal(var, np.arange(6) - 1)
+    frozen = np.arange(6, dtype=np.float32)
+    frozen.flags.writeable = False
+    wider = np.ones(6, np.float64)  # the result would be float64: not var's dtype
+    for target, delta in ((frozen, np.ones(6, np.float32)), (var.copy(), wider),
+                          (var.copy(), np.ones((2, 6), np.float32))):
+        before = target.copy()
+        got = rt.update_in_place(np.add, target, delta)
+        assert got is not target
+        np.testing.assert_array_equal(target, before)
+        np.testing.assert_array_equal(got, before + delta)
+    def handler(kind, flag):
+        raise FloatingPointError(kind)
+
+    big = np.full(4, 3e38, np.float32)
+    for settings in ({"over": "raise"}, {"over": "call", "call": handler}):
+        with np.errstate(**settings), pytest.raises(FloatingPointError):
+            rt.update_in_place(np.add, big, big)
+        np.testing.assert_array_equal(big, np.float32(3e38))  # unchanged
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int32,
                                    np.int64, np.uint16, np.bool_])
 def test_select_is_np_where_bit_for_bit(dtype):

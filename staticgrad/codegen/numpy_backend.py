@@ -194,7 +194,8 @@ def render(program: Program, title: str = "") -> Rendered:
             random_ops.append(op)
         body.append(_comment(op))
         if isinstance(code, Store):
-            body.append(f"{code.target} = {outs[0]} = {code.value}")
+            value = code.in_place if memory and id(node) in memory.in_place else code.value
+            body.append(f"{code.target} = {outs[0]} = {value}")
             alias[id(node.inputs[1])] = True  # the value now is the variable's: copy to fetch
             var = node.attrs["var"]
             if code.reads_target and var not in assigned and var not in var_reads:

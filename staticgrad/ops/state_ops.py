@@ -22,6 +22,8 @@ class Store(NamedTuple):
     target: str
     value: str
     reads_target: bool = False  # the value reads the old state (assign_add), not only writes
+    in_place: str = ""  # the value computed into the target's own array, where the memory
+    #                     plan allows it (passes/memory.py)
 
 
 def _attr_infer(ctx):
@@ -82,8 +84,9 @@ def _assign_numpy(kind):
         if kind == "set":
             src = f"np.array({a[1]})" if ctx.in_alias[1] else a[1]
             return Store(target, src)
+        ufunc = "np.add" if kind == "add" else "np.subtract"
         return Store(target, f"{target} {'+' if kind == 'add' else '-'} {a[1]}",
-                     reads_target=True)
+                     reads_target=True, in_place=f"rt.update_in_place({ufunc}, {target}, {a[1]})")
     return emit
 
 

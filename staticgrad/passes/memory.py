@@ -12,6 +12,13 @@ constant), nothing else refers to it (every consumer is an op whose result is a 
 `OpDef.new_array`: no view, no assignment into a variable, not a fetch), it dies at this
 node, and it has the result's exact shape and dtype. Which ops can write into `out=` is
 their own `OpDef.ufunc`.
+
+A variable's update (AssignAdd, AssignSub: an optimizer's step) writes into the variable's
+own array, as `w -= lr * g` does by hand, when no value of this program that may be that
+array (an earlier assignment's result or value, a view of a read: a transpose, a reshape...)
+is read after the update or fetched: then nobody can see the difference. Between runs nobody
+else holds a variable's array: the session copies what it is given (`Variable.load`) and
+what it hands out (fetches, Assign of a fed array or a constant).
 """
 
 from __future__ import annotations
@@ -29,11 +36,12 @@ MIN_BYTES = 1 << 14
 class MemoryPlan:
     free_after: dict   # id(node) -> [values whose last use is that node]
     write_into: dict   # id(node) -> the input Value whose buffer the node's result reuses
+    in_place: frozenset = frozenset()  # id(node) of the updates written into the variable
 
 
 def plan_memory(program: Program) -> Program:
     if not any(_large(v) for n in program.nodes for v in n.outputs):
-        return dataclasses.replace(program, memory=MemoryPlan({}, {}))
+        return dataclasses.replace(program, memory=MemoryPlan({}, {}, frozenset()))
     fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
     last_use: dict[int, Node] = {}
     consumers: dict[int, list[Node]] = {}
@@ -55,7 +63,50 @@ def plan_memory(program: Program) -> Program:
                 if _reusable(v, out, node, last_use, consumers, fetched):
                     write_into[id(node)] = v
                     break
-    return dataclasses.replace(program, memory=MemoryPlan(free_after, write_into))
+    in_place = _updates_in_place(program, last_use, fetched)
+    return dataclasses.replace(program, memory=MemoryPlan(free_after, write_into, in_place))
+
+
+_UPDATES = ("AssignAdd", "AssignSub")
+
+
+def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozenset:
+    """The updates that may write into their variable's array: no value that may be that
+    array (`holders`) is read after the update or fetched."""
+    position = {id(n): i for i, n in enumerate(program.nodes)}
+    reads: dict[int, str] = {}             # id(read Value) -> its variable (V['w'] inline)
+    aliases: dict[int, set] = {}           # id(Value) -> the variables it may be the array of
+    holders: dict[str, list[Value]] = {}   # variable -> values that may be its array now
+    chosen = set()
+    for node in program.nodes:
+        if node.opdef.reads_state:
+            reads[id(node.outputs[0])] = node.origin.name
+            continue
+        if node.type in ("Assign", *_UPDATES):
+            var = node.attrs["var"]
+            out = node.outputs[0]
+            if node.type == "Assign":  # V[var] is now the value itself, or a copy of it
+                holders[var] = [out, node.inputs[1]]
+            elif _large(out) and out.shape.is_fully_defined() and all(
+                    id(h) not in fetched and position[id(last_use.get(id(h), h.producer))]
+                    <= position[id(node)] for h in holders.get(var, ())):
+                chosen.add(id(node))
+                holders.setdefault(var, []).append(out)
+            else:  # a new array
+                holders[var] = [out]
+            aliases[id(out)] = {var}
+            continue
+        if node.opdef.view and not node.members:  # may be (part of) an input's array
+            found = set()
+            for v in node.runtime_inputs():
+                found |= aliases.get(id(v), set())
+                if id(v) in reads:
+                    found.add(reads[id(v)])
+            for out in node.outputs:
+                aliases[id(out)] = found
+                for var in found:
+                    holders.setdefault(var, []).append(out)
+    return frozenset(chosen)
 
 
 def _large(v: Value) -> bool:
