@@ -16,11 +16,13 @@ or any peer is imported).
 
 W1-W3 are timed in this process, every way in turn within each round (interleaved, so drifts
 in load hit all alike); reported: the median time per call and its ratio to hand NumPy
-measured in the same run. Before timing, each way's result must match hand NumPy's. W4 and W5
-run each way in a fresh child process (see `workloads/w4.py`, `workloads/w5.py`); W4 takes
-the median of 3 children per way and N (`--w4-repeats`), as one run of a second or less
-moves by 20-30% on a shared VM; the children run in rounds, every way in turn in each, so a
-slow spell of the machine falls on all ways alike.
+measured in the same run, over 15 rounds (`--rounds`): with 7, two ways running the same
+code (W2's sess.run and make_callable) came out 0.93x and 1.13x of hand NumPy in one run on
+this shared VM. Before timing, each way's result must match hand NumPy's. W4 and W5 run each
+way in a fresh child process (see `workloads/w4.py`, `workloads/w5.py`); W4 takes the median
+of 5 children per way and N (`--w4-repeats`), as one run of a second or less moves by 20-30%
+on a shared VM; the children run in rounds, every way in turn in each, so a slow spell of the
+machine falls on all ways alike.
 
     python benchmarks/suite.py                      # everything
     python benchmarks/suite.py --only W1 W3 --rounds 11
@@ -195,7 +197,7 @@ def run_w4_round_robin(names: list, n: int, env: dict, cap_s: float, repeats: in
     return final
 
 
-def run_w4(available, sizes, cap_s: float, repeats: int = 3) -> dict:
+def run_w4(available, sizes, cap_s: float, repeats: int = 5) -> dict:
     labels = w4.way_names(available)
     env = dict(os.environ)
     compiledir = None
@@ -349,7 +351,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", type=str.upper, choices=ALL, default=list(ALL),
                         metavar="W", help="workloads to run (default: all of W1-W5)")
-    parser.add_argument("--rounds", type=int, help="timing rounds for W1-W3 (default 7; "
+    parser.add_argument("--rounds", type=int, help="timing rounds for W1-W3 (default 15; "
                                                    "2 with --quick); W5 runs min(rounds, 3)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: few calls, W3 and W5 on 100,000 values, W4 at N = "
@@ -362,9 +364,9 @@ def main(argv=None):
     parser.add_argument("--w4-cap", type=float, default=60.0,
                         help="stop a W4 way past this many seconds and skip its larger N "
                              "(default 60)")
-    parser.add_argument("--w4-repeats", type=int, default=3,
+    parser.add_argument("--w4-repeats", type=int, default=5,
                         help="fresh children per W4 way and N, the median reported (default "
-                             f"3; 1 with --quick; a way over {W4_ONCE_ABOVE_S:g} s runs once)")
+                             f"5; 1 with --quick; a way over {W4_ONCE_ABOVE_S:g} s runs once)")
     parser.add_argument("--settle", type=float, default=0.3,
                         help="seconds of rest before each way's turn in W1-W3, so that "
                              "spinning thread pools of the way before go idle (default 0.3)")
@@ -375,7 +377,7 @@ def main(argv=None):
     if args.child:
         return child_main(args.child[0], args.child[1:])
 
-    rounds = args.rounds or (2 if args.quick else 7)
+    rounds = args.rounds or (2 if args.quick else 15)
     if args.quick:
         w3.SIZE = w3.QUICK_SIZE
     found, missing = peers.find([] if args.no_peers else args.peers)
