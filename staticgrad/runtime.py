@@ -7,6 +7,8 @@ place where numerically delicate kernels (stable sigmoid, softmax, cross-entropy
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 
 import numpy as np
 
@@ -79,14 +81,28 @@ def add_n(*xs, out=None):
 def update_in_place(ufunc, var, delta):
     """ufunc(var, delta) written into var's own array: a variable's update (AssignAdd,
     AssignSub) where the compiler found that no other value holds that array. Into a new array
-    instead where var cannot take it (read-only, another dtype or shape), and where NumPy is
-    set to raise (or call a handler) on a floating-point error: an update that raises must
-    leave the variable as it was, and a ufunc raises only after writing its result."""
-    errors = np.geterr().values()
-    if ("raise" in errors or "call" in errors or not var.flags.writeable
+    instead where var cannot take it (read-only, another dtype or shape), and where a
+    floating-point error could raise: a ufunc raises only after writing its result, and an
+    update that raises must leave the variable as it was."""
+    if (_fp_errors_may_raise() or not var.flags.writeable
             or np.result_type(var, delta) != var.dtype or np.shape(delta) != var.shape):
         return ufunc(var, delta)
     return ufunc(var, delta, out=var)
+
+
+def _fp_errors_may_raise() -> bool:
+    """Could a floating-point error in a ufunc raise here: NumPy set to raise, to call or log
+    to a handler (which may raise), or to warn where a warnings filter turns RuntimeWarning
+    into an error (`-W error`, pytest's filterwarnings = error)? Filters are read only where
+    `warnings.filters` holds them all (not under Python 3.14's context-aware warnings)."""
+    modes = np.geterr().values()
+    if "raise" in modes or "call" in modes or "log" in modes:
+        return True
+    if "warn" not in modes:
+        return False
+    if getattr(sys.flags, "context_aware_warnings", False):
+        return True
+    return any(f[0] == "error" and issubclass(RuntimeWarning, f[2]) for f in warnings.filters)
 
 
 # Arrays smaller than this go to np.where. Masks that follow the data have no pattern the

@@ -108,7 +108,10 @@ class Session:
     """Runs parts of a graph. Variable values live here; two sessions are independent.
 
     As a context manager it is the default session (for `tensor.eval()`, `op.run()`) and
-    makes its graph the default graph.
+    makes its graph the default graph. Several threads may run one session at once. As in
+    TF1 (`use_locking=False`), a run that reads a variable while another thread's run
+    updates it may see the update half done: a large variable's update is written into its
+    array (passes/memory.py).
     """
 
     def __init__(self, target: str = "", graph: Graph | None = None, config=None,

@@ -4,6 +4,7 @@ compiled with each pass switched off (results must not change)."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -454,7 +455,8 @@ def test_no_update_in_place_while_a_view_of_the_old_value_is_still_read():
     first = sg.assign(w, sg.zeros([n]))     # V['w'] is this op's result ...
     with sg.control_dependencies([first]):
         bump = sg.assign_add(w, sg.ones([n]))  # ... which is fetched beside the update
-    for fetches, want in (([t, later, step], [np.arange(n), np.arange(n), np.arange(n) + 1]),
+    for fetches, want in (([later, step], [np.arange(n), np.arange(n) + 1]),
+                          ([t, later, step], [np.arange(n), np.arange(n), np.arange(n) + 1]),
                           ([first, bump], [np.zeros(n), np.ones(n)])):
         with sg.Session() as sess:
             sess.run(w.initializer)
@@ -487,6 +489,37 @@ def test_updates_in_place_never_touch_an_array_the_user_gave_or_got():
     np.testing.assert_array_equal(final, 9)
 
 
+def test_a_variable_never_shares_its_array_with_another_value():
+    """Found by review: assign(w, reshape(tmp)) stored a view of tmp as w's array, so the
+    fetched tmp, a second variable assigned tmp, or a view of the value taken before the
+    Assign changed with w's updates."""
+    n = 8192
+    x = sg.placeholder(sg.float32, [2, n // 2], name="x")
+    w = sg.Variable(np.zeros(n, np.float32), name="w")
+    w2 = sg.Variable(np.zeros((2, n // 2), np.float32), name="w2")
+    tmp = x * 2.0
+    flat = sg.reshape(tmp, [n])        # a view of tmp
+    set_w = sg.assign(w, flat)
+    with sg.control_dependencies([set_w]):
+        set_w2 = sg.assign(w2, tmp)
+    step = sg.assign_add(w, sg.ones([n]))
+    before = sg.reshape(x * 3.0, [n])
+    with sg.control_dependencies([sg.reshape(before, [2, -1])]):
+        set_from_view = sg.assign(w, before)
+    xv = np.ones((2, n // 2), np.float32)
+    with sg.Session() as sess:
+        sess.run(sg.global_variables_initializer())
+        got_tmp, _, _ = sess.run([tmp, set_w, set_w2], {x: xv})
+        sess.run(step)
+        np.testing.assert_array_equal(got_tmp, 2)
+        np.testing.assert_array_equal(sess.run(w2), 2)
+        np.testing.assert_array_equal(sess.run(w), 3)
+        got_before, _ = sess.run([before, set_from_view], {x: xv})
+        sess.run(step)
+        np.testing.assert_array_equal(got_before, 3)
+        np.testing.assert_array_equal(sess.run(w), 4)
+
+
 def test_an_update_that_raises_leaves_the_variable_as_it_was():
     n = 8192
     w = sg.Variable(np.full(n, 3e38, np.float32), name="w")
@@ -497,6 +530,12 @@ def test_an_update_that_raises_leaves_the_variable_as_it_was():
         with np.errstate(over="raise"), pytest.raises(sg.errors.InvalidArgumentError,
                                                       match="FloatingPointError"):
             sess.run(double)
+        np.testing.assert_array_equal(sess.run(w), np.float32(3e38))
+        with warnings.catch_warnings():  # NumPy warns; the filter makes the warning an error
+            warnings.simplefilter("error")
+            with np.errstate(over="warn"), pytest.raises(sg.errors.InvalidArgumentError,
+                                                         match="RuntimeWarning"):
+                sess.run(double)
         np.testing.assert_array_equal(sess.run(w), np.float32(3e38))
         with np.errstate(over="ignore"):
             sess.run(double)

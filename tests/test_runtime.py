@@ -173,11 +173,26 @@ def test_update_in_place_writes_into_the_variable_unless_it_cannot_or_errors_may
     def handler(kind, flag):
         raise FloatingPointError(kind)
 
+    class Log:
+        def write(self, text):
+            raise FloatingPointError(text)
+
     big = np.full(4, 3e38, np.float32)
-    for settings in ({"over": "raise"}, {"over": "call", "call": handler}):
+    for settings in ({"over": "raise"}, {"over": "call", "call": handler},
+                     {"over": "log", "call": Log()}):
         with np.errstate(**settings), pytest.raises(FloatingPointError):
             rt.update_in_place(np.add, big, big)
         np.testing.assert_array_equal(big, np.float32(3e38))  # unchanged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with np.errstate(over="warn"), pytest.raises(RuntimeWarning, match="overflow"):
+            rt.update_in_place(np.add, big, big)
+    np.testing.assert_array_equal(big, np.float32(3e38))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with np.errstate(over="warn"):
+            assert rt.update_in_place(np.add, big, big) is big  # warned and ignored: in place
+    assert np.isinf(big).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int32,

@@ -144,6 +144,7 @@ def render(program: Program, title: str = "") -> Rendered:
         if dead:
             body.append(f"del {', '.join(dead)}")
 
+    owned = _assignable(program)
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
@@ -184,6 +185,8 @@ def render(program: Program, title: str = "") -> Rendered:
         args = ["None" if i in node.static_uses else ref(v, node)
                 for i, v in enumerate(node.inputs)] if node.static_uses else \
             [ref(v, node) for v in node.inputs]
+        if node.type == "Assign" and id(node.inputs[1]) not in owned:
+            alias[id(node.inputs[1])] = True  # shared with other values: the variable copies
         into = memory.write_into.get(id(node)) if memory else None
         if into is not None:  # the result goes into a dying input's buffer
             code = render_ufunc(node.opdef, args, expr[id(into)])
@@ -241,6 +244,20 @@ def render(program: Program, title: str = "") -> Rendered:
         start = header_lines.index(lines[0]) + 1
         line_map.update((start + i, op) for i, op in enumerate(ops) if op is not None)
     return Rendered(source, constants, line_map, var_reads, random_ops)
+
+
+def _assignable(program: Program) -> set[int]:
+    """The ids of the values an Assign may store as the variable's array itself, not a copy:
+    new arrays of this run that nothing else reads, views or fetches. The variable's array is
+    then the session's alone, which updates written into it (passes/memory.py) rely on."""
+    uses: dict[int, int] = {}
+    for node in program.nodes:
+        for v in node.runtime_inputs():
+            uses[id(v)] = uses.get(id(v), 0) + 1
+    fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
+    return {id(v) for node in program.nodes if node.type == "Assign"
+            for v in node.inputs[1:] if v.producer is not None and uses[id(v)] == 1
+            and id(v) not in fetched and (v.producer.opdef.new_array or v.producer.members)}
 
 
 def _code(node: Node, args: list[str], alias: dict | None = None) -> str:

@@ -16,9 +16,13 @@ their own `OpDef.ufunc`.
 A variable's update (AssignAdd, AssignSub: an optimizer's step) writes into the variable's
 own array, as `w -= lr * g` does by hand, when no value of this program that may be that
 array (an earlier assignment's result or value, a view of a read: a transpose, a reshape...)
-is read after the update or fetched: then nobody can see the difference. Between runs nobody
-else holds a variable's array: the session copies what it is given (`Variable.load`) and
-what it hands out (fetches, Assign of a fed array or a constant).
+is read after the update or fetched: then no value of the run can see the difference.
+Between runs nobody else holds a variable's array: the session copies what it is given
+(`Variable.load`) and what it hands out (fetches), and an Assign stores a copy unless its
+value is a new array that nothing else reads (codegen/numpy_backend.py). What can see it: a
+run on another thread reading the variable meanwhile, which may find it half updated, as in
+TF1 (`use_locking=False`). `rt.update_in_place` writes into a new array instead where a
+floating-point error could raise: an update that fails leaves the variable as it was.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozens
             out = node.outputs[0]
             if node.type == "Assign":  # V[var] is now the value itself, or a copy of it
                 holders[var] = [out, node.inputs[1]]
+                aliases[id(node.inputs[1])] = {var}
             elif _large(out) and out.shape.is_fully_defined() and all(
                     id(h) not in fetched and position[id(last_use.get(id(h), h.producer))]
                     <= position[id(node)] for h in holders.get(var, ())):
