@@ -144,7 +144,7 @@ def render(program: Program, title: str = "") -> Rendered:
         if dead:
             body.append(f"del {', '.join(dead)}")
 
-    owned = _assignable(program)
+    owned = None  # _assignable(program), made at the first Assign
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
@@ -185,8 +185,10 @@ def render(program: Program, title: str = "") -> Rendered:
         args = ["None" if i in node.static_uses else ref(v, node)
                 for i, v in enumerate(node.inputs)] if node.static_uses else \
             [ref(v, node) for v in node.inputs]
-        if node.type == "Assign" and id(node.inputs[1]) not in owned:
-            alias[id(node.inputs[1])] = True  # shared with other values: the variable copies
+        if node.type == "Assign":
+            owned = _assignable(program) if owned is None else owned
+            if id(node.inputs[1]) not in owned:  # shared with other values: the variable
+                alias[id(node.inputs[1])] = True  # takes a copy
         into = memory.write_into.get(id(node)) if memory else None
         if into is not None:  # the result goes into a dying input's buffer
             code = render_ufunc(node.opdef, args, expr[id(into)])

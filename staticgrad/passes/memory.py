@@ -77,6 +77,8 @@ _UPDATES = ("AssignAdd", "AssignSub")
 def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozenset:
     """The updates that may write into their variable's array: no value that may be that
     array (`holders`) is read after the update or fetched."""
+    if not any(n.type in _UPDATES for n in program.nodes):
+        return frozenset()
     position = {id(n): i for i, n in enumerate(program.nodes)}
     reads: dict[int, str] = {}             # id(read Value) -> its variable (V['w'] inline)
     aliases: dict[int, set] = {}           # id(Value) -> the variables it may be the array of
