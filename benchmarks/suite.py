@@ -15,8 +15,9 @@ suite says which are missing. Float32 throughout; threads limited to 2 (set here
 or any peer is imported).
 
 W1-W3 are timed in this process, every way in turn within each round (interleaved, so drifts
-in load hit all alike); reported: the median time per call and its ratio to hand NumPy
-measured in the same run, over 15 rounds (`--rounds`): with 7, two ways running the same
+in load hit all alike; the order is reversed every other round, so that no way always follows
+the same one); reported: the median time per call and its ratio to hand NumPy measured in the
+same run, over 15 rounds (`--rounds`): with 7, two ways running the same
 code (W2's sess.run and make_callable) came out 0.93x and 1.13x of hand NumPy in one run on
 this shared VM. Before timing, each way's result must match hand NumPy's. W4 and W5 run each
 way in a fresh child process (see `workloads/w4.py`, `workloads/w5.py`); W4 takes the median

@@ -126,7 +126,10 @@ def error_text(exc: BaseException) -> str:
 def interleaved(calls: dict, rounds: int, number: int, warmup: int = 2,
                 settle_s: float = 0.0) -> dict:
     """Seconds per call of each callable: `rounds` rounds, in each of which every callable is
-    timed in turn for `number` calls (so drifts in load hit every way alike).
+    timed in turn for `number` calls (so drifts in load hit every way alike), in reverse
+    order every other round: in a fixed order, W2's make_callable, timed right after
+    sess.run, came out 2-20% slower than it in four suite runs of the same compiled code, and
+    within 1% of it with the order alternating.
 
     Before each turn the loop sleeps `settle_s`: thread pools that busy-wait after their work
     (OpenBLAS, OpenMP, Eigen) would otherwise take cores from the way timed next -- with
@@ -141,8 +144,8 @@ def interleaved(calls: dict, rounds: int, number: int, warmup: int = 2,
         for _ in range(warmup):
             call()
     per_call = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
+    for r in range(rounds):
+        for name, call in (list(calls.items()) if r % 2 == 0 else list(calls.items())[::-1]):
             if settle_s:
                 time.sleep(settle_s)
                 _run_for(call, REWARM_S)
