@@ -506,8 +506,11 @@ def test_a_variable_never_shares_its_array_with_another_value():
     before = sg.reshape(x * 3.0, [n])
     with sg.control_dependencies([sg.reshape(before, [2, -1])]):
         set_from_view = sg.assign(w, before)
+    drawn = sg.Variable(sg.random_normal([n]), name="drawn")  # a new array, read once
     xv = np.ones((2, n // 2), np.float32)
     with sg.Session() as sess:
+        assert "np.array(" not in sess.source(drawn.initializer)  # stored as it is: no copy
+        assert "np.array(Reshape)" in sess.source(set_w, {x: xv})  # a view: copied
         sess.run(sg.global_variables_initializer())
         got_tmp, _, _ = sess.run([tmp, set_w, set_w2], {x: xv})
         sess.run(step)

@@ -144,7 +144,7 @@ def render(program: Program, title: str = "") -> Rendered:
         if dead:
             body.append(f"del {', '.join(dead)}")
 
-    owned = None  # _assignable(program), made at the first Assign
+    shared = _Shared(program, alias)
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
@@ -185,15 +185,11 @@ def render(program: Program, title: str = "") -> Rendered:
         args = ["None" if i in node.static_uses else ref(v, node)
                 for i, v in enumerate(node.inputs)] if node.static_uses else \
             [ref(v, node) for v in node.inputs]
-        if node.type == "Assign":
-            owned = _assignable(program) if owned is None else owned
-            if id(node.inputs[1]) not in owned:  # shared with other values: the variable
-                alias[id(node.inputs[1])] = True  # takes a copy
         into = memory.write_into.get(id(node)) if memory else None
         if into is not None:  # the result goes into a dying input's buffer
             code = render_ufunc(node.opdef, args, expr[id(into)])
         else:
-            code = _code(node, args, alias)
+            code = _code(node, args, shared)
         outs = [names.make(v.name) for v in node.outputs]
         if node.opdef.draws_random:
             random_ops.append(op)
@@ -248,30 +244,43 @@ def render(program: Program, title: str = "") -> Rendered:
     return Rendered(source, constants, line_map, var_reads, random_ops)
 
 
-def _assignable(program: Program) -> set[int]:
-    """The ids of the values an Assign may store as the variable's array itself, not a copy:
-    new arrays of this run that nothing else reads, views or fetches. The variable's array is
-    then the session's alone, which updates written into it (passes/memory.py) rely on."""
-    uses: dict[int, int] = {}
-    for node in program.nodes:
-        for v in node.runtime_inputs():
-            uses[id(v)] = uses.get(id(v), 0) + 1
-    fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
-    return {id(v) for node in program.nodes if node.type == "Assign"
-            for v in node.inputs[1:] if v.producer is not None and uses[id(v)] == 1
-            and id(v) not in fetched and (v.producer.opdef.new_array or v.producer.members)}
+class _Shared:
+    """shared(v): may v share memory with anything else the run keeps (`ctx.may_share`)? Yes
+    for what `alias` marks (feeds, variables, constants, views of them, stored values), and
+    for any value but an array a non-view op of this run made, that one node reads and no
+    fetch returns (found at the first question: only an op that stores its input asks). A
+    variable's array is thus the session's alone, which updates written into it
+    (passes/memory.py) rely on."""
+
+    def __init__(self, program: Program, alias: dict):
+        self.program, self.alias, self.sole = program, alias, None
+
+    def __call__(self, v: Value) -> bool:
+        if self.alias.get(id(v), False):
+            return True
+        if self.sole is None:
+            uses: dict[int, int] = {}
+            for node in self.program.nodes:
+                for u in node.runtime_inputs():
+                    uses[id(u)] = uses.get(id(u), 0) + 1
+            fetched = {id(f) for f in self.program.fetches if isinstance(f, Value)}
+            self.sole = {id(u) for node in self.program.nodes for u in node.outputs
+                         if uses.get(id(u)) == 1 and id(u) not in fetched
+                         and (node.members or not node.opdef.view)}
+        return id(v) not in self.sole
 
 
-def _code(node: Node, args: list[str], alias: dict | None = None) -> str:
+def _code(node: Node, args: list[str], shared: _Shared | None = None) -> str:
     """The node's NumPy code. A format string reads only the attrs; the node's full context
-    (shapes, dtypes, which inputs may alias a feed: `alias`, by id) is made only for an
-    emitter function."""
+    (shapes, dtypes, which inputs may share memory with what the run keeps: `shared`) is
+    made only for an emitter function."""
     if isinstance(node.opdef.numpy, str):
         return node.opdef.numpy.format(*args, **node.attrs)
     ctx = node.ctx
-    ctx.in_alias = [alias.get(id(v), False) for v in node.inputs] if alias else \
-        [False] * len(node.inputs)
-    return render_numpy(node.opdef, args, ctx)
+    ctx._shares = (lambda i: shared(node.inputs[i])) if shared is not None else None
+    code = render_numpy(node.opdef, args, ctx)
+    ctx._shares = None  # asked while rendering only
+    return code
 
 
 def _constant_name(v: Value, literal: str) -> str:

@@ -77,7 +77,7 @@ class NodeCtx:
     """What a shape rule or emitter may know about one node: inputs, attrs, and outputs."""
 
     __slots__ = ("type", "attrs", "in_shapes", "in_dtypes", "in_values", "out_shapes",
-                 "out_dtypes", "name", "in_alias")
+                 "out_dtypes", "name", "_shares")
 
     def __init__(self, op_type, attrs, in_shapes, in_dtypes, in_values, name=""):
         self.type = op_type
@@ -88,7 +88,13 @@ class NodeCtx:
         self.out_shapes = None
         self.out_dtypes = None
         self.name = name
-        self.in_alias = [False] * len(in_shapes)  # may input i share memory with a feed/state?
+        self._shares = None  # the code generator's answer to may_share(i), if it gave one
+
+    def may_share(self, i) -> bool:
+        """May input i share memory with anything else the run keeps (a feed, a variable, a
+        constant, a value also read elsewhere, viewed or fetched)? An op that stores it as
+        session state (Assign) then stores a copy. False for a kernel run on its own."""
+        return self._shares is not None and self._shares(i)
 
     def dims(self, i):
         """Input i's dims tuple (None when the rank is unknown)."""

@@ -82,7 +82,7 @@ def _assign_numpy(kind):
     def emit(a, ctx):
         target = f"V[{ctx.attrs['var']!r}]"
         if kind == "set":
-            src = f"np.array({a[1]})" if ctx.in_alias[1] else a[1]
+            src = f"np.array({a[1]})" if ctx.may_share(1) else a[1]
             return Store(target, src)
         ufunc = "np.add" if kind == "add" else "np.subtract"
         return Store(target, f"{target} {'+' if kind == 'add' else '-'} {a[1]}",
