@@ -170,6 +170,8 @@ def child_main(kind: str, argv: list) -> None:
 
 
 W4_ONCE_ABOVE_S = 10.0  # a W4 way slower than this runs once per N (no repeats)
+ROUNDS = 15      # timing rounds for W1-W3
+W4_REPEATS = 5   # fresh children per W4 way and N
 
 
 def run_w4_round_robin(names: list, n: int, env: dict, cap_s: float, repeats: int) -> dict:
@@ -198,7 +200,7 @@ def run_w4_round_robin(names: list, n: int, env: dict, cap_s: float, repeats: in
     return final
 
 
-def run_w4(available, sizes, cap_s: float, repeats: int = 5) -> dict:
+def run_w4(available, sizes, cap_s: float, repeats: int) -> dict:
     labels = w4.way_names(available)
     env = dict(os.environ)
     compiledir = None
@@ -352,7 +354,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", type=str.upper, choices=ALL, default=list(ALL),
                         metavar="W", help="workloads to run (default: all of W1-W5)")
-    parser.add_argument("--rounds", type=int, help="timing rounds for W1-W3 (default 15; "
+    parser.add_argument("--rounds", type=int, help=f"timing rounds for W1-W3 (default {ROUNDS}; "
                                                    "2 with --quick); W5 runs min(rounds, 3)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: few calls, W3 and W5 on 100,000 values, W4 at N = "
@@ -365,9 +367,10 @@ def main(argv=None):
     parser.add_argument("--w4-cap", type=float, default=60.0,
                         help="stop a W4 way past this many seconds and skip its larger N "
                              "(default 60)")
-    parser.add_argument("--w4-repeats", type=int, default=5,
+    parser.add_argument("--w4-repeats", type=int, default=W4_REPEATS,
                         help="fresh children per W4 way and N, the median reported (default "
-                             f"5; 1 with --quick; a way over {W4_ONCE_ABOVE_S:g} s runs once)")
+                             f"{W4_REPEATS}; 1 with --quick; a way over {W4_ONCE_ABOVE_S:g} s "
+                             "runs once)")
     parser.add_argument("--settle", type=float, default=0.3,
                         help="seconds of rest before each way's turn in W1-W3, so that "
                              "spinning thread pools of the way before go idle (default 0.3)")
@@ -378,7 +381,7 @@ def main(argv=None):
     if args.child:
         return child_main(args.child[0], args.child[1:])
 
-    rounds = args.rounds or (2 if args.quick else 15)
+    rounds = args.rounds or (2 if args.quick else ROUNDS)
     if args.quick:
         w3.SIZE = w3.QUICK_SIZE
     found, missing = peers.find([] if args.no_peers else args.peers)

@@ -144,8 +144,9 @@ def interleaved(calls: dict, rounds: int, number: int, warmup: int = 2,
         for _ in range(warmup):
             call()
     per_call = {name: [] for name in calls}
+    order = list(calls.items())
     for r in range(rounds):
-        for name, call in (list(calls.items()) if r % 2 == 0 else list(calls.items())[::-1]):
+        for name, call in (order if r % 2 == 0 else order[::-1]):
             if settle_s:
                 time.sleep(settle_s)
                 _run_for(call, REWARM_S)
