@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from . import dynamic, errors, initializers, layers, losses, runtime, train  # noqa: F401
+from . import dynamic, errors, initializers, layers, losses, runtime, runtime_fast, train  # noqa: F401
 from .autodiff import (  # noqa: F401
                        NoGradient,
                        NotDifferentiable,

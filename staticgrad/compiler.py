@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import runtime
+from . import runtime, runtime_fast
 from .codegen.numpy_backend import render
 from .gcpause import paused_gc
 from .graph import Operation, Tensor
@@ -57,11 +57,14 @@ PASS_NAMES = tuple(name for name, _ in PIPELINE)
 
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
-    """How a session compiles: which passes of `PIPELINE` to skip, and whether to check the
-    IR after each pass (slower; for tests and for debugging a pass)."""
+    """How a session compiles: which passes of `PIPELINE` to skip, whether to check the IR
+    after each pass (slower; for tests and for debugging a pass), and whether large float32
+    fused groups may compute exp, log and sigmoid with runtime_fast (glibc's vector math
+    through numba, the `[fast]` extra; used only where it is installed and works)."""
 
     disable: frozenset = frozenset()
     verify: bool = False
+    vector_math: bool = True
 
     def __post_init__(self):
         disable = frozenset([self.disable] if isinstance(self.disable, str) else self.disable)
@@ -112,11 +115,12 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
         spec = specialize(ops, dict(zip(feeds, feed_sig)))
         program = lower(ops, fetches, feeds, spec)
         program = run_passes(program, options)
-        rendered = render(program, title=title)
+        rendered = render(program, title=title, vector_math=options.vector_math)
         filename = f"<staticgrad-{next(_counter)}>"
         lines = rendered.source.splitlines(keepends=True)
         linecache.cache[filename] = (len(rendered.source), None, lines, filename)
-        namespace = {"np": np, "rt": runtime, "V": state, "R": rngs, **rendered.constants}
+        namespace = {"np": np, "rt": runtime, "fast": runtime_fast, "V": state, "R": rngs,
+                     **rendered.constants}
         exec(compile(rendered.source, filename, "exec"), namespace)  # noqa: S102
     plan = Plan(namespace["run"], rendered.source, filename, rendered.line_ops,
                 rendered.var_reads, rendered.random_ops, fetches, feeds)

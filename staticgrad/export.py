@@ -16,12 +16,17 @@ variables the code reads or assigns, and the constants of the generated code). T
   so it imports no staticgrad.
 
 The code is the code `Session.run` executes, specialized to the feed shapes: they come from
-`feed_shapes` or from the placeholders' static shapes.
+`feed_shapes` or from the placeholders' static shapes. It is compiled with
+`vector_math=False`: where the session computes exp, log or sigmoid of a large float32 fused
+group with runtime_fast's kernels (the `[fast]` extra), the module calls NumPy's, and its
+results may differ from the session's in the last bits (they are those of a session with
+`CompileOptions(vector_math=False)`, bit for bit).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import os
 import sys
@@ -70,7 +75,9 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     feeds = [session._feed_tensor(k) for k in (feed_list or ())]
     shapes = _feed_shapes(session.graph, feeds, feed_shapes)
     feed_dict = {t: np.zeros(s, dtype=t.dtype.np) for t, s in zip(feeds, shapes)}
-    plan = session.plan(fetches, feed_dict)
+    # NumPy's ufuncs throughout, not runtime_fast's kernels: the module needs only NumPy
+    plan = session.plan(fetches, feed_dict, dataclasses.replace(session.options,
+                                                                vector_math=False))
 
     namespace = plan.fn.__globals__
     tree = ast.parse(plan.source)

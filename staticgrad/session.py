@@ -252,9 +252,10 @@ class Session:
             return el
         raise TypeError(f"feed_dict keys must be tensors or tensor names, got {key!r}")
 
-    def _compile(self, fetch_list, feeds, arrays, key) -> _Compiled:
+    def _compile(self, fetch_list, feeds, arrays, key, options=None) -> _Compiled:
+        """Compile (under the lock), kept in the cache under `key` unless that is None."""
         with self._compile_lock:
-            compiled = self._cache.get(key)
+            compiled = self._cache.get(key) if key is not None else None
             if compiled is not None:
                 return compiled
             for f in fetch_list:
@@ -267,14 +268,16 @@ class Session:
                     raise InvalidArgumentError(
                         None, t.op, f"cannot feed a value of shape {a.shape} for {t.name}, "
                                     f"which has shape {t.shape} ({t.op.where()})")
-            reason = self._recompile_reason(fetch_list, feeds, arrays)
-            log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
+            if key is not None:
+                reason = self._recompile_reason(fetch_list, feeds, arrays)
+                log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
             plan = compile_plan(list(fetch_list), list(feeds),
                                 [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays],
-                                self._vars, self._rngs, options=self.options)
+                                self._vars, self._rngs, options=options or self.options)
             self._make_generators(plan)
             compiled = _Compiled(plan)
-            self._cache[key] = compiled
+            if key is not None:
+                self._cache[key] = compiled
             return compiled
 
     def _recompile_reason(self, fetch_list, feeds, arrays) -> str:
@@ -354,8 +357,10 @@ class Session:
         """The generated NumPy source that `run(fetches, feed_dict)` executes."""
         return self.plan(fetches, feed_dict).source
 
-    def plan(self, fetches, feed_dict=None) -> Plan:
-        """The compiled plan (function, source, schedule) for these fetches and feeds."""
+    def plan(self, fetches, feed_dict=None, options: CompileOptions | None = None) -> Plan:
+        """The compiled plan (function, source, schedule) for these fetches and feeds; with
+        `options` other than the session's, a plan compiled with those, not kept (export
+        compiles with vector_math=False: an exported module needs nothing but NumPy)."""
         leaves = []
         _flatten(fetches, self.graph, leaves)
         feeds, arrays = [], []
@@ -364,6 +369,8 @@ class Session:
             feeds.append(t)
             arrays.append(_feed_array(t, v))
         fetch_list = tuple(leaves)
+        if options is not None and options != self.options:
+            return self._compile(fetch_list, feeds, arrays, None, options).plan
         key = _cache_key(_fetch_key(fetches, fetch_list), feeds, arrays)
         compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
         return compiled.plan

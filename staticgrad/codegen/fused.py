@@ -25,11 +25,15 @@ cache. A member without one makes its array as usual, and it is deleted after it
 
 from __future__ import annotations
 
+from .. import runtime_fast
 from ..ir import Node, Value
 from ..ops.registry import np_dtype, render_numpy, render_ufunc
 from ..runtime_blocks import BLOCK
 
 EXPRESSION_LIMIT = 240  # characters of a fused expression shown in the comment
+# members that runtime_fast computes in float32 groups, when it is available (a group has
+# at least passes/fuse.py's FUSE_MIN_ELEMENTS: large enough for its checks not to count)
+VECTOR_MATH = {"Exp": "fast.exp", "Log": "fast.log", "Sigmoid": "fast.sigmoid"}
 
 
 class _Rows:
@@ -59,7 +63,8 @@ class _Rows:
                 self.free.append(row)
 
 
-def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, printable):
+def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, printable,
+                 vector_math: bool = True):
     """(lines for run(), lines of the kernel, the op of each kernel line) for the fused group
     `node`.
 
@@ -75,6 +80,8 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
     last = node.members[-1]
     domain = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape
     dtype = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).dtype
+    vector = vector_math and dtype.name == "float32" and \
+        any(m.type in VECTOR_MATH for m in node.members) and runtime_fast.available()
 
     def param(v: Value, arg: str) -> None:
         local[id(v)] = names.make(v.name)
@@ -138,7 +145,10 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
                 # every call (0.4 us, as long as the call itself, time the other threads wait)
                 a = [number(x) if id(x) not in local and x.const is not None and
                      x.const.ndim == 0 else arg for x, arg in zip(m.inputs, a)]
-                emit(f"{name} = {render_ufunc(m.opdef, a, dest)}", m.origin)
+                if vector and m.type in VECTOR_MATH and v.dtype is dtype:
+                    emit(f"{name} = {VECTOR_MATH[m.type]}({a[0]}, out={dest})", m.origin)
+                else:
+                    emit(f"{name} = {render_ufunc(m.opdef, a, dest)}", m.origin)
             else:
                 emit(f"{name} = {render_numpy(m.opdef, a, m.ctx)}", m.origin)
                 if dest:  # a group output without an out= form

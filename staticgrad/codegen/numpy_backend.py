@@ -75,8 +75,10 @@ def _comment(op: Operation) -> str:
     return f"# {op.type} {_printable(op.name)!r} at {_short_file(filename)}:{lineno}"
 
 
-def render(program: Program, title: str = "") -> Rendered:
-    """Render `program` as a module whose `run(feeds...)` returns its fetches."""
+def render(program: Program, title: str = "", vector_math: bool = True) -> Rendered:
+    """Render `program` as a module whose `run(feeds...)` returns its fetches; with
+    `vector_math`, large float32 fused groups call runtime_fast's exp, log and sigmoid where
+    that is available here (the module then uses the global `fast`)."""
     names = _Names()
     expr: dict[int, str] = {}      # id(Value) -> how the code refers to it
     alias: dict[int, bool] = {}    # id(Value) -> may share memory with a feed or a variable
@@ -159,7 +161,7 @@ def render(program: Program, title: str = "") -> Rendered:
                 return expr[id(v)]
             kname = names.make("fused")
             run_lines, kernel, kernel_ops = render_group(node, kname, ref, number, out_name,
-                                                         names, _printable)
+                                                         names, _printable, vector_math)
             kernels.append((kernel, kernel_ops))
             body.extend(run_lines)
             line_ops[len(body)] = op
@@ -233,7 +235,8 @@ def render(program: Program, title: str = "") -> Rendered:
                              kernels=[lines for lines, _ in kernels],
                              feeds=[(expr[id(v)], _printable(v.tensor.name), v.dtype.name,
                                      _printable(v.shape)) for v in program.feeds],
-                             fetches=[_printable(n) for n in fetch_names])
+                             fetches=[_printable(n) for n in fetch_names],
+                             fast=any("fast." in line for lines, _ in kernels for line in lines))
     header_lines = source.split("\n")
     # Map body line numbers (1-based within body) to source line numbers.
     first = next(i for i, line in enumerate(header_lines) if line.startswith("def run(")) + 2

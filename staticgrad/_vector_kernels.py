@@ -1,0 +1,117 @@
+"""The numba kernels of runtime_fast (imported by it once libmvec is loaded; see there why).
+
+Each loop runs over a 1-D float32 block eight elements at a time, each eight one call of
+glibc's 8-wide expf or logf (`_ZGVdN8v_expf`, `_ZGVdN8v_logf`), written out as LLVM IR by a
+numba intrinsic: numba's own math calls are not ones LLVM can vectorize. Compiled once and
+cached on disk (numba's cache=True: __pycache__, or its user-wide cache where that is not
+writable).
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+# before any kernel is compiled or loaded: a symbol LLVM cannot find aborts the process
+llvm.load_library_permanently("libmvec.so.1")
+
+_OPTIONS = dict(nogil=True, error_model="numpy", boundscheck=False, cache=True)
+_CHECK = "boolean(float32[::1])"
+_LOOP = "void(float32[::1], float32[::1])"
+_VEC = ir.VectorType(ir.FloatType(), 8)
+
+EXP_LO, EXP_HI = np.float32(-87.0), np.float32(88.0)  # exp(x) normal, no flag raised
+TINY, BIG = np.float32(np.finfo(np.float32).tiny), np.float32(np.finfo(np.float32).max)
+
+
+def _vector_op(kind: str):
+    """An intrinsic v8(x, out, i): out[i:i+8] = f(x[i:i+8]), loaded as one vector before it is
+    stored (so `out` may be `x`); sigmoid is 1 / (1 + expf(-x)) on the eight at once."""
+    symbol = "_ZGVdN8v_logf" if kind == "log" else "_ZGVdN8v_expf"
+
+    def codegen(context, builder, sig, args):
+        x = context.make_array(sig.args[0])(context, builder, args[0])
+        out = context.make_array(sig.args[1])(context, builder, args[1])
+        src = builder.bitcast(builder.gep(x.data, [args[2]]), _VEC.as_pointer())
+        dst = builder.bitcast(builder.gep(out.data, [args[2]]), _VEC.as_pointer())
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VEC, [_VEC]),
+                                            symbol)
+        v = builder.load(src, align=4)
+        if kind == "sigmoid":
+            one = ir.Constant(_VEC, [1.0] * 8)
+            r = builder.fdiv(one, builder.fadd(one, builder.call(fn, [builder.fneg(v)])))
+        else:
+            r = builder.call(fn, [v])
+        builder.store(r, dst, align=4)
+        return context.get_dummy_value()
+
+    def v8(typingctx, x, out, i):
+        return types.void(x, out, i), codegen
+
+    v8.__name__ = f"{kind}8"
+    return intrinsic(v8)
+
+
+exp8, log8, sigmoid8 = _vector_op("exp"), _vector_op("log"), _vector_op("sigmoid")
+
+
+@njit(_LOOP, **_OPTIONS)
+def exp(x, out):
+    n = x.shape[0]
+    i = 0
+    while i + 8 <= n:
+        exp8(x, out, i)
+        i += 8
+    if i < n:  # the last few through a padded eight: the same libmvec code for every element
+        pad = np.full(8, 0.0, np.float32)
+        pad[:n - i] = x[i:]
+        exp8(pad, pad, 0)
+        out[i:] = pad[:n - i]
+
+
+@njit(_LOOP, **_OPTIONS)
+def log(x, out):
+    n = x.shape[0]
+    i = 0
+    while i + 8 <= n:
+        log8(x, out, i)
+        i += 8
+    if i < n:  # the last few through a padded eight: the same libmvec code for every element
+        pad = np.full(8, 1.0, np.float32)
+        pad[:n - i] = x[i:]
+        log8(pad, pad, 0)
+        out[i:] = pad[:n - i]
+
+
+@njit(_LOOP, **_OPTIONS)
+def sigmoid(x, out):
+    n = x.shape[0]
+    i = 0
+    while i + 8 <= n:
+        sigmoid8(x, out, i)
+        i += 8
+    if i < n:  # the last few through a padded eight: the same libmvec code for every element
+        pad = np.full(8, 0.0, np.float32)
+        pad[:n - i] = x[i:]
+        sigmoid8(pad, pad, 0)
+        out[i:] = pad[:n - i]
+
+
+@njit(_CHECK, **_OPTIONS)
+def exp_in_range(x):
+    ok = True
+    for i in range(x.shape[0]):
+        ok &= (x[i] >= EXP_LO) & (x[i] <= EXP_HI)  # False for NaN
+    return ok
+
+
+@njit(_CHECK, **_OPTIONS)
+def log_in_domain(x):
+    ok = True
+    for i in range(x.shape[0]):
+        ok &= (x[i] >= TINY) & (x[i] <= BIG)  # normal, finite, not NaN
+    return ok

@@ -1,0 +1,134 @@
+"""Vector exp, log and sigmoid for fused float32 blocks: glibc's libmvec, called from numba.
+
+NumPy's float32 exp and log run at 1.3-1.7 ns an element on this project's machine (AVX2):
+its own SIMD code, with the checks that report overflow and the like. glibc ships 8-wide
+versions of expf and logf in libmvec (`_ZGVdN8v_expf`...), and LLVM calls them from a
+vectorized loop when told that this vector library is there; numba (the `[fast]` extra: a
+JIT compiler made for loops over arrays) compiles the loops below with LLVM. They take
+0.5 ns an element, sigmoid's four NumPy passes (1.8 ns) become one of 0.6 ns, and W3 of the
+benchmark suite is about a quarter faster (benchmarks/README.md).
+
+What stays as NumPy has it:
+- **Errors and warnings.** A block is computed here only when no element can overflow,
+  underflow, or fall outside the function's domain (exp of x in [-87, 88], log of normal
+  positive finite x); the range is checked first, in a loop of its own (0.08 ns an element).
+  Otherwise NumPy's ufunc computes the block, so its warnings, `np.errstate` and special
+  values are NumPy's own. Sigmoid is `rt.sigmoid`'s 1 / (1 + exp(-x)), which reports nothing
+  (its overflow to 0 is expected), and gives what it gives for every x.
+- **Accuracy.** Against a long-double reference, on 3 million float32 values (this module's
+  test): expf 2.5 ulp at worst (NumPy's 2.5), logf 3.7 (NumPy's 3.0), sigmoid 3.5 (3.4). A
+  result may differ from NumPy's in the last bits; float64 is left to NumPy, where libmvec is
+  less accurate than NumPy (3 ulp against 0.5).
+
+Used only where all of this holds, checked once (`available()`, `why_not()`): numba
+imports, the machine is x86-64 Linux with glibc's libmvec.so.1, the CPU has AVX2 and FMA, the
+environment variable STATICGRAD_FAST is not "0", and the compiled loops do call libmvec. The
+kernels are compiled on first use (about a second), with LLVM's vector-library option set
+only while they compile, under numba's compiler lock (no other numba code is compiled with
+it); it is set back to LLVM's default, "none", after.
+
+Arrays: 1-D, C-contiguous float32, `out` the same length as `x` and either `x` itself or not
+overlapping it (a fused kernel's rows); anything else goes to NumPy.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+
+import numpy as np
+
+from .runtime import sigmoid as _numpy_sigmoid
+
+_state: dict = {}  # "kernels" (a dict) or "why" (a str), once _load() has run
+_loading = threading.Lock()
+
+
+def available() -> bool:
+    """Are the vector kernels usable here (compiling them the first time)?"""
+    return _load() is not None
+
+
+def why_not() -> str | None:
+    """Why the kernels are not used here, or None when they are."""
+    _load()
+    return _state.get("why")
+
+
+def exp(x, out):
+    """np.exp(x, out=out)."""
+    return _call("exp", np.exp, x, out)
+
+
+def log(x, out):
+    """np.log(x, out=out)."""
+    return _call("log", np.log, x, out)
+
+
+def sigmoid(x, out):
+    """rt.sigmoid(x, out=out): 1 / (1 + exp(-x))."""
+    return _call("sigmoid", _numpy_sigmoid, x, out)
+
+
+def _call(name, numpy_fn, x, out):
+    kernels = _load()
+    if kernels is None or not _fits(x, out):
+        return numpy_fn(x, out=out)
+    check, loop = kernels[name]
+    if out is not x and np.may_share_memory(x, out):
+        return numpy_fn(x, out=out)
+    if check is not None and not check(x):
+        return numpy_fn(x, out=out)  # NumPy reports (or raises) what it finds
+    loop(x, out)
+    return out
+
+
+def _fits(x, out) -> bool:
+    return (type(x) is np.ndarray and type(out) is np.ndarray and x.dtype == np.float32
+            and out.dtype == np.float32 and x.ndim == 1 and out.shape == x.shape
+            and x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable)
+
+
+def _load():
+    if "kernels" in _state or "why" in _state:
+        return _state.get("kernels")
+    with _loading:
+        if "kernels" not in _state and "why" not in _state:
+            try:
+                _state["kernels"] = _compile()
+            except _Unavailable as e:
+                _state["why"] = str(e)
+            except Exception as e:  # noqa: BLE001 -- a broken install falls back to NumPy
+                _state["why"] = f"compiling the kernels failed: {type(e).__name__}: {e}"
+    return _state.get("kernels")
+
+
+class _Unavailable(Exception):
+    pass
+
+
+def _compile() -> dict:
+    if os.environ.get("STATICGRAD_FAST", "") == "0":
+        raise _Unavailable("switched off by STATICGRAD_FAST=0")
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise _Unavailable(f"libmvec is glibc's, for x86-64 Linux; this is "
+                           f"{platform.system()} on {platform.machine()}")
+    try:
+        import llvmlite.binding as llvm
+        import numba  # noqa: F401
+    except ImportError as e:
+        raise _Unavailable(f"numba is not installed (pip install 'staticgrad[fast]'): "
+                           f"{e}") from None
+    features = llvm.get_host_cpu_features()
+    if not (features.get("avx2") and features.get("fma")):
+        raise _Unavailable("the CPU lacks AVX2 or FMA, which libmvec's 8-wide functions need")
+    try:
+        llvm.load_library_permanently("libmvec.so.1")  # (again in _vector_kernels: harmless)
+    except RuntimeError as e:
+        raise _Unavailable(f"glibc's libmvec.so.1 did not load: {e}") from None
+
+    from . import _vector_kernels as k
+
+    return {"exp": (k.exp_in_range, k.exp), "log": (k.log_in_domain, k.log),
+            "sigmoid": (None, k.sigmoid)}

@@ -1,0 +1,233 @@
+"""runtime_fast: glibc's vector exp, log and sigmoid through numba (the [fast] extra).
+
+Each kernel is checked against a long-double reference (its error in units in the last
+place, next to NumPy's own), against NumPy's special values, warnings and np.errstate, in
+place and between overlapping arrays, and inside fused groups. Without the extra (or on a
+machine without libmvec) the tests that need the kernels skip, and the ones that check the
+NumPy fallback still run.
+"""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+from staticgrad import runtime, runtime_fast
+from staticgrad.compiler import CompileOptions
+from staticgrad.passes.fuse import FUSE_MIN_ELEMENTS
+
+needs_kernels = pytest.mark.skipif(not runtime_fast.available(),
+                                   reason=f"runtime_fast unavailable: {runtime_fast.why_not()}")
+
+KERNELS = {  # name: (fast function, NumPy's, long-double reference)
+    "exp": (runtime_fast.exp, np.exp, np.exp),
+    "log": (runtime_fast.log, np.log, np.log),
+    "sigmoid": (runtime_fast.sigmoid, runtime.sigmoid,
+                lambda x: 1 / (1 + np.exp(-x))),
+}
+
+
+def _inputs(name, n=1_000_003, seed=0):
+    rng = np.random.default_rng(seed)
+    if name == "log":
+        return np.exp(rng.uniform(-80, 80, n)).astype(np.float32)
+    return np.concatenate([rng.uniform(-87, 88, n // 2),
+                           rng.standard_normal(n - n // 2)]).astype(np.float32)
+
+
+def _ulps(got, x, reference):
+    with np.errstate(all="ignore"):
+        truth = reference(x.astype(np.longdouble))
+    spacing = np.spacing(np.abs(truth.astype(np.float32)))
+    return float(np.max(np.abs(got - truth) / spacing))
+
+
+@needs_kernels
+@pytest.mark.parametrize("name", KERNELS)
+def test_vector_kernels_are_as_accurate_as_numpy(name):
+    fast, numpy_fn, reference = KERNELS[name]
+    x = _inputs(name)
+    got = fast(x, np.empty_like(x))
+    ours, numpys = _ulps(got, x, reference), _ulps(numpy_fn(x), x, reference)
+    assert ours <= max(4.0, numpys + 1.0), (name, ours, numpys)
+    # and within a few float32 ulps of NumPy's own results
+    np.testing.assert_allclose(got, numpy_fn(x), rtol=5e-7, atol=0)
+
+
+@needs_kernels
+@pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 16, 1001])
+def test_every_element_takes_the_same_code_wherever_it_falls(name, n):
+    # the last few elements of a block go through a padded eight: the same results as in
+    # the middle of a long block
+    fast = KERNELS[name][0]
+    long = _inputs(name, 4096, seed=n)
+    whole = fast(long, np.empty_like(long))
+    for start in (0, 3, 4096 - n):
+        part = long[start:start + n].copy()
+        np.testing.assert_array_equal(fast(part, np.empty_like(part)), whole[start:start + n])
+
+
+@needs_kernels
+@pytest.mark.parametrize("name", KERNELS)
+def test_in_place_gives_what_a_separate_output_gets(name):
+    fast = KERNELS[name][0]
+    x = _inputs(name, 100_001)
+    want = fast(x, np.empty_like(x))
+    a = x.copy()
+    assert fast(a, a) is a
+    np.testing.assert_array_equal(a, want)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_overlapping_views_odd_layouts_and_other_dtypes_go_to_numpy(name):
+    fast, numpy_fn, _ = KERNELS[name]
+    x = _inputs(name, 4001)
+    buf = np.concatenate([x, x[:1]])  # out one element on from x: they overlap
+    want = numpy_fn(buf[:-1].copy())
+    got = fast(buf[:-1], buf[1:])
+    np.testing.assert_array_equal(got, want)
+    strided = x[::2]
+    np.testing.assert_array_equal(fast(strided, np.empty_like(strided)), numpy_fn(strided))
+    x64 = x.astype(np.float64)
+    np.testing.assert_array_equal(fast(x64, np.empty_like(x64)), numpy_fn(x64))
+    x2d = x[:4000].reshape(40, 100)
+    np.testing.assert_array_equal(fast(x2d, np.empty_like(x2d)), numpy_fn(x2d))
+
+
+@pytest.mark.parametrize("name, bad", [("exp", 100.0), ("exp", -100.0), ("exp", np.nan),
+                                       ("exp", np.inf), ("log", 0.0), ("log", -1.0),
+                                       ("log", np.nan), ("log", np.inf), ("log", 1e-40)])
+def test_where_numpy_would_warn_or_raise_numpy_computes_the_block(name, bad):
+    fast, numpy_fn, _ = KERNELS[name]
+    x = np.full(4096, 0.5, np.float32)
+    x[1234] = bad
+    with warnings.catch_warnings(record=True) as theirs, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        want = numpy_fn(x)
+    with warnings.catch_warnings(record=True) as ours, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        got = fast(x, np.empty_like(x))
+    np.testing.assert_array_equal(got, want)  # the same special values (NaN included)
+    assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
+    if theirs:
+        with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+            fast(x, np.empty_like(x))
+        a, b = x.copy(), x.copy()
+        with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+            fast(a, a)
+        with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+            numpy_fn(b, out=b)
+        np.testing.assert_array_equal(a, b)  # in place, what NumPy's own call leaves
+
+
+@needs_kernels
+def test_sigmoid_reports_nothing_in_either_tail_as_rt_sigmoid():
+    x = np.array([-1e4, -100, -88.8, -20, 0, 20, 104, 1e4, np.nan] * 8, np.float32)
+    with np.errstate(all="raise"):
+        got = runtime_fast.sigmoid(x, np.empty_like(x))
+        want = runtime.sigmoid(x)
+    np.testing.assert_allclose(got, want, rtol=5e-7, atol=0)
+    assert np.isnan(got[8::9]).all()
+
+
+@needs_kernels
+def test_kernels_run_on_several_threads_at_once():
+    x = _inputs("exp", 200_000)
+    want = runtime_fast.exp(x, np.empty_like(x))
+    outs = [np.empty_like(x) for _ in range(4)]
+    threads = [threading.Thread(target=lambda o=o: [runtime_fast.exp(x, o) for _ in range(20)])
+               for o in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for o in outs:
+        np.testing.assert_array_equal(o, want)
+
+
+def _w3(n):
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [None], name="x")
+        y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-x ** 2)
+                          + sg.log1p(x ** 2))
+        fetches = [y, *sg.gradients(y, [x])]
+    xv = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    return g, x, fetches, xv
+
+
+@needs_kernels
+def test_large_float32_fused_groups_use_the_kernels_and_agree_with_numpy():
+    g, x, fetches, xv = _w3(300_001)
+    fast = sg.Session(graph=g)
+    plain = sg.Session(graph=g, options=CompileOptions(vector_math=False))
+    source = fast.source(fetches, {x: xv})
+    assert "fast.exp(" in source and "fast.log(" in source and "fast.sigmoid(" in source
+    assert "fast (staticgrad.runtime_fast" in source  # named in the module's docstring
+    assert "= fast." not in plain.source(fetches, {x: xv})
+    (y1, g1), (y0, g0) = fast.run(fetches, {x: xv}), plain.run(fetches, {x: xv})
+    np.testing.assert_allclose(y1, y0, rtol=1e-6)
+    np.testing.assert_allclose(g1, g0, rtol=2e-6, atol=1e-6)
+    # and against the derivative written out in float64
+    d = xv.astype(np.float64)
+    t, s, e = np.tanh(1.5 * d + 0.3), 1 / (1 + np.exp(-d)), np.exp(-d * d)
+    want = 1.5 * (1 - t * t) * s + t * s * (1 - s) - d * e + 2 * d / (1 + d * d)
+    np.testing.assert_allclose(g1, want, rtol=1e-5, atol=1e-6)
+
+
+def test_float64_and_vector_math_off_keep_numpy_ufuncs():
+    g, x, fetches, xv = _w3(FUSE_MIN_ELEMENTS)
+    off = sg.Session(graph=g, options=CompileOptions(vector_math=False))
+    source = off.source(fetches, {x: xv})
+    assert "rt.run_blocks(" in source and "np.exp(" in source and "= fast." not in source
+    g = sg.Graph()
+    with g.as_default():
+        x64 = sg.placeholder(sg.float64, [None], name="x")
+        y = sg.reduce_sum(sg.exp(x64) * sg.sigmoid(x64))
+    src = sg.Session(graph=g).source(y, {x64: np.zeros(FUSE_MIN_ELEMENTS)})
+    assert "rt.run_blocks(" in src and "np.exp(" in src and "= fast." not in src
+
+
+def test_errors_inside_a_fused_group_still_name_the_op_with_the_kernels():
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [None], name="x")
+        y = sg.reduce_sum(sg.exp(x * 2.0, name="grows") + 1.0)
+    xv = np.zeros(FUSE_MIN_ELEMENTS * 2, np.float32)
+    xv[-3] = 60.0  # 2x = 120: exp overflows
+    with sg.Session(graph=g) as sess, np.errstate(over="raise"):
+        with pytest.raises(sg.errors.InvalidArgumentError, match="grows"):
+            sess.run(y, {x: xv})
+
+
+def test_why_not_says_why_when_the_kernels_are_off(monkeypatch):
+    if runtime_fast.available():
+        assert runtime_fast.why_not() is None
+    else:
+        assert runtime_fast.why_not()
+    monkeypatch.setattr(runtime_fast, "_state", {})
+    monkeypatch.setenv("STATICGRAD_FAST", "0")
+    assert not runtime_fast.available()
+    assert "STATICGRAD_FAST=0" in runtime_fast.why_not()
+    x = np.linspace(-3, 3, 4096, dtype=np.float32)
+    np.testing.assert_array_equal(runtime_fast.exp(x, np.empty_like(x)), np.exp(x))
+
+
+@needs_kernels
+def test_an_exported_module_uses_numpy_ufuncs_only(tmp_path):
+    g, x, fetches, xv = _w3(200_003)
+    with sg.Session(graph=g) as sess:
+        assert "= fast." in sess.source(fetches, {x: xv})
+        path = sg.export(fetches, [x], str(tmp_path / "w3mod.py"), session=sess,
+                         feed_shapes=[xv.shape])
+        want = sess.run(fetches, {x: xv})
+    text = open(path).read()
+    assert "= fast." not in text and "runtime_fast" not in text and "np.exp(" in text
+    namespace = {"__name__": "w3mod", "__file__": path}
+    exec(compile(text, path, "exec"), namespace)  # noqa: S102
+    got = namespace["run"](xv)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=2e-6, atol=1e-6)
