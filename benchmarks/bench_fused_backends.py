@@ -1,15 +1,19 @@
-"""Why fused groups run on NumPy blocks: W3 evaluated up to five ways, side by side.
+"""Why fused groups run on NumPy blocks (with vector exp and log): W3 up to six ways.
 
 W3 is y = sum(tanh(1.5x + 0.3) * sigmoid(x) + 0.5 exp(-x^2) + log1p(x^2)) and dy/dx over a
 million float32 values (benchmarks/workloads/w3.py). Ways, interleaved round by round in one
 process, threads limited to 2:
 
   hand NumPy   the expression and its derivative written by hand, one NumPy call per op
-  staticgrad   make_callable on the graph: one fused group, run in blocks on threads
+  staticgrad   make_callable on the graph: one fused group, run in blocks on threads; with
+               the [fast] extra (numba) working here, its exp, log and sigmoid are
+               runtime_fast's (glibc's libmvec)
+  staticgrad_numpy   the same with CompileOptions(vector_math=False): NumPy's ufuncs only
   numexpr      the same two expressions given to numexpr.evaluate (if numexpr is installed),
-               which is what an optional `staticgrad[fast]` extra would have used
+               which is what the issue proposed for an optional `staticgrad[fast]` extra
   numba        the expression and its derivative as one loop over the elements, compiled
-               by numba (if installed) with parallel=True: what a numba `[fast]` would do
+               by numba (if installed) with parallel=True: numba's own math, one element at
+               a time
   mkl_umath    staticgrad's fused group with NumPy's ufunc loops swapped for Intel VML's
                (if mkl_umath is installed): patched before each call and restored after
                (about 40 us of each call), so that the other ways keep NumPy's own loops.
@@ -37,6 +41,8 @@ import numpy as np  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run from a checkout
 from workloads import w3  # noqa: E402
+
+import staticgrad as sg  # noqa: E402
 
 DEFAULT_OUT = os.path.join(ROOT, "benchmarks", "results", "fused_backends.json")
 Y = "sum(tanh(1.5*x + 0.3) / (1 + exp(-x)) + 0.5*exp(-x*x) + log1p(x*x))"
@@ -110,8 +116,10 @@ def main(argv=None):
 
     hand, want = w3.hand_numpy()
     ours, got = w3.staticgrad_way(None, fast=True)()
-    ways, dtypes, versions = {"hand_numpy": hand, "staticgrad": ours}, {}, {}
-    results = {"hand_numpy": want, "staticgrad": got}
+    plain, got_plain = w3.staticgrad_way(sg.CompileOptions(vector_math=False), fast=True)()
+    ways = {"hand_numpy": hand, "staticgrad": ours, "staticgrad_numpy": plain}
+    results = {"hand_numpy": want, "staticgrad": got, "staticgrad_numpy": got_plain}
+    dtypes, versions = {}, {"staticgrad vector math": sg.runtime_fast.why_not() or "on"}
     for name, way in (("numexpr", numexpr_way), ("numba", numba_way),
                       ("mkl_umath", mkl_umath_way)):
         found = way()
@@ -132,9 +140,9 @@ def main(argv=None):
     median, ratio = _harness.medians_and_ratios(per_call)
     print(f"W3, {w3.SIZE:,} float32 values; median of {args.rounds} rounds x {args.number} "
           "calls, interleaved")
-    print(f"{'':<14}{'ms/call':>10}{'x hand NumPy':>15}  result dtype")
+    print(f"{'':<18}{'ms/call':>10}{'x hand NumPy':>15}  result dtype")
     for name in ways:
-        print(f"{name:<14}{median[name]:>10.2f}{ratio[name]:>15.3f}  {dtypes[name]}")
+        print(f"{name:<18}{median[name]:>10.2f}{ratio[name]:>15.3f}  {dtypes[name]}")
     for name, version in versions.items():
         print(f"{name} {version}")
     out = {"benchmark": "fused_backends", "workload": "W3", "rounds": args.rounds,

@@ -343,6 +343,7 @@ def environment(found: dict, missing: dict) -> dict:
             "staticgrad": sg.__version__, "staticgrad_commit": commit,
             "staticgrad_uncommitted_changes": uncommitted.splitlines(),
             "compiler_passes": list(sg.compiler.PASS_NAMES), "numexpr": numexpr_version,
+            "vector_math": sg.runtime_fast.why_not() or "on: runtime_fast (numba, libmvec)",
             "peers": found, "peers_missing": missing, "peer_setup": peers.notes(found),
             "machine": platform.machine(),
             "platform": platform.platform(), "cpus": os.cpu_count(),
@@ -391,6 +392,9 @@ def main(argv=None):
         print(f"  {peers.LABELS[name]} is missing ({why}); skipped")
     print(f"staticgrad {sg.__version__}, NumPy {np.__version__}, passes "
           f"{list(sg.compiler.PASS_NAMES)}; load average {os.getloadavg()[0]:.2f}")
+    print("fused exp/log/sigmoid: " + ("runtime_fast (the [fast] extra)" if
+                                       sg.runtime_fast.available() else
+                                       f"NumPy's ({sg.runtime_fast.why_not()})"))
 
     results = {"suite": "staticgrad benchmark suite (issue 5)", "quick": args.quick,
                "rounds": rounds, "load_average_start": list(os.getloadavg()),

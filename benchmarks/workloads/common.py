@@ -23,7 +23,8 @@ from . import peers
 SHORT_LABELS = {"hand_numpy": "hand NumPy", "staticgrad": "staticgrad",
                 "staticgrad_make_callable": "staticgrad make_callable",
                 "staticgrad_no_passes": "staticgrad, every pass off",
-                "staticgrad_no_fusion": "staticgrad, no fusion", **peers.LABELS}
+                "staticgrad_no_fusion": "staticgrad, no fusion",
+                "staticgrad_no_vector_math": "staticgrad, NumPy's exp/log", **peers.LABELS}
 
 
 @dataclasses.dataclass
@@ -65,7 +66,8 @@ class Workload:
 
 
 # ---------------------------------------------------------------------------------------------
-# staticgrad's variants: default, every pass off, and (once the pass exists) no fusion.
+# staticgrad's variants: default, every pass off, and (once the pass exists) no fusion; with
+# the [fast] extra working here, the fused groups with NumPy's exp, log and sigmoid too.
 
 def staticgrad_variants(fusion_matters: bool = False) -> dict:
     """{way name: (label suffix, CompileOptions or None)}, read from PASS_NAMES at run time."""
@@ -75,6 +77,9 @@ def staticgrad_variants(fusion_matters: bool = False) -> dict:
                                          sg.CompileOptions(disable=set(names)))}
     if fusion_matters and "fuse" in names:
         variants["staticgrad_no_fusion"] = (", no fusion", sg.CompileOptions(disable={"fuse"}))
+        if sg.runtime_fast.available():
+            variants["staticgrad_no_vector_math"] = (
+                ", NumPy's exp/log/sigmoid (no [fast])", sg.CompileOptions(vector_math=False))
     return variants
 
 

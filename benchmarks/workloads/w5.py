@@ -33,7 +33,7 @@ from . import w3
 
 CALLS = 2
 TRACEMALLOC_WAYS = {"hand_numpy", "staticgrad", "staticgrad_no_passes", "staticgrad_no_fusion",
-                    "pytensor"}
+                    "staticgrad_no_vector_math", "pytensor"}
 
 
 def way_names(available) -> dict:
