@@ -1,7 +1,7 @@
 """The numba kernels of runtime_fast (imported by it once libmvec is loaded; see there why).
 
 Each loop runs over a 1-D float32 block eight elements at a time, each eight one call of
-glibc's 8-wide expf or logf (`_ZGVdN8v_expf`, `_ZGVdN8v_logf`), written out as LLVM IR by a
+glibc's 8-wide expf, logf or tanhf (`_ZGVdN8v_expf`...), written out as LLVM IR by a
 numba intrinsic: numba's own math calls are not ones LLVM can vectorize. Compiled once and
 cached on disk (numba's cache=True: __pycache__, or its user-wide cache where that is not
 writable).
@@ -31,7 +31,7 @@ TINY, BIG = np.float32(np.finfo(np.float32).tiny), np.float32(np.finfo(np.float3
 def _vector_op(kind: str):
     """An intrinsic v8(x, out, i): out[i:i+8] = f(x[i:i+8]), loaded as one vector before it is
     stored (so `out` may be `x`); sigmoid is 1 / (1 + expf(-x)) on the eight at once."""
-    symbol = "_ZGVdN8v_logf" if kind == "log" else "_ZGVdN8v_expf"
+    symbol = {"log": "_ZGVdN8v_logf", "tanh": "_ZGVdN8v_tanhf"}.get(kind, "_ZGVdN8v_expf")
 
     def codegen(context, builder, sig, args):
         x = context.make_array(sig.args[0])(context, builder, args[0])
@@ -56,7 +56,7 @@ def _vector_op(kind: str):
     return intrinsic(v8)
 
 
-exp8, log8, sigmoid8 = _vector_op("exp"), _vector_op("log"), _vector_op("sigmoid")
+exp8, log8, sigmoid8, tanh8 = (_vector_op(k) for k in ("exp", "log", "sigmoid", "tanh"))
 
 
 @njit(_LOOP, **_OPTIONS)
@@ -98,6 +98,20 @@ def sigmoid(x, out):
         pad = np.full(8, 0.0, np.float32)
         pad[:n - i] = x[i:]
         sigmoid8(pad, pad, 0)
+        out[i:] = pad[:n - i]
+
+
+@njit(_LOOP, **_OPTIONS)
+def tanh(x, out):
+    n = x.shape[0]
+    i = 0
+    while i + 8 <= n:
+        tanh8(x, out, i)
+        i += 8
+    if i < n:  # the last few through a padded eight: the same libmvec code for every element
+        pad = np.full(8, 0.0, np.float32)
+        pad[:n - i] = x[i:]
+        tanh8(pad, pad, 0)
         out[i:] = pad[:n - i]
 
 

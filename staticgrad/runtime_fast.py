@@ -1,34 +1,32 @@
-"""Vector exp, log and sigmoid for fused float32 blocks: glibc's libmvec, called from numba.
+"""Vector exp, log, tanh and sigmoid for fused float32 blocks: glibc's libmvec, from numba.
 
-NumPy's float32 exp and log run at 1.3-1.7 ns an element on this project's machine (AVX2):
-its own SIMD code, with the checks that report overflow and the like. glibc ships 8-wide
-versions of expf and logf in libmvec (`_ZGVdN8v_expf`...), and LLVM calls them from a
-vectorized loop when told that this vector library is there; numba (the `[fast]` extra: a
-JIT compiler made for loops over arrays) compiles the loops below with LLVM. They take
-0.5 ns an element, sigmoid's four NumPy passes (1.8 ns) become one of 0.6 ns, and W3 of the
-benchmark suite is about a quarter faster (benchmarks/README.md).
+NumPy's float32 exp, log and tanh take 1.3, 1.7 and 2.7 ns an element on this project's
+machine (AVX2), sigmoid's four NumPy passes 1.8. glibc ships 8-wide versions of expf, logf
+and tanhf in libmvec (`_ZGVdN8v_expf`...); the loops of _vector_kernels.py, compiled by
+numba (the `[fast]` extra), call them eight elements at a time: 0.5-0.6 ns an element (tanh
+1.0, sigmoid 0.6). W3 of the benchmark suite: benchmarks/README.md.
 
 What stays as NumPy has it:
-- **Errors and warnings.** A block is computed here only when no element can overflow,
-  underflow, or fall outside the function's domain (exp of x in [-87, 88], log of normal
-  positive finite x); the range is checked first, in a loop of its own (0.08 ns an element).
-  Otherwise NumPy's ufunc computes the block, so its warnings, `np.errstate` and special
-  values are NumPy's own. Sigmoid is `rt.sigmoid`'s 1 / (1 + exp(-x)), which reports nothing
-  (its overflow to 0 is expected), and gives what it gives for every x.
-- **Accuracy.** Against a long-double reference, on 3 million float32 values (this module's
-  test): expf 2.5 ulp at worst (NumPy's 2.5), logf 3.7 (NumPy's 3.0), sigmoid 3.5 (3.4). A
-  result may differ from NumPy's in the last bits; float64 is left to NumPy, where libmvec is
-  less accurate than NumPy (3 ulp against 0.5).
+- **Errors and warnings.** exp and log compute a block here only when no element can
+  overflow, underflow or fall outside the domain (exp of x in [-87, 88], log of a normal
+  positive finite x), checked first in a loop of its own (0.09 ns an element); otherwise
+  NumPy's ufunc computes the block, so its warnings, `np.errstate` and special values are
+  NumPy's own. tanh reports nothing in NumPy, for any x (NaN, infinities, subnormals), nor
+  does `rt.sigmoid` (1 / (1 + exp(-x)), whose overflow to 0 is expected): computed here
+  for every x.
+- **Accuracy.** Against a long-double reference on a million or more float32 values (the
+  tests): expf 2.5 ulp at worst (NumPy's 2.5), logf 3.7 (3.0), tanhf 1.0 (1.4), sigmoid
+  3.5 (3.4). A result may differ from NumPy's in the last bits. float64 is left to NumPy:
+  libmvec's double functions are less accurate than NumPy's (3 ulp against 0.5).
 
 Used only where all of this holds, checked once (`available()`, `why_not()`): numba
-imports, the machine is x86-64 Linux with glibc's libmvec.so.1, the CPU has AVX2 and FMA, the
-environment variable STATICGRAD_FAST is not "0", and the compiled loops do call libmvec. The
-kernels are compiled on first use (about a second), with LLVM's vector-library option set
-only while they compile, under numba's compiler lock (no other numba code is compiled with
-it); it is set back to LLVM's default, "none", after.
+imports, the machine is x86-64 Linux, the CPU has AVX2 and FMA, glibc's libmvec.so.1 loads,
+and the environment variable STATICGRAD_FAST is not "0". The kernels are compiled on first
+use (about 5 s) and cached by numba (under a second in a new process); loading libmvec
+into the process is their only side effect.
 
-Arrays: 1-D, C-contiguous float32, `out` the same length as `x` and either `x` itself or not
-overlapping it (a fused kernel's rows); anything else goes to NumPy.
+Arrays: 1-D, C-contiguous float32, `out` writeable, of x's length, and either `x` itself or
+not overlapping it (a fused kernel's rows); anything else goes to NumPy.
 """
 
 from __future__ import annotations
@@ -64,6 +62,11 @@ def exp(x, out):
 def log(x, out):
     """np.log(x, out=out)."""
     return _call("log", np.log, x, out)
+
+
+def tanh(x, out):
+    """np.tanh(x, out=out)."""
+    return _call("tanh", np.tanh, x, out)
 
 
 def sigmoid(x, out):
@@ -131,4 +134,4 @@ def _compile() -> dict:
     from . import _vector_kernels as k
 
     return {"exp": (k.exp_in_range, k.exp), "log": (k.log_in_domain, k.log),
-            "sigmoid": (None, k.sigmoid)}
+            "sigmoid": (None, k.sigmoid), "tanh": (None, k.tanh)}

@@ -26,6 +26,7 @@ KERNELS = {  # name: (fast function, NumPy's, long-double reference)
     "log": (runtime_fast.log, np.log, np.log),
     "sigmoid": (runtime_fast.sigmoid, runtime.sigmoid,
                 lambda x: 1 / (1 + np.exp(-x))),
+    "tanh": (runtime_fast.tanh, np.tanh, np.tanh),
 }
 
 
@@ -124,6 +125,19 @@ def test_where_numpy_would_warn_or_raise_numpy_computes_the_block(name, bad):
 
 
 @needs_kernels
+def test_tanh_reports_nothing_and_keeps_numpys_special_values():
+    tiny = np.finfo(np.float32).smallest_subnormal
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 1e-40, 1e-30, -20.0, 1e30],
+                 np.float32)  # (near 9.5 NumPy's tanh is 1 ulp under 1, libmvec's exact)
+    x = np.repeat(x, 3)
+    with np.errstate(all="raise"):
+        got = runtime_fast.tanh(x, np.empty_like(x))
+        want = np.tanh(x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # -0.0 stays -0.0
+
+
+@needs_kernels
 def test_sigmoid_reports_nothing_in_either_tail_as_rt_sigmoid():
     x = np.array([-1e4, -100, -88.8, -20, 0, 20, 104, 1e4, np.nan] * 8, np.float32)
     with np.errstate(all="raise"):
@@ -165,7 +179,7 @@ def test_large_float32_fused_groups_use_the_kernels_and_agree_with_numpy():
     fast = sg.Session(graph=g)
     plain = sg.Session(graph=g, options=CompileOptions(vector_math=False))
     source = fast.source(fetches, {x: xv})
-    assert "fast.exp(" in source and "fast.log(" in source and "fast.sigmoid(" in source
+    assert all(f"fast.{f}(" in source for f in ("exp", "log", "sigmoid", "tanh"))
     assert "fast (staticgrad.runtime_fast" in source  # named in the module's docstring
     assert "= fast." not in plain.source(fetches, {x: xv})
     (y1, g1), (y0, g0) = fast.run(fetches, {x: xv}), plain.run(fetches, {x: xv})

@@ -33,7 +33,8 @@ from ..runtime_blocks import BLOCK
 EXPRESSION_LIMIT = 240  # characters of a fused expression shown in the comment
 # members that runtime_fast computes in float32 groups, when it is available (a group has
 # at least passes/fuse.py's FUSE_MIN_ELEMENTS: large enough for its checks not to count)
-VECTOR_MATH = {"Exp": "fast.exp", "Log": "fast.log", "Sigmoid": "fast.sigmoid"}
+VECTOR_MATH = {"Exp": "fast.exp", "Log": "fast.log", "Sigmoid": "fast.sigmoid",
+               "Tanh": "fast.tanh"}
 
 
 class _Rows:
