@@ -75,21 +75,25 @@ def sigmoid(x, out):
 
 
 def _call(name, numpy_fn, x, out):
-    kernels = _load()
-    if kernels is None or not _fits(x, out):
+    kernels = _state.get("kernels") or _load()
+    if kernels is None or not _fits(x, out) or \
+            (out is not x and np.may_share_memory(x, out)):
         return numpy_fn(x, out=out)
     check, loop = kernels[name]
-    if out is not x and np.may_share_memory(x, out):
-        return numpy_fn(x, out=out)
     if check is not None and not check(x):
         return numpy_fn(x, out=out)  # NumPy reports (or raises) what it finds
     loop(x, out)
     return out
 
 
+_F32 = np.dtype(np.float32)
+
+
 def _fits(x, out) -> bool:
-    return (type(x) is np.ndarray and type(out) is np.ndarray and x.dtype == np.float32
-            and out.dtype == np.float32 and x.ndim == 1 and out.shape == x.shape
+    """Both plain 1-D C-contiguous float32 arrays of one length, `out` writeable: checked
+    here, not left to numba's dispatch (which runs a float32 kernel on float64 arrays)."""
+    return (type(x) is np.ndarray and type(out) is np.ndarray and x.dtype is _F32
+            and out.dtype is _F32 and x.ndim == 1 and out.shape == x.shape
             and x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable)
 
 
