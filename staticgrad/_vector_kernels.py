@@ -20,8 +20,10 @@ from numba.extending import intrinsic
 llvm.load_library_permanently("libmvec.so.1")
 
 _OPTIONS = dict(nogil=True, error_model="numpy", boundscheck=False, cache=True)
-_CHECK = "boolean(float32[::1])"
-_LOOP = "void(float32[::1], float32[::1])"
+# x may be read-only (a constant, a feed made with np.frombuffer or a read-only memmap)
+_RW, _RO = types.Array(types.float32, 1, "C"), types.Array(types.float32, 1, "C", readonly=True)
+_CHECK = [types.boolean(_RW), types.boolean(_RO)]
+_LOOP = [types.void(_RW, _RW), types.void(_RO, _RW)]
 _VEC = ir.VectorType(ir.FloatType(), 8)
 
 EXP_LO, EXP_HI = np.float32(-87.0), np.float32(88.0)  # exp(x) normal, no flag raised
@@ -117,15 +119,29 @@ def tanh(x, out):
 
 @njit(_CHECK, **_OPTIONS)
 def exp_in_range(x):
+    """No element where NumPy's exp would report something: none outside [-87, 88] (overflow,
+    underflow), none subnormal (NumPy's SIMD exp reports underflow for those), no NaN."""
     ok = True
     for i in range(x.shape[0]):
-        ok &= (x[i] >= EXP_LO) & (x[i] <= EXP_HI)  # False for NaN
+        v = x[i]
+        ok &= (v >= EXP_LO) & (v <= EXP_HI) & ((abs(v) >= TINY) | (v == 0))  # False for NaN
     return ok
 
 
 @njit(_CHECK, **_OPTIONS)
 def log_in_domain(x):
+    """Every element normal, positive and finite (not NaN): where NumPy's log reports
+    nothing."""
     ok = True
     for i in range(x.shape[0]):
-        ok &= (x[i] >= TINY) & (x[i] <= BIG)  # normal, finite, not NaN
+        ok &= (x[i] >= TINY) & (x[i] <= BIG)
+    return ok
+
+
+@njit(_CHECK, **_OPTIONS)
+def no_nan(x):
+    """No NaN (whose payload, sign and signalling bit NumPy's code handles in its own way)."""
+    ok = True
+    for i in range(x.shape[0]):
+        ok &= x[i] == x[i]
     return ok

@@ -7,23 +7,26 @@ numba (the `[fast]` extra), call them eight elements at a time: 0.5-0.6 ns an el
 1.0, sigmoid 0.6). W3 of the benchmark suite: benchmarks/README.md.
 
 What stays as NumPy has it:
-- **Errors and warnings.** exp and log compute a block here only when no element can
-  overflow, underflow or fall outside the domain (exp of x in [-87, 88], log of a normal
-  positive finite x), checked first in a loop of its own (0.09 ns an element); otherwise
-  NumPy's ufunc computes the block, so its warnings, `np.errstate` and special values are
-  NumPy's own. tanh reports nothing in NumPy, for any x (NaN, infinities, subnormals), nor
-  does `rt.sigmoid` (1 / (1 + exp(-x)), whose overflow to 0 is expected): computed here
-  for every x.
+- **Errors and warnings.** A block is computed here only where NumPy would report nothing
+  and produce no NaN, checked first in a loop of its own (0.09 ns an element): exp of x in
+  [-87, 88], zero or normal (NumPy's SIMD exp reports underflow for subnormal x), log of a
+  normal positive finite x, tanh and sigmoid (`rt.sigmoid`'s 1 / (1 + exp(-x)), whose
+  overflow to 0 is expected and not reported) of anything but NaN. Otherwise NumPy's ufunc
+  computes the block, so warnings, `np.errstate` and special values (NaN payloads and
+  signs, signalling NaNs) are NumPy's own.
 - **Accuracy.** Against a long-double reference on a million or more float32 values (the
   tests): expf 2.5 ulp at worst (NumPy's 2.5), logf 3.7 (3.0), tanhf 1.0 (1.4), sigmoid
   3.5 (3.4). A result may differ from NumPy's in the last bits. float64 is left to NumPy:
   libmvec's double functions are less accurate than NumPy's (3 ulp against 0.5).
 
 Used only where all of this holds, checked once (`available()`, `why_not()`): numba
-imports, the machine is x86-64 Linux, the CPU has AVX2 and FMA, glibc's libmvec.so.1 loads,
-and the environment variable STATICGRAD_FAST is not "0". The kernels are compiled on first
-use (about 5 s) and cached by numba (under a second in a new process); loading libmvec
-into the process is their only side effect.
+imports, with its JIT on and compiling for this CPU (no NUMBA_DISABLE_JIT, NUMBA_CPU_NAME or
+NUMBA_CPU_FEATURES), the machine is x86-64 Linux, the CPU has AVX2 and FMA, glibc's
+libmvec.so.1 loads, the kernels give NumPy's results on known values, and the environment
+variable STATICGRAD_FAST is not 0, false, no or off. The kernels are compiled on first use
+(about 10 s, under the session's compile lock) and cached by numba (about a second in a new
+process); where numba can write no cache, they are not used (`why_not()` says so). Loading
+libmvec into the process is their only other side effect.
 
 Arrays: 1-D, C-contiguous float32, `out` writeable, of x's length, and either `x` itself or
 not overlapping it (a fused kernel's rows); anything else goes to NumPy.
@@ -116,20 +119,27 @@ class _Unavailable(Exception):
 
 
 def _compile() -> dict:
-    if os.environ.get("STATICGRAD_FAST", "") == "0":
-        raise _Unavailable("switched off by STATICGRAD_FAST=0")
+    if os.environ.get("STATICGRAD_FAST", "").strip().lower() in ("0", "false", "no", "off"):
+        raise _Unavailable(f"switched off by STATICGRAD_FAST={os.environ['STATICGRAD_FAST']}")
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         raise _Unavailable(f"libmvec is glibc's, for x86-64 Linux; this is "
                            f"{platform.system()} on {platform.machine()}")
     try:
         import llvmlite.binding as llvm
-        import numba  # noqa: F401
+        import numba
     except ImportError as e:
         raise _Unavailable(f"numba is not installed (pip install 'staticgrad[fast]'): "
                            f"{e}") from None
     features = llvm.get_host_cpu_features()
     if not (features.get("avx2") and features.get("fma")):
         raise _Unavailable("the CPU lacks AVX2 or FMA, which libmvec's 8-wide functions need")
+    if numba.config.DISABLE_JIT:
+        raise _Unavailable("numba's JIT is off (NUMBA_DISABLE_JIT)")
+    if numba.config.CPU_NAME or numba.config.CPU_FEATURES:
+        # code for another CPU would not pass the eight floats as libmvec's AVX2 functions
+        # take them (in one ymm register): half of each eight would come back wrong
+        raise _Unavailable("numba compiles for a CPU other than this one (NUMBA_CPU_NAME or "
+                           "NUMBA_CPU_FEATURES is set)")
     try:
         llvm.load_library_permanently("libmvec.so.1")  # (again in _vector_kernels: harmless)
     except RuntimeError as e:
@@ -137,5 +147,22 @@ def _compile() -> dict:
 
     from . import _vector_kernels as k
 
-    return {"exp": (k.exp_in_range, k.exp), "log": (k.log_in_domain, k.log),
-            "sigmoid": (None, k.sigmoid), "tanh": (None, k.tanh)}
+    kernels = {"exp": (k.exp_in_range, k.exp), "log": (k.log_in_domain, k.log),
+               "sigmoid": (k.no_nan, k.sigmoid), "tanh": (k.no_nan, k.tanh)}
+    _known_answers(kernels)
+    return kernels
+
+
+def _known_answers(kernels) -> None:
+    """Every kernel on 27 values (three full eights and a padded three), against NumPy: the
+    last guard against a build whose calls into libmvec do not work as they should."""
+    x = np.linspace(-3.0, 3.0, 27, dtype=np.float32)
+    for name, numpy_fn in (("exp", np.exp), ("log", np.log), ("sigmoid", _numpy_sigmoid),
+                           ("tanh", np.tanh)):
+        arg = np.abs(x) + np.float32(0.5) if name == "log" else x
+        got = np.empty_like(arg)
+        kernels[name][1](arg, got)
+        want = numpy_fn(arg)
+        if not np.allclose(got, want, rtol=1e-5, atol=0):
+            raise _Unavailable(f"the {name} kernel gave wrong results on known values "
+                               f"({got[:3]}... against {want[:3]}...)")

@@ -7,6 +7,9 @@ machine without libmvec) the tests that need the kernels skip, and the ones that
 NumPy fallback still run.
 """
 
+import os
+import subprocess
+import sys
 import threading
 import warnings
 
@@ -98,9 +101,17 @@ def test_overlapping_views_odd_layouts_and_other_dtypes_go_to_numpy(name):
     np.testing.assert_array_equal(fast(x2d, np.empty_like(x2d)), numpy_fn(x2d))
 
 
+SNAN = np.array([0x7F800001], np.uint32).view(np.float32)[0]  # a signalling NaN
+PAYLOAD_NAN = np.array([0x7FC12345], np.uint32).view(np.float32)[0]
+
+
 @pytest.mark.parametrize("name, bad", [("exp", 100.0), ("exp", -100.0), ("exp", np.nan),
-                                       ("exp", np.inf), ("log", 0.0), ("log", -1.0),
-                                       ("log", np.nan), ("log", np.inf), ("log", 1e-40)])
+                                       ("exp", np.inf), ("exp", 1e-40), ("exp", -1e-45),
+                                       ("log", 0.0), ("log", -1.0), ("log", np.nan),
+                                       ("log", np.inf), ("log", 1e-40), ("exp", SNAN),
+                                       ("sigmoid", SNAN), ("sigmoid", PAYLOAD_NAN),
+                                       ("sigmoid", -np.nan), ("tanh", SNAN),
+                                       ("tanh", PAYLOAD_NAN)])
 def test_where_numpy_would_warn_or_raise_numpy_computes_the_block(name, bad):
     fast, numpy_fn, _ = KERNELS[name]
     x = np.full(4096, 0.5, np.float32)
@@ -111,7 +122,7 @@ def test_where_numpy_would_warn_or_raise_numpy_computes_the_block(name, bad):
     with warnings.catch_warnings(record=True) as ours, np.errstate(all="warn"):
         warnings.simplefilter("always")
         got = fast(x, np.empty_like(x))
-    np.testing.assert_array_equal(got, want)  # the same special values (NaN included)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))  # bit for bit
     assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
     if theirs:
         with np.errstate(all="raise"), pytest.raises(FloatingPointError):
@@ -122,6 +133,52 @@ def test_where_numpy_would_warn_or_raise_numpy_computes_the_block(name, bad):
         with np.errstate(all="raise"), pytest.raises(FloatingPointError):
             numpy_fn(b, out=b)
         np.testing.assert_array_equal(a, b)  # in place, what NumPy's own call leaves
+
+
+@needs_kernels
+@pytest.mark.parametrize("name", KERNELS)
+def test_a_read_only_input_is_read_by_the_kernels(name):
+    fast, numpy_fn, _ = KERNELS[name]
+    x = _inputs(name, 50_001)
+    want = fast(x, np.empty_like(x))
+    x.flags.writeable = False  # as a constant, a np.frombuffer feed or a read-only memmap
+    np.testing.assert_array_equal(fast(x, np.empty_like(x)), want)
+    frozen = np.frombuffer(x.tobytes(), np.float32)
+    np.testing.assert_array_equal(fast(frozen, np.empty_like(frozen)), want)
+
+
+@needs_kernels
+def test_a_large_constant_and_a_read_only_feed_run_through_the_kernels():
+    values = np.linspace(-3, 3, 2 * FUSE_MIN_ELEMENTS, dtype=np.float32)
+    g = sg.Graph()
+    with g.as_default():
+        c = sg.constant(values)
+        x = sg.placeholder(sg.float32, [None], name="x")
+        y = sg.exp(c, name="cexp") * 2.0 + sg.sigmoid(x, name="sx") * sg.tanh(x)
+    feed = np.frombuffer(values.tobytes(), np.float32)
+    assert not feed.flags.writeable
+    with sg.Session(graph=g) as sess:
+        assert "= fast.exp(" in sess.source(y, {x: feed})
+        got = sess.run(y, {x: feed})
+    with sg.Session(graph=g, options=CompileOptions(vector_math=False)) as sess:
+        want = sess.run(y, {x: feed})
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("env, why", [({"STATICGRAD_FAST": "off"}, "STATICGRAD_FAST=off"),
+                                      ({"STATICGRAD_FAST": "0"}, "STATICGRAD_FAST=0"),
+                                      ({"NUMBA_DISABLE_JIT": "1"}, "NUMBA_DISABLE_JIT"),
+                                      ({"NUMBA_CPU_NAME": "generic"}, "NUMBA_CPU_NAME")])
+def test_settings_that_would_break_the_kernels_turn_them_off(env, why):
+    pytest.importorskip("numba")
+    code = ("from staticgrad import runtime_fast as f; import numpy as np; "
+            "x = np.linspace(-3, 3, 4096, dtype=np.float32); "
+            "assert (f.exp(x, np.empty_like(x)) == np.exp(x)).all(); print(f.why_not())")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env, "PYTHONPATH": root}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert why in proc.stdout, proc.stdout
 
 
 @needs_kernels
