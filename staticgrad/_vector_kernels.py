@@ -23,7 +23,7 @@ _OPTIONS = dict(nogil=True, error_model="numpy", boundscheck=False, cache=True)
 # x may be read-only (a constant, a feed made with np.frombuffer or a read-only memmap)
 _RW, _RO = types.Array(types.float32, 1, "C"), types.Array(types.float32, 1, "C", readonly=True)
 _CHECK = [types.boolean(_RW), types.boolean(_RO)]
-_LOOP = [types.void(_RW, _RW), types.void(_RO, _RW)]
+_LOOP = [types.void(_RW, _RW, types.intp), types.void(_RO, _RW, types.intp)]
 _VEC = ir.VectorType(ir.FloatType(), 8)
 
 EXP_LO, EXP_HI = np.float32(-87.0), np.float32(88.0)  # exp(x) normal, no flag raised
@@ -59,61 +59,36 @@ def _vector_op(kind: str):
 
 
 exp8, log8, sigmoid8, tanh8 = (_vector_op(k) for k in ("exp", "log", "sigmoid", "tanh"))
+EXP, LOG, SIGMOID, TANH = range(4)  # `kind`, the last argument of apply
 
 
-@njit(_LOOP, **_OPTIONS)
-def exp(x, out):
-    n = x.shape[0]
-    i = 0
-    while i + 8 <= n:
+@njit(inline="always")
+def _eight(x, out, i, kind):
+    if kind == EXP:
         exp8(x, out, i)
-        i += 8
-    if i < n:  # the last few through a padded eight: the same libmvec code for every element
-        pad = np.full(8, 0.0, np.float32)
-        pad[:n - i] = x[i:]
-        exp8(pad, pad, 0)
-        out[i:] = pad[:n - i]
-
-
-@njit(_LOOP, **_OPTIONS)
-def log(x, out):
-    n = x.shape[0]
-    i = 0
-    while i + 8 <= n:
+    elif kind == LOG:
         log8(x, out, i)
-        i += 8
-    if i < n:  # the last few through a padded eight: the same libmvec code for every element
-        pad = np.full(8, 1.0, np.float32)
-        pad[:n - i] = x[i:]
-        log8(pad, pad, 0)
-        out[i:] = pad[:n - i]
-
-
-@njit(_LOOP, **_OPTIONS)
-def sigmoid(x, out):
-    n = x.shape[0]
-    i = 0
-    while i + 8 <= n:
+    elif kind == SIGMOID:
         sigmoid8(x, out, i)
-        i += 8
-    if i < n:  # the last few through a padded eight: the same libmvec code for every element
-        pad = np.full(8, 0.0, np.float32)
-        pad[:n - i] = x[i:]
-        sigmoid8(pad, pad, 0)
-        out[i:] = pad[:n - i]
+    else:
+        tanh8(x, out, i)
 
 
+# one loop for the four functions, its kind a number: each function's own loop would be the
+# same lines four times (a loop made by a factory is a closure, which numba cannot cache)
 @njit(_LOOP, **_OPTIONS)
-def tanh(x, out):
+def apply(x, out, kind):
+    """out = f(x), f the function `kind` names, eight elements at a time; the last few go
+    through a padded eight, so that every element takes the same libmvec code."""
     n = x.shape[0]
     i = 0
     while i + 8 <= n:
-        tanh8(x, out, i)
+        _eight(x, out, i, kind)
         i += 8
-    if i < n:  # the last few through a padded eight: the same libmvec code for every element
-        pad = np.full(8, 0.0, np.float32)
+    if i < n:
+        pad = np.full(8, 1.0 if kind == LOG else 0.0, np.float32)
         pad[:n - i] = x[i:]
-        tanh8(pad, pad, 0)
+        _eight(pad, pad, 0, kind)
         out[i:] = pad[:n - i]
 
 

@@ -82,10 +82,10 @@ def _call(name, numpy_fn, x, out):
     if kernels is None or not _fits(x, out) or \
             (out is not x and np.may_share_memory(x, out)):
         return numpy_fn(x, out=out)
-    check, loop = kernels[name]
-    if check is not None and not check(x):
+    check, kind = kernels[name]
+    if not check(x):
         return numpy_fn(x, out=out)  # NumPy reports (or raises) what it finds
-    loop(x, out)
+    kernels["apply"](x, out, kind)
     return out
 
 
@@ -147,8 +147,9 @@ def _compile() -> dict:
 
     from . import _vector_kernels as k
 
-    kernels = {"exp": (k.exp_in_range, k.exp), "log": (k.log_in_domain, k.log),
-               "sigmoid": (k.no_nan, k.sigmoid), "tanh": (k.no_nan, k.tanh)}
+    kernels = {"exp": (k.exp_in_range, k.EXP), "log": (k.log_in_domain, k.LOG),
+               "sigmoid": (k.no_nan, k.SIGMOID), "tanh": (k.no_nan, k.TANH),
+               "apply": k.apply}
     _known_answers(kernels)
     return kernels
 
@@ -161,7 +162,7 @@ def _known_answers(kernels) -> None:
                            ("tanh", np.tanh)):
         arg = np.abs(x) + np.float32(0.5) if name == "log" else x
         got = np.empty_like(arg)
-        kernels[name][1](arg, got)
+        kernels["apply"](arg, got, kernels[name][1])
         want = numpy_fn(arg)
         if not np.allclose(got, want, rtol=1e-5, atol=0):
             raise _Unavailable(f"the {name} kernel gave wrong results on known values "
