@@ -93,8 +93,9 @@ _F32 = np.dtype(np.float32)
 
 
 def _fits(x, out) -> bool:
-    """Both plain 1-D C-contiguous float32 arrays of one length, `out` writeable: checked
-    here, not left to numba's dispatch (which runs a float32 kernel on float64 arrays)."""
+    """Both plain 1-D C-contiguous float32 arrays of one length, `out` writeable: what the
+    kernels take, checked here (numba's dispatch would raise TypeError for the rest, and
+    nothing would check the lengths)."""
     return (type(x) is np.ndarray and type(out) is np.ndarray and x.dtype is _F32
             and out.dtype is _F32 and x.ndim == 1 and out.shape == x.shape
             and x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable)
