@@ -58,8 +58,8 @@ PASS_NAMES = tuple(name for name, _ in PIPELINE)
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
     """How a session compiles: which passes of `PIPELINE` to skip, whether to check the IR
-    after each pass (slower; for tests and for debugging a pass), and whether large float32
-    fused groups may compute exp, log and sigmoid with runtime_fast (glibc's vector math
+    after each pass (slower; for tests and for debugging a pass), and whether float32 fused
+    groups may compute exp, log, tanh and sigmoid with runtime_fast (glibc's vector math
     through numba, the `[fast]` extra; used only where it is installed and works)."""
 
     disable: frozenset = frozenset()

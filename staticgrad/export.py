@@ -17,8 +17,8 @@ variables the code reads or assigns, and the constants of the generated code). T
 
 The code is the code `Session.run` executes, specialized to the feed shapes: they come from
 `feed_shapes` or from the placeholders' static shapes. It is compiled with
-`vector_math=False`: where the session computes exp, log or sigmoid of a large float32 fused
-group with runtime_fast's kernels (the `[fast]` extra), the module calls NumPy's, and its
+`vector_math=False`: where the session computes exp, log, tanh or sigmoid in a float32
+fused group with runtime_fast's kernels (the `[fast]` extra), the module calls NumPy's, and its
 results may differ from the session's in the last bits (they are those of a session with
 `CompileOptions(vector_math=False)`, bit for bit).
 """

@@ -57,27 +57,32 @@ def why_not() -> str | None:
     return _state.get("why")
 
 
+# each function's NumPy form: what computes a block the kernels do not take
+_NUMPY = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": _numpy_sigmoid}
+
+
 def exp(x, out):
     """np.exp(x, out=out)."""
-    return _call("exp", np.exp, x, out)
+    return _call("exp", x, out)
 
 
 def log(x, out):
     """np.log(x, out=out)."""
-    return _call("log", np.log, x, out)
+    return _call("log", x, out)
 
 
 def tanh(x, out):
     """np.tanh(x, out=out)."""
-    return _call("tanh", np.tanh, x, out)
+    return _call("tanh", x, out)
 
 
 def sigmoid(x, out):
     """rt.sigmoid(x, out=out): 1 / (1 + exp(-x))."""
-    return _call("sigmoid", _numpy_sigmoid, x, out)
+    return _call("sigmoid", x, out)
 
 
-def _call(name, numpy_fn, x, out):
+def _call(name, x, out):
+    numpy_fn = _NUMPY[name]
     kernels = _state.get("kernels") or _load()
     if kernels is None or not _fits(x, out) or \
             (out is not x and np.may_share_memory(x, out)):
@@ -159,8 +164,7 @@ def _known_answers(kernels) -> None:
     """Every kernel on 27 values (three full eights and a padded three), against NumPy: the
     last guard against a build whose calls into libmvec do not work as they should."""
     x = np.linspace(-3.0, 3.0, 27, dtype=np.float32)
-    for name, numpy_fn in (("exp", np.exp), ("log", np.log), ("sigmoid", _numpy_sigmoid),
-                           ("tanh", np.tanh)):
+    for name, numpy_fn in _NUMPY.items():
         arg = np.abs(x) + np.float32(0.5) if name == "log" else x
         got = np.empty_like(arg)
         kernels["apply"](arg, got, kernels[name][1])

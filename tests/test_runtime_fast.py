@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from test_compiler_passes import _w3 as w3_sum
 
 import staticgrad as sg
 from staticgrad import runtime, runtime_fast
@@ -220,11 +221,12 @@ def test_kernels_run_on_several_threads_at_once():
 
 
 def _w3(n):
+    """The suite's W3 (its expression: test_compiler_passes's _w3) and its gradient, and
+    n values to feed."""
     g = sg.Graph()
     with g.as_default():
         x = sg.placeholder(sg.float32, [None], name="x")
-        y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-x ** 2)
-                          + sg.log1p(x ** 2))
+        y = w3_sum(x)
         fetches = [y, *sg.gradients(y, [x])]
     xv = np.random.default_rng(3).standard_normal(n).astype(np.float32)
     return g, x, fetches, xv

@@ -31,10 +31,6 @@ from ..ops.registry import np_dtype, render_numpy, render_ufunc
 from ..runtime_blocks import BLOCK
 
 EXPRESSION_LIMIT = 240  # characters of a fused expression shown in the comment
-# members that runtime_fast computes in float32 groups, when it is available (a group has
-# at least passes/fuse.py's FUSE_MIN_ELEMENTS: large enough for its checks not to count)
-VECTOR_MATH = {"Exp": "fast.exp", "Log": "fast.log", "Sigmoid": "fast.sigmoid",
-               "Tanh": "fast.tanh"}
 
 
 class _Rows:
@@ -66,8 +62,12 @@ class _Rows:
 
 def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, printable,
                  vector_math: bool = True):
-    """(lines for run(), lines of the kernel, the op of each kernel line) for the fused group
-    `node`.
+    """(lines for run(), lines of the kernel, the op of each kernel line, whether the kernel
+    calls runtime_fast) for the fused group `node`.
+
+    With `vector_math`, a float32 group computes each member that has a runtime_fast
+    function (`OpDef.vector`) with it, where runtime_fast works here (a group has at least
+    passes/fuse.py's FUSE_MIN_ELEMENTS: large enough for its range checks not to count).
 
     `ref(value, consumer)` is how run() refers to a value, `number(value)` names a scalar
     constant as a module constant (a 0-d array), `out_name(value)` names a value in run(),
@@ -82,7 +82,7 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
     domain = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape
     dtype = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).dtype
     vector = vector_math and dtype.name == "float32" and \
-        any(m.type in VECTOR_MATH for m in node.members) and runtime_fast.available()
+        any(m.opdef.vector for m in node.members) and runtime_fast.available()
 
     def param(v: Value, arg: str) -> None:
         local[id(v)] = names.make(v.name)
@@ -111,6 +111,7 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
     last_use = {id(v): i for i, m in enumerate(node.members) for v in m.inputs}
     allocated: set[int] = set()  # block arrays NumPy made (not in a row): del after last use
     body, body_ops, partials = [], [], []
+    calls_fast = False
 
     def emit(line: str, op) -> None:
         body.append(line)
@@ -146,8 +147,9 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
                 # every call (0.4 us, as long as the call itself, time the other threads wait)
                 a = [number(x) if id(x) not in local and x.const is not None and
                      x.const.ndim == 0 else arg for x, arg in zip(m.inputs, a)]
-                if vector and m.type in VECTOR_MATH and v.dtype is dtype:
-                    emit(f"{name} = {VECTOR_MATH[m.type]}({a[0]}, out={dest})", m.origin)
+                if vector and m.opdef.vector and v.dtype is dtype:
+                    emit(f"{name} = fast.{m.opdef.vector}({a[0]}, out={dest})", m.origin)
+                    calls_fast = True
                 else:
                     emit(f"{name} = {render_ufunc(m.opdef, a, dest)}", m.origin)
             else:
@@ -199,7 +201,7 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
                            f"dtype={np_dtype(s.dtype)}))")
     else:
         run.append(call)
-    return run, kernel, kernel_ops
+    return run, kernel, kernel_ops, calls_fast
 
 
 def _atomic(text: str) -> bool:

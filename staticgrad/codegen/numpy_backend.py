@@ -77,8 +77,8 @@ def _comment(op: Operation) -> str:
 
 def render(program: Program, title: str = "", vector_math: bool = True) -> Rendered:
     """Render `program` as a module whose `run(feeds...)` returns its fetches; with
-    `vector_math`, large float32 fused groups call runtime_fast's exp, log and sigmoid where
-    that is available here (the module then uses the global `fast`)."""
+    `vector_math`, float32 fused groups call runtime_fast's functions (exp, log, tanh,
+    sigmoid) where that works here (the module then uses the global `fast`)."""
     names = _Names()
     expr: dict[int, str] = {}      # id(Value) -> how the code refers to it
     alias: dict[int, bool] = {}    # id(Value) -> may share memory with a feed or a variable
@@ -91,6 +91,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         params.append(expr[id(v)])
 
     scal: dict[int, str] = {}      # id(Value) -> its NumPy scalar (the scalar fast path)
+    uses_fast = False              # a fused kernel calls runtime_fast (`fast`)
 
     def ref(v: Value, consumer: Node | None) -> str:
         known = expr.get(id(v))
@@ -160,8 +161,9 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
                     expr[id(v)] = names.make(v.name)
                 return expr[id(v)]
             kname = names.make("fused")
-            run_lines, kernel, kernel_ops = render_group(node, kname, ref, number, out_name,
-                                                         names, _printable, vector_math)
+            run_lines, kernel, kernel_ops, vector = render_group(
+                node, kname, ref, number, out_name, names, _printable, vector_math)
+            uses_fast = uses_fast or vector
             kernels.append((kernel, kernel_ops))
             body.extend(run_lines)
             line_ops[len(body)] = op
@@ -236,7 +238,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
                              feeds=[(expr[id(v)], _printable(v.tensor.name), v.dtype.name,
                                      _printable(v.shape)) for v in program.feeds],
                              fetches=[_printable(n) for n in fetch_names],
-                             fast=any("fast." in line for lines, _ in kernels for line in lines))
+                             fast=uses_fast)
     header_lines = source.split("\n")
     # Map body line numbers (1-based within body) to source line numbers.
     first = next(i for i, line in enumerate(header_lines) if line.startswith("def run(")) + 2

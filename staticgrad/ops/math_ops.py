@@ -102,17 +102,18 @@ _unary("Sqrt", "np.sqrt({0})", lambda op, g: [g * (0.5 / _y(op))], ufunc="np.sqr
 _unary("Rsqrt", "1 / np.sqrt({0})", lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))],
        ufunc="np.divide(1, np.sqrt({0}, out={out}), out={out})")
 _unary("Reciprocal", "1 / {0}", lambda op, g: [g * -square(_y(op))], ufunc="np.reciprocal")
-_unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)], ufunc="np.exp")
+_unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)], ufunc="np.exp", vector="exp")
 _unary("Expm1", "np.expm1({0})", lambda op, g: [g * exp(_x(op))], ufunc="np.expm1")
-_unary("Log", "np.log({0})", lambda op, g: [g / _x(op)], ufunc="np.log")
+_unary("Log", "np.log({0})", lambda op, g: [g / _x(op)], ufunc="np.log", vector="log")
 _unary("Log1p", "rt.log1p({0})", lambda op, g: [g / (1 + _x(op))],
        ufunc="rt.log1p({0}, out={out})")
 _unary("Sin", "np.sin({0})", lambda op, g: [g * cos(_x(op))], ufunc="np.sin")
 _unary("Cos", "np.cos({0})", lambda op, g: [-(g * sin(_x(op)))], ufunc="np.cos")
 _unary("Tan", "np.tan({0})", lambda op, g: [g * (1 + square(_y(op)))], ufunc="np.tan")
-_unary("Tanh", "np.tanh({0})", lambda op, g: [g * (1 - square(_y(op)))], ufunc="np.tanh")
+_unary("Tanh", "np.tanh({0})", lambda op, g: [g * (1 - square(_y(op)))], ufunc="np.tanh",
+       vector="tanh")
 _unary("Sigmoid", "rt.sigmoid({0})", lambda op, g: [g * (_y(op) * (1 - _y(op)))],
-       ufunc="rt.sigmoid({0}, out={out})")
+       ufunc="rt.sigmoid({0}, out={out})", vector="sigmoid")
 _unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))],
        ufunc="rt.softplus({0}, out={out})")
 _unary("Erf", "rt.erf({0})",

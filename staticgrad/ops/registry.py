@@ -54,6 +54,8 @@ class OpDef:
     ufunc: str | Callable | None = None  # the op as one call writing into `out=`, which
     #                              may be one of its inputs: "np.add({0}, {1}, out={out})",
     #                              or f(args, out) -> that text (memory plans, fused kernels)
+    vector: str | None = None    # its function in runtime_fast ("exp": fast.exp(x, out=r)),
+    #                              which float32 fused kernels call where [fast] works
     doc: str = ""
 
 
