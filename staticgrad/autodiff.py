@@ -22,6 +22,7 @@ from .gcpause import paused_gc
 from .graph import Operation, Tensor
 from .ops import math_ops as M
 from .ops.array_ops import ones_like, reshape, shape_of, sum_to, zeros_like
+from .ops.attr_types import ABSENT, InProcess, Int
 from .ops.join_ops import stack
 from .ops.registry import apply, convert_to_tensor, register, run_rule
 from .variables import Variable
@@ -303,8 +304,14 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gr
 
 
 # -- custom gradients -----------------------------------------------------------------------------
+def _variable_list(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, Variable) for v in value)
+
+
 def _custom_infer(ctx):
     n = ctx.attrs["n_out"]
+    if n > len(ctx.in_shapes):
+        raise ValueError(f"n_out {n} is more than the op's {len(ctx.in_shapes)} inputs")
     return list(zip(ctx.in_shapes[-n:], ctx.in_dtypes[-n:]))
 
 
@@ -338,8 +345,14 @@ def _custom_grad_of(op, *grads):
 
 
 register("CustomGradient", _custom_infer, _custom_numpy, _custom_grad, view=True,
+         attrs={"n_out": Int(lo=1),
+                "grad_fn": InProcess("a Python function", callable, example=print),
+                "variables": InProcess("a list of variables", _variable_list, example=[]),
+                # a dynamic-mode autograd.Function's class name (its backward's name)
+                "function": InProcess("a class name (a str)", lambda v: type(v) is str,
+                                      example="Square", default=ABSENT)},
          doc="Identity on a custom_gradient function's outputs; its rule calls the user's "
-             "grad_fn and stops gradients into the function's inner computation.")
+             "grad_fn and stops gradients into the function's inner computation.", arity=(1, None))
 
 
 def custom_gradient(f):

@@ -434,6 +434,7 @@ def _field(record, key: str, kinds, where: str):
 
 
 def _rebuild_ops(graph: Graph, doc: dict, prefix: str) -> dict[str, Operation]:
+    from .ops.attr_types import check_file_attrs
     from .ops.registry import REGISTRY, create_operation
     ops: dict[str, Operation] = {}
 
@@ -468,6 +469,10 @@ def _rebuild_ops(graph: Graph, doc: dict, prefix: str) -> dict[str, Operation]:
             control.append(ops[ref])
         attrs = {key: decode_value(value, f"{where} attr {key!r}")
                  for key, value in _field(record, "attrs", dict, where).items()}
+        try:
+            check_file_attrs(op_type, REGISTRY[op_type].attrs, attrs)
+        except TypeError as e:
+            raise GraphFormatError(f"{where}: {e}") from None
         if isinstance(attrs.get("var"), str) and op_type != "VariableV2":
             # assignments name their variable: follow it to its new (scoped) name
             if attrs["var"] not in ops or ops[attrs["var"]].type != "VariableV2":

@@ -20,7 +20,8 @@ import numpy as np
 
 from .dtypes import DType
 from .graph import Operation, Tensor
-from .ops.registry import NodeCtx, OpDef
+from .ops.attr_types import check_attrs
+from .ops.registry import NodeCtx, OpDef, check_arity
 from .shapes import TensorShape
 
 
@@ -106,6 +107,9 @@ def make_node(opdef: OpDef, attrs: dict, inputs, origin, controls=(), static_use
     """A new node: its output shapes and dtypes come from the op's own shape rule, run on the
     inputs' concrete shapes (so a pass cannot make a node its op would not make)."""
     inputs = tuple(inputs)
+    check_arity(opdef, len(inputs))  # a pass's node is checked as a user's op is
+    if attrs or opdef.attrs:
+        attrs = check_attrs(opdef.type, opdef.attrs, attrs)
     ctx = NodeCtx(opdef.type, attrs, [v.shape for v in inputs], [v.dtype for v in inputs],
                   [v.const for v in inputs], origin.name if origin is not None else "")
     outs = opdef.infer(ctx)

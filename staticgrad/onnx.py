@@ -25,6 +25,7 @@ import numpy as np
 
 from .export import _check_feed_shape, _given_feed_shapes, _write_atomic
 from .graph import Operation, Tensor
+from .ops.attr_types import check_attrs
 from .passes.prune import prune
 from .runtime_conv import resolve_pads
 from .session import Session, get_default_session
@@ -86,6 +87,10 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
         raise OnnxExportError("cannot export to ONNX: these ops have no ONNX form: "
                               + "; ".join(op.where() for op in missing))
     for op in ops:
+        try:  # attrs changed since the op was made are refused as at creation
+            check_attrs(op.type, op.opdef.attrs, op.attrs)
+        except (TypeError, ValueError) as e:
+            raise OnnxExportError(f"cannot export {op.where()} to ONNX: {e}") from None
         RULES[op.type](b, op)
     for t in outputs:
         b.add_output(t)

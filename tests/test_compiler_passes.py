@@ -105,7 +105,7 @@ def test_simplify_merges_two_transposes_into_one():
     y = sg.transpose(sg.transpose(x, [1, 0, 2]), [0, 2, 1])
     p = eliminate_dead_code(simplify(program_for([y], {x: np.zeros((2, 3, 4), np.float32)})))
     (node,) = p.nodes
-    assert node.type == "Transpose" and node.attrs["perm"] == [1, 2, 0]
+    assert node.type == "Transpose" and node.attrs["perm"] == (1, 2, 0)
 
 
 def test_simplify_never_drops_a_node_with_control_dependencies():

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..graph import Operation
 from ..ir import Node, Program, Value
-from ..ops.registry import render_numpy, render_ufunc, scalar_literal
+from ..ops.registry import render_format, render_numpy, render_ufunc, scalar_literal
 from ..ops.state_ops import Store
 from .fused import render_group
 from .templates import render_template
@@ -280,7 +280,7 @@ def _code(node: Node, args: list[str], shared: _Shared | None = None) -> str:
     (shapes, dtypes, which inputs may share memory with what the run keeps: `shared`) is
     made only for an emitter function."""
     if isinstance(node.opdef.numpy, str):
-        return node.opdef.numpy.format(*args, **node.attrs)
+        return render_format(node.opdef, args, node.attrs)
     ctx = node.ctx
     ctx._shares = (lambda i: shared(node.inputs[i])) if shared is not None else None
     code = render_numpy(node.opdef, args, ctx)

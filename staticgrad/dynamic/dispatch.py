@@ -17,10 +17,12 @@ import numpy as np
 from .. import runtime
 from ..errors import InternalError, InvalidArgumentError, format_location, user_location
 from ..graph import get_default_graph
+from ..ops.attr_types import check_attrs
 from ..ops.registry import (
     KERNEL_NAMESPACE,
     REGISTRY,
     NodeCtx,
+    check_arity,
     get_opdef,
     render_numpy,
     run_kernel,
@@ -42,6 +44,12 @@ class Ran:
 def run_operation(op_type: str, inputs, attrs: dict) -> Ran:
     """Run op `op_type` on dynamic tensors `inputs`; record it if gradients need it."""
     opdef = REGISTRY.get(op_type) or get_opdef(op_type)
+    try:
+        check_arity(opdef, len(inputs))
+        if attrs or opdef.attrs:
+            attrs = check_attrs(op_type, opdef.attrs, attrs)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{op_type} op at {_here()}: {e}") from None
     arrays = []
     for i, t in enumerate(inputs):
         if type(t) is not Tensor:

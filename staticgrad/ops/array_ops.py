@@ -12,7 +12,10 @@ import numpy as np
 from .. import dtypes as _dt
 from ..shapes import TensorShape
 from . import math_ops as M
+from .attr_types import MAX_RANK, DType, Ints, Optional
 from .registry import apply1, convert_to_tensor, register
+
+_AXES = Ints(lo=-MAX_RANK, hi=MAX_RANK - 1)  # axes of a tensor (checked against its rank)
 
 
 def _known(ctx, i, what):
@@ -61,19 +64,23 @@ def shape_of(x):
 
 
 # -- Shape, Size, Rank ----------------------------------------------------------------------------
-def _shape_infer(ctx):
-    rank = ctx.in_shapes[0].ndims
-    return [(TensorShape([rank]), ctx.attrs["out_type"])]
+def _index_type(ctx):
+    """The out_type attr, which must be int32 or int64 (as TF1's)."""
+    dt = ctx.attrs["out_type"]
+    if dt not in (_dt.int32, _dt.int64):
+        raise TypeError(f"out_type must be int32 or int64, got {dt.name}")
+    return dt
 
 
-register("Shape", _shape_infer,
-         lambda a, ctx: f"np.array(np.shape({a[0]}), dtype=np.{ctx.attrs['out_type'].name})",
-         differentiable=False, shape_inputs=(0,))
-register("Size", lambda ctx: [(TensorShape([]), ctx.attrs["out_type"])],
-         lambda a, ctx: f"np.{ctx.attrs['out_type'].name}(np.size({a[0]}))",
-         differentiable=False, shape_inputs=(0,))
+register("Shape", lambda ctx: [(TensorShape([ctx.in_shapes[0].ndims]), _index_type(ctx))],
+         lambda a, ctx: f"np.array(np.shape({a[0]}), dtype={ctx.lit('out_type')})",
+         differentiable=False, shape_inputs=(0,), attrs={"out_type": DType()}, arity=1)
+register("Size", lambda ctx: [(TensorShape([]), _index_type(ctx))],
+         lambda a, ctx: f"{ctx.lit('out_type')}(np.size({a[0]}))",
+         differentiable=False, shape_inputs=(0,), attrs={"out_type": DType()}, arity=1)
 register("Rank", lambda ctx: [(TensorShape([]), _dt.int32)],
-         lambda a, ctx: f"np.int32(np.ndim({a[0]}))", differentiable=False, shape_inputs=(0,))
+         lambda a, ctx: f"np.int32(np.ndim({a[0]}))", differentiable=False, shape_inputs=(0,),
+         arity=1)
 
 
 # -- Reshape and friends --------------------------------------------------------------------------
@@ -111,7 +118,7 @@ def _reshape_numpy(a, ctx):
 
 register("Reshape", _reshape_infer, _reshape_numpy,
          lambda op, g: [reshape(g, shape_of(op.inputs[0])), None],
-         view=True, static_inputs=(1,))
+         view=True, static_inputs=(1,), arity=2)
 
 
 def _transpose_infer(ctx):
@@ -132,7 +139,7 @@ def _transpose_numpy(a, ctx):
     perm = ctx.attrs["perm"]
     if perm is None or (len(perm) == 2 and tuple(perm) == (1, 0)):
         return f"{a[0]}.T"
-    return f"np.transpose({a[0]}, {tuple(perm)!r})"
+    return f"np.transpose({a[0]}, {ctx.lit('perm')})"
 
 
 def _transpose_grad(op, g):
@@ -140,7 +147,8 @@ def _transpose_grad(op, g):
     return [transpose(g, None if perm is None else list(np.argsort(perm)))]
 
 
-register("Transpose", _transpose_infer, _transpose_numpy, _transpose_grad, view=True)
+register("Transpose", _transpose_infer, _transpose_numpy, _transpose_grad, view=True,
+         attrs={"perm": Optional(_AXES)}, arity=1)
 
 
 def _expand_dims_infer(ctx):
@@ -156,8 +164,9 @@ def _expand_dims_infer(ctx):
 
 
 register("ExpandDims", _expand_dims_infer,
-         lambda a, ctx: f"np.expand_dims({a[0]}, {ctx.attrs['axis']!r})",
-         lambda op, g: [reshape(g, shape_of(op.inputs[0]))], view=True)
+         lambda a, ctx: f"np.expand_dims({a[0]}, {ctx.lit('axis')})",
+         lambda op, g: [reshape(g, shape_of(op.inputs[0]))], view=True,
+         attrs={"axis": _AXES}, arity=1)
 
 
 def _squeeze_infer(ctx):
@@ -179,11 +188,12 @@ def _squeeze_infer(ctx):
 
 def _squeeze_numpy(a, ctx):
     axes = ctx.attrs["axis"]
-    return f"np.squeeze({a[0]})" if axes is None else f"np.squeeze({a[0]}, {tuple(axes)!r})"
+    return f"np.squeeze({a[0]})" if axes is None else f"np.squeeze({a[0]}, {ctx.lit('axis')})"
 
 
 register("Squeeze", _squeeze_infer, _squeeze_numpy,
-         lambda op, g: [reshape(g, shape_of(op.inputs[0]))], view=True)
+         lambda op, g: [reshape(g, shape_of(op.inputs[0]))], view=True,
+         attrs={"axis": Optional(_AXES)}, arity=1)
 
 
 # -- broadcasting and its adjoint --------------------------------------------------------------
@@ -209,7 +219,7 @@ def _broadcast_to_numpy(a, ctx):
 
 register("BroadcastTo", _broadcast_to_infer, _broadcast_to_numpy,
          lambda op, g: [sum_to(g, shape_of(op.inputs[0])), None], view=True,
-         static_inputs=(1,))
+         static_inputs=(1,), arity=2)
 
 
 def _sum_to_infer(ctx):
@@ -233,7 +243,8 @@ def _sum_to_numpy(a, ctx):
 register("SumTo", _sum_to_infer, _sum_to_numpy,
          lambda op, g: [broadcast_to(g, shape_of(op.inputs[0])), None], static_inputs=(1,),
          view=True,  # the input itself (or a reshape of it) where there is nothing to sum
-         doc="Sum a broadcast gradient back to an input's shape (the adjoint of BroadcastTo).")
+         doc="Sum a broadcast gradient back to an input's shape (the adjoint of BroadcastTo).",
+         arity=2)
 
 
 def sum_to(x, shape):
@@ -269,7 +280,7 @@ def _fill_grad(op, g):
     return [None, reduce_sum(g)]
 
 
-register("Fill", _fill_infer, _fill_numpy, _fill_grad, static_inputs=(0,))
+register("Fill", _fill_infer, _fill_numpy, _fill_grad, static_inputs=(0,), arity=2)
 
 
 def _like_numpy(fill):
@@ -283,12 +294,13 @@ def _like_numpy(fill):
 
 
 def _like_infer(ctx):
-    return [(ctx.in_shapes[0], ctx.attrs.get("dtype") or ctx.in_dtypes[0])]
+    return [(ctx.in_shapes[0], ctx.attrs["dtype"] or ctx.in_dtypes[0])]
 
 
 register("ZerosLike", _like_infer, _like_numpy("zeros"), differentiable=False,
-         shape_inputs=(0,))
-register("OnesLike", _like_infer, _like_numpy("ones"), differentiable=False, shape_inputs=(0,))
+         shape_inputs=(0,), attrs={"dtype": Optional(DType(), default=None)}, arity=1)
+register("OnesLike", _like_infer, _like_numpy("ones"), differentiable=False, shape_inputs=(0,),
+         attrs={"dtype": Optional(DType(), default=None)}, arity=1)
 
 
 def fill(dims, value, name=None):

@@ -22,10 +22,16 @@ from ..runtime_conv import axis_pads, output_size, resolve_pads
 from ..shapes import TensorShape
 from . import math_ops as M
 from .array_ops import _shape_arg, shape_of
+from .attr_types import Choice, Ints, OneOf, Pairs
 from .registry import apply1, convert_to_tensor, register
 
-CONV_ATTRS = ("strides", "padding", "dilations")
-POOL_ATTRS = ("ksize", "strides", "padding")
+_SIZES = Ints(length=2, lo=1)  # (height, width) of a stride, window or dilation
+_SAME_OR_VALID = Choice("SAME", "VALID")
+CONV_TYPES = {"strides": _SIZES, "padding": OneOf(_SAME_OR_VALID, Pairs(2)),
+              "dilations": _SIZES}
+POOL_TYPES = {"ksize": _SIZES, "strides": _SIZES, "padding": _SAME_OR_VALID}
+CONV_ATTRS = tuple(CONV_TYPES)
+POOL_ATTRS = tuple(POOL_TYPES)
 
 
 # -- shape rules ---------------------------------------------------------------------------------
@@ -168,10 +174,10 @@ def _avg_pool_grad_infer(ctx):
 
 def _padding_literal(ctx, in_hw, k_hw, dilations=(1, 1)):
     """The padding as ((top, bottom), (left, right)) when the sizes are known, else as given."""
-    padding = ctx.attrs["padding"]
     if None in in_hw or None in k_hw:
-        return repr(padding)
-    return repr(resolve_pads(padding, in_hw, k_hw, ctx.attrs["strides"], dilations))
+        return ctx.lit("padding")
+    pads = resolve_pads(ctx.attrs["padding"], in_hw, k_hw, ctx.attrs["strides"], dilations)
+    return Pairs(2).literal(pads)
 
 
 def _sizes_literal(ctx, i, arg):
@@ -183,7 +189,7 @@ def _sizes_literal(ctx, i, arg):
 
 def _conv_tail(ctx, in_hw, k_hw):
     d = ctx.attrs["dilations"]
-    return f"{ctx.attrs['strides']}, {_padding_literal(ctx, in_hw, k_hw, d)}, {d}"
+    return f"{ctx.lit('strides')}, {_padding_literal(ctx, in_hw, k_hw, d)}, {ctx.lit('dilations')}"
 
 
 def _conv2d_numpy(a, ctx):
@@ -210,9 +216,8 @@ def _pool_numpy(kernel, input_is_shape=False):
             in_hw = ctx.out_dims()[1:3]
         else:
             in_hw = _dims4(ctx, 0)[1:3]
-        ksize, strides = ctx.attrs["ksize"], ctx.attrs["strides"]
-        pads = _padding_literal(ctx, in_hw, ksize)
-        return f"rt.{kernel}({', '.join(a)}, {ksize}, {strides}, {pads})"
+        pads = _padding_literal(ctx, in_hw, ctx.attrs["ksize"])
+        return f"rt.{kernel}({', '.join(a)}, {ctx.lit('ksize')}, {ctx.lit('strides')}, {pads})"
     return emit
 
 
@@ -268,18 +273,19 @@ def _avg_pool_grad_grad(op, g):
     return [None, apply1("AvgPool", [g], _attrs(op, POOL_ATTRS))]
 
 
-register("Conv2D", _conv2d_infer, _conv2d_numpy, _conv2d_grad)
+register("Conv2D", _conv2d_infer, _conv2d_numpy, _conv2d_grad, attrs=CONV_TYPES, arity=2)
 register("Conv2DBackpropInput", _backprop_input_infer, _backprop_input_numpy,
-         _conv2d_backprop_input_grad, static_inputs=(0,))
+         _conv2d_backprop_input_grad, static_inputs=(0,), attrs=CONV_TYPES, arity=3)
 register("Conv2DBackpropFilter", _backprop_filter_infer, _backprop_filter_numpy,
-         _conv2d_backprop_filter_grad, static_inputs=(1,))
-register("MaxPool", _pool_infer, _pool_numpy("max_pool"), _max_pool_grad)
-register("MaxPoolGrad", _max_pool_grad_infer, _pool_numpy("max_pool_grad"), _max_pool_grad_grad)
+         _conv2d_backprop_filter_grad, static_inputs=(1,), attrs=CONV_TYPES, arity=3)
+register("MaxPool", _pool_infer, _pool_numpy("max_pool"), _max_pool_grad, attrs=POOL_TYPES, arity=1)
+register("MaxPoolGrad", _max_pool_grad_infer, _pool_numpy("max_pool_grad"), _max_pool_grad_grad,
+         attrs=POOL_TYPES, arity=3)
 register("MaxPoolGradGrad", _max_pool_grad_grad_infer, _pool_numpy("max_pool_grad_grad"),
-         _max_pool_grad_grad_grad)
-register("AvgPool", _pool_infer, _pool_numpy("avg_pool"), _avg_pool_grad)
+         _max_pool_grad_grad_grad, attrs=POOL_TYPES, arity=3)
+register("AvgPool", _pool_infer, _pool_numpy("avg_pool"), _avg_pool_grad, attrs=POOL_TYPES, arity=1)
 register("AvgPoolGrad", _avg_pool_grad_infer, _pool_numpy("avg_pool_grad", input_is_shape=True),
-         _avg_pool_grad_grad, static_inputs=(0,))
+         _avg_pool_grad_grad, static_inputs=(0,), attrs=POOL_TYPES, arity=2)
 
 
 # -- public functions ----------------------------------------------------------------------------

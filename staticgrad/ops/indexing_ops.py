@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, shape_of
+from .attr_types import MAX_RANK, Axis, DType, IndexSpec, Int, Number
 from .registry import apply1, convert_to_tensor, is_tensor_like, register
 
 
@@ -55,20 +56,8 @@ def normalize_index(key) -> tuple:
 
 
 def index_source(spec) -> str:
-    """Python source of an index spec, e.g. '0, 1:3, ..., None'."""
-    parts = []
-    for s in spec:
-        if s is None:
-            parts.append("None")
-        elif s is Ellipsis:
-            parts.append("...")
-        elif isinstance(s, int):
-            parts.append(str(s))
-        else:
-            _, a, b, c = s
-            text = f"{'' if a is None else a}:{'' if b is None else b}"
-            parts.append(text + (f":{c}" if c is not None else ""))
-    return ", ".join(parts) if parts else "()"
+    """Python source of an index spec, e.g. '0, 1:3, ..., None' (made by its declared type)."""
+    return IndexSpec().literal(spec)
 
 
 def _sliced_shape(dims, spec, where_shape):
@@ -107,10 +96,10 @@ def _strided_slice_infer(ctx):
 
 
 register("StridedSlice", _strided_slice_infer,
-         lambda a, ctx: f"{a[0]}[{index_source(ctx.attrs['index'])}]",
+         lambda a, ctx: f"{a[0]}[{ctx.lit('index')}]",
          lambda op, g: [apply1("StridedSliceGrad", [g, shape_of(op.inputs[0])],
                                {"index": op.attrs["index"]})],
-         view=True)
+         view=True, attrs={"index": IndexSpec()}, arity=1)
 
 
 def _strided_slice_grad_infer(ctx):
@@ -122,9 +111,9 @@ def _strided_slice_grad_infer(ctx):
 
 register("StridedSliceGrad", _strided_slice_grad_infer,
          lambda a, ctx: (f"rt.strided_slice_grad({a[0]}, {tuple(_known(ctx, 1, 'shape'))!r}, "
-                         f"np.s_[{index_source(ctx.attrs['index'])}])"),
+                         f"np.s_[{ctx.lit('index')}])"),
          lambda op, g: [strided_slice_spec(g, op.attrs["index"]), None],
-         static_inputs=(1,))
+         static_inputs=(1,), attrs={"index": IndexSpec()}, arity=2)
 
 
 def strided_slice_spec(x, spec, name=None):
@@ -181,7 +170,7 @@ def _slice_grad(op, g):
     return [pad(g, stack([begin, after], axis=1)), None, None]
 
 
-register("Slice", _slice_infer, _slice_numpy, _slice_grad, view=True, static_inputs=(1, 2))
+register("Slice", _slice_infer, _slice_numpy, _slice_grad, view=True, static_inputs=(1, 2), arity=3)
 
 
 def slice(input_, begin, size, name=None):  # noqa: A001 - TF1's name
@@ -208,21 +197,27 @@ def _gather_grad(op, g):
     return [grad, None]
 
 
-register("GatherV2", _gather_infer,
-         lambda a, ctx: f"np.take({a[0]}, {a[1]}, axis={ctx.attrs['axis']})", _gather_grad)
+register("GatherV2", _gather_infer, "np.take({0}, {1}, axis={axis})", _gather_grad,
+         attrs={"axis": Axis()}, arity=2)
 
 
 def _gather_grad_infer(ctx):
     target = ctx.value(2)
     shape = TensorShape(None if target is None else [int(d) for d in target])
+    if shape.dims is not None:
+        _norm_axis(ctx.attrs["axis"], len(shape.dims))
     return [(shape, ctx.in_dtypes[0])]
 
 
-register("GatherGrad", _gather_grad_infer,
-         lambda a, ctx: (f"rt.gather_grad({a[0]}, {a[1]}, {tuple(_known(ctx, 2, 'shape'))!r}, "
-                         f"{ctx.attrs['axis'] % len(ctx.out_shapes[0].dims)})"),
+def _gather_grad_numpy(a, ctx):
+    shape = tuple(_known(ctx, 2, "shape"))
+    axis = Int().literal(_norm_axis(ctx.attrs["axis"], len(shape)))
+    return f"rt.gather_grad({a[0]}, {a[1]}, {shape!r}, {axis})"
+
+
+register("GatherGrad", _gather_grad_infer, _gather_grad_numpy,
          lambda op, g: [gather(g, op.inputs[1], axis=op.attrs["axis"]), None, None],
-         static_inputs=(2,))
+         static_inputs=(2,), attrs={"axis": Axis()}, arity=3)
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=0):
@@ -242,19 +237,19 @@ def _one_hot_infer(ctx):
     if dims is None:
         return [(TensorShape(None), ctx.attrs["dtype"])]
     axis = ctx.attrs["axis"]
+    if axis > len(dims):
+        raise ValueError(f"axis {axis} is out of range for indices of rank {len(dims)} (the "
+                         f"output has rank {len(dims) + 1}; -1 is the last axis)")
     out = list(dims)
     out.insert(len(out) if axis == -1 else axis, ctx.attrs["depth"])
     return [(TensorShape(out), ctx.attrs["dtype"])]
 
 
-def _one_hot_numpy(a, ctx):
-    at = ctx.attrs
-    dt = "np.bool_" if at["dtype"].is_bool else f"np.{at['dtype'].name}"
-    return (f"rt.one_hot({a[0]}, {at['depth']}, {at['on_value']!r}, {at['off_value']!r}, "
-            f"{at['axis']}, {dt})")
-
-
-register("OneHot", _one_hot_infer, _one_hot_numpy, differentiable=False)
+register("OneHot", _one_hot_infer,
+         "rt.one_hot({0}, {depth}, {on_value}, {off_value}, {axis}, {dtype})",
+         differentiable=False,
+         attrs={"depth": Int(lo=0), "on_value": Number(), "off_value": Number(),
+                "axis": Int(-1, MAX_RANK - 1), "dtype": DType()}, arity=1)
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
@@ -269,7 +264,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 
 register("Where", lambda ctx: [(TensorShape([None, ctx.in_shapes[0].ndims]), _dt.int64)],
-         "np.argwhere({0})", differentiable=False)
+         "np.argwhere({0})", differentiable=False, arity=1)
 
 
 # -- sequences -------------------------------------------------------------------------------------
@@ -284,9 +279,8 @@ def _range_infer(ctx):
     return [(TensorShape([max(0, int(np.ceil((limit - start) / delta)))]), dt)]
 
 
-register("Range", _range_infer,
-         lambda a, ctx: f"np.arange({a[0]}, {a[1]}, {a[2]}, dtype=np.{ctx.attrs['dtype'].name})",
-         differentiable=False)
+register("Range", _range_infer, "np.arange({0}, {1}, {2}, dtype={dtype})",
+         differentiable=False, attrs={"dtype": DType()}, arity=3)
 
 
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TF1's name
@@ -309,9 +303,9 @@ def _linspace_infer(ctx):
 
 
 register("LinSpace", _linspace_infer,
-         lambda a, ctx: (f"np.linspace({a[0]}, {a[1]}, {ctx.attrs['num']}, "
+         lambda a, ctx: (f"np.linspace({a[0]}, {a[1]}, {ctx.lit('num')}, "
                          f"dtype=np.{ctx.in_dtypes[0].name})"),
-         differentiable=False)
+         differentiable=False, attrs={"num": Int(lo=0)}, arity=2)
 
 
 def linspace(start, stop, num, name=None):
@@ -327,8 +321,8 @@ def linspace(start, stop, num, name=None):
 lin_space = linspace
 
 register("Eye", lambda ctx: [(TensorShape([ctx.attrs["n"], ctx.attrs["m"]]), ctx.attrs["dtype"])],
-         lambda a, ctx: (f"np.eye({ctx.attrs['n']}, {ctx.attrs['m']}, "
-                         f"dtype=np.{ctx.attrs['dtype'].name})"), differentiable=False)
+         "np.eye({n}, {m}, dtype={dtype})", differentiable=False,
+         attrs={"n": Int(lo=0), "m": Int(lo=0), "dtype": DType()}, arity=0)
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=_dt.float32, name=None):

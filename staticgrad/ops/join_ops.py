@@ -6,7 +6,10 @@ import numpy as np
 
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, reshape, shape_of, zeros_like
-from .registry import apply, apply1, convert_to_tensor, is_tensor_like, register, scalar_literal
+from .attr_types import Axis, Choice, Int, Ints, Number
+from .registry import apply, apply1, convert_to_tensor, is_tensor_like, register
+
+_OUTPUTS = Int(0, 1 << 20)  # how many outputs an op makes (split, unstack)
 
 
 def _same_dtype(ctx):
@@ -59,8 +62,8 @@ def _concat_grad(op, g):
 
 
 register("ConcatV2", _concat_infer,
-         lambda a, ctx: f"np.concatenate([{', '.join(a)}], axis={ctx.attrs['axis']})",
-         _concat_grad)
+         lambda a, ctx: f"np.concatenate([{', '.join(a)}], axis={ctx.lit('axis')})",
+         _concat_grad, attrs={"axis": Axis()}, arity=(1, None))
 
 
 def concat(values, axis, name="concat"):
@@ -89,8 +92,9 @@ def _pack_infer(ctx):
 
 
 register("Pack", _pack_infer,
-         lambda a, ctx: f"np.stack([{', '.join(a)}], axis={ctx.attrs['axis']})",
-         lambda op, g: unstack(g, num=len(op.inputs), axis=op.attrs["axis"]))
+         lambda a, ctx: f"np.stack([{', '.join(a)}], axis={ctx.lit('axis')})",
+         lambda op, g: unstack(g, num=len(op.inputs), axis=op.attrs["axis"]),
+         attrs={"axis": Axis()}, arity=(1, None))
 
 
 def _unpack_infer(ctx):
@@ -104,10 +108,10 @@ def _unpack_infer(ctx):
 
 
 def _unpack_numpy(a, ctx):
-    axis = ctx.attrs["axis"]
+    axis = ctx.lit("axis")
     if ctx.attrs["num"] == 1:
         return f"np.take({a[0]}, 0, axis={axis})"  # one output: the value, not a 1-tuple
-    return f"tuple(np.moveaxis({a[0]}, {axis}, 0))" if axis else f"tuple({a[0]})"
+    return f"tuple(np.moveaxis({a[0]}, {axis}, 0))" if ctx.attrs["axis"] else f"tuple({a[0]})"
 
 
 def _unpack_grad(op, *grads):
@@ -115,7 +119,8 @@ def _unpack_grad(op, *grads):
     return [stack(grads, axis=op.attrs["axis"])]
 
 
-register("Unpack", _unpack_infer, _unpack_numpy, _unpack_grad, view=True)
+register("Unpack", _unpack_infer, _unpack_numpy, _unpack_grad, view=True,
+         attrs={"num": _OUTPUTS, "axis": Axis()}, arity=1)
 
 
 def stack(values, axis=0, name="stack"):
@@ -179,7 +184,7 @@ def _split_numpy(a, ctx):
     bounds = list(np.cumsum(sizes)[:-1].tolist())
     if len(sizes) == 1:
         return a[0]  # one output: the value, not a 1-tuple
-    return f"tuple(np.split({a[0]}, {bounds!r}, axis={axis}))"
+    return f"tuple(np.split({a[0]}, {bounds!r}, axis={ctx.lit('axis')}))"
 
 
 def _split_grad(op, *grads):
@@ -187,7 +192,8 @@ def _split_grad(op, *grads):
     return [concat(grads, axis=op.attrs["axis"]), None]
 
 
-register("Split", _split_infer, _split_numpy, _split_grad, view=True, static_inputs=(1,))
+register("Split", _split_infer, _split_numpy, _split_grad, view=True, static_inputs=(1,),
+         attrs={"num": _OUTPUTS, "axis": Axis()}, arity=2)
 
 
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
@@ -239,8 +245,8 @@ def _tile_grad(op, g):
     return [reduce_sum(reshape(g, interleaved), axis=list(range(0, 2 * len(mult), 2)))]
 
 
-register("Tile", _tile_infer, lambda a, ctx: f"np.tile({a[0]}, {ctx.attrs['multiples']!r})",
-         _tile_grad)
+register("Tile", _tile_infer, lambda a, ctx: f"np.tile({a[0]}, {ctx.lit('multiples')})",
+         _tile_grad, attrs={"multiples": Ints(lo=0)}, arity=1)
 
 
 def tile(input, multiples, name=None):  # noqa: A002
@@ -269,9 +275,13 @@ def _pad_numpy(a, ctx):
     mode = ctx.attrs["mode"]
     if mode == "CONSTANT":
         c = ctx.attrs["constant_values"]
-        extra = f", constant_values={scalar_literal(c)}" if c != 0 else ""
+        extra = f", constant_values={ctx.lit('constant_values')}" if c != 0 else ""
         return f"np.pad({a[0]}, {pads!r}{extra})"
-    return f"np.pad({a[0]}, {pads!r}, mode={mode.lower()!r})"
+    return f"np.pad({a[0]}, {pads!r}, mode={_NUMPY_PAD_MODES[mode]!r})"
+
+
+_PAD_MODES = Choice("CONSTANT", "REFLECT", "SYMMETRIC")
+_NUMPY_PAD_MODES = {"REFLECT": "reflect", "SYMMETRIC": "symmetric"}
 
 
 def _pad_grad(op, g):
@@ -283,7 +293,8 @@ def _pad_grad(op, g):
     return [_slice(g, begin, shape_of(op.inputs[0])), None]
 
 
-register("Pad", _pad_infer, _pad_numpy, _pad_grad, static_inputs=(1,))
+register("Pad", _pad_infer, _pad_numpy, _pad_grad, static_inputs=(1,),
+         attrs={"mode": _PAD_MODES, "constant_values": Number()}, arity=2)
 
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):

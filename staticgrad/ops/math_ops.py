@@ -11,13 +11,12 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..shapes import broadcast_shapes
+from .attr_types import Bool, DType, Float
 from .registry import (
     apply1,
     convert_to_tensor,
     is_tensor_like,
-    np_dtype,
     register,
-    scalar_literal,
     wants,
 )
 
@@ -68,12 +67,12 @@ def _ufunc_call(ufunc, arity):
 
 def _unary(op_type, numpy, grad, kinds="f", ufunc=None, **kw):
     kw.setdefault("new_array", not kw.get("view", False))
-    register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, broadcasts=False,
+    register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, broadcasts=False, arity=1,
              ufunc=_ufunc_call(ufunc, 1), **kw)
 
 
 def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, ufunc=None, **kw):
-    register(op_type, broadcast_infer(kinds, out_dtype), numpy, grad, elementwise=True,
+    register(op_type, broadcast_infer(kinds, out_dtype), numpy, grad, elementwise=True, arity=2,
              differentiable=grad is not None, new_array=True, ufunc=_ufunc_call(ufunc, 2),
              **kw)
 
@@ -129,9 +128,9 @@ _unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y
 _unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))], ufunc="np.floor")
 _unary("Identity", "{0}", lambda op, g: [g], kinds="fib", view=True)
 register("StopGradient", unary_infer("fib"), "{0}", None, differentiable=False, view=True,
-         elementwise=True, broadcasts=False)
+         elementwise=True, broadcasts=False, arity=1)
 register("LogicalNot", unary_infer("b"), "np.logical_not({0})", None, differentiable=False,
-         elementwise=True, broadcasts=False)
+         elementwise=True, broadcasts=False, arity=1)
 
 
 def _relu_grad_infer(ctx):
@@ -152,7 +151,7 @@ register("ReluGrad", _relu_grad_infer, "{0} * ({1} > 0)",
          lambda op, gg: [apply1("ReluGrad", [gg, op.inputs[1]], name="ReluGrad"),
                          zeros_like(op.inputs[1])],
          elementwise=True, broadcasts=False, new_array=True,
-         ufunc="np.multiply({0}, np.greater({1}, 0), out={out})")
+         ufunc="np.multiply({0}, np.greater({1}, 0), out={out})", arity=2)
 
 
 def _leaky_relu_grad(op, g):
@@ -171,7 +170,7 @@ def _leaky_relu_numpy(args, ctx):
     x, alpha = args[0], ctx.attrs["alpha"]
     with np.errstate(over="ignore", under="ignore"):
         rounded = ctx.in_dtypes[0].np.type(alpha)
-    scaled = f"{x} * {scalar_literal(alpha)}"
+    scaled = f"{x} * {ctx.lit('alpha')}"
     if 0 < rounded <= 1:
         return f"np.maximum({scaled}, {x})"
     if rounded > 1:
@@ -180,7 +179,7 @@ def _leaky_relu_numpy(args, ctx):
 
 
 register("LeakyRelu", unary_infer("f"), _leaky_relu_numpy, _leaky_relu_grad, elementwise=True,
-         broadcasts=False)
+         broadcasts=False, attrs={"alpha": Float()}, arity=1)
 
 
 def _cast_infer(ctx):
@@ -188,7 +187,7 @@ def _cast_infer(ctx):
 
 
 def _cast_numpy(args, ctx):
-    return f"{args[0]}.astype({np_dtype(ctx.attrs['dtype'])})"
+    return f"{args[0]}.astype({ctx.lit('dtype')})"
 
 
 def _cast_grad(op, g):
@@ -198,7 +197,8 @@ def _cast_grad(op, g):
     return [None]
 
 
-register("Cast", _cast_infer, _cast_numpy, _cast_grad, elementwise=True, broadcasts=False)
+register("Cast", _cast_infer, _cast_numpy, _cast_grad, elementwise=True, broadcasts=False,
+         attrs={"dtype": DType()}, arity=1)
 
 
 # -- binary ops -----------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def _select_grad(op, g):
 
 
 register("Select", _select_infer, "rt.select({0}, {1}, {2})", _select_grad, elementwise=True,
-         new_array=True)
+         new_array=True, arity=3)
 
 
 def _clip_infer(ctx):
@@ -307,7 +307,7 @@ def _clip_grad(op, g):  # TF1's rule: t's gradient where it was not clipped, a b
 # TF's raw ClipByValue op (`clip_by_value` is, as in TF1, a maximum then a minimum); the
 # compiler writes log1p with it (passes/expand.py): np.clip (rt.clip) is one pass over memory
 register("ClipByValue", _clip_infer, "rt.clip({0}, {1}, {2})", _clip_grad, elementwise=True,
-         new_array=True, ufunc="rt.clip({0}, {1}, {2}, out={out})")
+         new_array=True, ufunc="rt.clip({0}, {1}, {2}, out={out})", arity=3)
 
 
 def _add_n_infer(ctx):
@@ -328,7 +328,8 @@ def _add_n_infer(ctx):
 register("AddN", _add_n_infer,
          lambda args, ctx: " + ".join(args) if len(args) > 1 else f"np.copy({args[0]})",
          lambda op, g: [g] * len(op.inputs), elementwise=True, broadcasts=False,
-         new_array=True, ufunc=lambda args, out: f"rt.add_n({', '.join(args)}, out={out})")
+         new_array=True, ufunc=lambda args, out: f"rt.add_n({', '.join(args)}, out={out})",
+         arity=(1, None))
 
 
 # -- matmul -----------------------------------------------------------------------------------
@@ -383,7 +384,7 @@ def _matmul_grad(op, g):
 
 
 register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, broadcasts=True, core_dims=2,
-         new_array=True)
+         new_array=True, attrs={"transpose_a": Bool(), "transpose_b": Bool()}, arity=2)
 
 
 # -- public functions -------------------------------------------------------------------------

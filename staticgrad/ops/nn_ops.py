@@ -11,6 +11,7 @@ from .. import dtypes as _dt
 from ..graph import name_scope
 from . import math_ops as M
 from .array_ops import expand_dims
+from .attr_types import Axis
 from .indexing_ops import one_hot
 from .reduction_ops import reduce_sum
 from .registry import apply1, convert_to_tensor, register
@@ -24,10 +25,14 @@ tanh = M.tanh
 softplus = M.softplus
 
 
-def _last_axis_infer(ctx):
+def _axis_infer(ctx):
     M.check_kind(ctx, 0, "f")
-    if ctx.in_shapes[0].ndims == 0:
+    rank = ctx.in_shapes[0].ndims
+    if rank == 0:
         raise ValueError(f"{ctx.type} needs a tensor of rank >= 1, got a scalar")
+    axis = ctx.attrs["axis"]
+    if rank is not None and not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for a tensor of rank {rank}")
     return [(ctx.in_shapes[0], ctx.in_dtypes[0])]
 
 
@@ -43,10 +48,10 @@ def _log_softmax_grad(op, g):
     return [g - M.exp(y) * reduce_sum(g, axis=axis, keepdims=True)]
 
 
-register("Softmax", _last_axis_infer, "rt.softmax({0}, axis={axis})", _softmax_grad,
-         new_array=True)
-register("LogSoftmax", _last_axis_infer, "rt.log_softmax({0}, axis={axis})", _log_softmax_grad,
-         new_array=True)
+register("Softmax", _axis_infer, "rt.softmax({0}, axis={axis})", _softmax_grad,
+         new_array=True, attrs={"axis": Axis()}, arity=1)
+register("LogSoftmax", _axis_infer, "rt.log_softmax({0}, axis={axis})", _log_softmax_grad,
+         new_array=True, attrs={"axis": Axis()}, arity=1)
 
 
 def softmax(logits, axis=None, name=None, dim=None):
@@ -76,7 +81,10 @@ def _xent_infer(ctx):
         return [(TensorShape(None), ctx.in_dtypes[1])]
     if not shape.dims:
         raise ValueError("logits must have rank >= 1")
-    axis = ctx.attrs["axis"] % len(shape.dims)
+    axis = ctx.attrs["axis"]
+    if not -len(shape.dims) <= axis < len(shape.dims):
+        raise ValueError(f"axis {axis} is out of range for logits of shape {shape}")
+    axis %= len(shape.dims)
     from ..shapes import TensorShape
     return [(TensorShape(shape.dims[:axis] + shape.dims[axis + 1:]), ctx.in_dtypes[1])]
 
@@ -91,7 +99,8 @@ def _xent_grad(op, g):
 
 
 register("SoftmaxCrossEntropyWithLogits", _xent_infer,
-         "rt.softmax_xent({0}, {1}, axis={axis})", _xent_grad, new_array=True)
+         "rt.softmax_xent({0}, {1}, axis={axis})", _xent_grad, new_array=True,
+         attrs={"axis": Axis()}, arity=2)
 
 
 def softmax_cross_entropy_with_logits_v2(labels=None, logits=None, axis=-1, name=None, dim=None):
@@ -136,7 +145,7 @@ def _sparse_xent_grad(op, g):
 
 
 register("SparseSoftmaxCrossEntropyWithLogits", _sparse_xent_infer,
-         "rt.sparse_softmax_xent({0}, {1})", _sparse_xent_grad)
+         "rt.sparse_softmax_xent({0}, {1})", _sparse_xent_grad, arity=2)
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,

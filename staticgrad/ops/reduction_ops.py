@@ -12,7 +12,10 @@ from .. import dtypes as _dt
 from ..shapes import TensorShape
 from . import math_ops as M
 from .array_ops import _norm_axis, broadcast_to, expand_dims, reshape, shape_of
+from .attr_types import MAX_RANK, Axis, Bool, DType, Ints, Optional
 from .registry import apply1, convert_to_tensor, register
+
+_REDUCE_ATTRS = {"axis": Optional(Ints(lo=-MAX_RANK, hi=MAX_RANK - 1)), "keepdims": Bool()}
 
 
 def _axes(ctx):
@@ -47,7 +50,7 @@ def _reduce_numpy(fn):
         axis = ctx.attrs["axis"]
         parts = [a[0]]
         if axis is not None:
-            parts.append(f"axis={tuple(axis)!r}")
+            parts.append(f"axis={ctx.lit('axis')}")
         if ctx.attrs["keepdims"]:
             parts.append("keepdims=True")
         dt = ctx.out_dtypes[0]
@@ -119,17 +122,24 @@ def _prod_grad(op, g):
     return [M.where(is_zero, at_zero, elsewhere) * _restore(op, g)]
 
 
-register("Sum", _reduce_infer("fi"), _reduce_numpy("sum"), _sum_grad, new_array=True)
-register("Mean", _reduce_infer("fi"), _reduce_numpy("mean"), _mean_grad, new_array=True)
-register("Max", _reduce_infer("fi"), _reduce_numpy("max"), _minmax_grad, new_array=True)
-register("Min", _reduce_infer("fi"), _reduce_numpy("min"), _minmax_grad, new_array=True)
-register("Prod", _reduce_infer("fi"), _reduce_numpy("prod"), _prod_grad, new_array=True)
-register("Any", _reduce_infer("b"), _reduce_numpy("any"), differentiable=False)
-register("All", _reduce_infer("b"), _reduce_numpy("all"), differentiable=False)
+def _reduction(op_type, kinds, fn, grad=None):
+    register(op_type, _reduce_infer(kinds), _reduce_numpy(fn), grad, arity=1,
+             differentiable=grad is not None, new_array=grad is not None, attrs=_REDUCE_ATTRS)
+
+
+_reduction("Sum", "fi", "sum", _sum_grad)
+_reduction("Mean", "fi", "mean", _mean_grad)
+_reduction("Max", "fi", "max", _minmax_grad)
+_reduction("Min", "fi", "min", _minmax_grad)
+_reduction("Prod", "fi", "prod", _prod_grad)
+_reduction("Any", "b", "any")
+_reduction("All", "b", "all")
 
 
 def _arg_infer(ctx):
     M.check_kind(ctx, 0, "fi")
+    if ctx.attrs["output_type"] not in (_dt.int32, _dt.int64):
+        raise TypeError(f"output_type must be int32 or int64, got {ctx.attrs['output_type'].name}")
     dims = ctx.dims(0)
     if dims is None:
         return [(TensorShape(None), ctx.attrs["output_type"])]
@@ -139,14 +149,17 @@ def _arg_infer(ctx):
 
 def _arg_numpy(fn):
     def emit(a, ctx):
-        expr = f"np.{fn}({a[0]}, axis={ctx.attrs['axis']})"
+        expr = f"np.{fn}({a[0]}, axis={ctx.lit('axis')})"
         dt = ctx.attrs["output_type"]
-        return expr if dt is _dt.int64 else f"{expr}.astype(np.{dt.name})"
+        return expr if dt is _dt.int64 else f"{expr}.astype({ctx.lit('output_type')})"
     return emit
 
 
-register("ArgMax", _arg_infer, _arg_numpy("argmax"), differentiable=False)
-register("ArgMin", _arg_infer, _arg_numpy("argmin"), differentiable=False)
+_ARG_ATTRS = {"axis": Axis(), "output_type": DType()}
+register("ArgMax", _arg_infer, _arg_numpy("argmax"), differentiable=False, attrs=_ARG_ATTRS,
+         arity=1)
+register("ArgMin", _arg_infer, _arg_numpy("argmin"), differentiable=False, attrs=_ARG_ATTRS,
+         arity=1)
 
 
 # -- public functions ----------------------------------------------------------------------------

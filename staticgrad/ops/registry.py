@@ -10,6 +10,10 @@ An `OpDef` holds
   `differentiable=False` for ops that have no gradient (comparisons, argmax...).
 
 `ctx` (a `NodeCtx`) gives a rule the input shapes, dtypes, static values and attrs.
+
+Every attribute has a declared type (`attrs={"axis": Int()}`, see `attr_types`): values are
+checked against it when an op is created, and an emitter writes one into source only as
+`ctx.lit(name)`, the literal of its type; a format string's `{axis}` gets that literal too.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import string
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -27,6 +32,7 @@ from .. import dtypes as _dt
 from .. import runtime
 from ..errors import user_location
 from ..graph import Operation, Tensor, check_op_name, get_default_graph
+from .attr_types import AttrType, check_attrs
 
 REGISTRY: dict[str, OpDef] = {}
 
@@ -57,15 +63,35 @@ class OpDef:
     vector: str | None = None    # its function in runtime_fast ("exp": fast.exp(x, out=r)),
     #                              which float32 fused kernels call where [fast] works
     doc: str = ""
+    attrs: dict[str, AttrType] = dataclasses.field(default_factory=dict)  # declared types
+    arity: int | tuple = 1       # how many inputs: n, or (at least, at most or None)
+    format_attrs: tuple = ()     # the attrs a format-string `numpy` names ("{axis}")
 
 
-def register(op_type: str, infer, numpy, grad=None, **kw) -> OpDef:
+def register(op_type: str, infer, numpy, grad=None, attrs=None, **kw) -> OpDef:
+    """Define op `op_type`; `attrs` maps each attribute it takes to its declared type,
+    `arity` says how many inputs it takes."""
     if op_type in REGISTRY:
         raise ValueError(f"op type {op_type!r} is already registered")
     kw.setdefault("broadcasts", kw.get("elementwise", False))
-    opdef = OpDef(op_type, infer, numpy, grad, **kw)
+    opdef = OpDef(op_type, infer, numpy, grad, attrs=dict(attrs or {}), **kw)
+    if isinstance(numpy, str):
+        fields = {f for _, f, _, _ in string.Formatter().parse(numpy) if f}
+        named = tuple(sorted(f for f in fields if not f.isdigit()))
+        undeclared = [f for f in named if f not in opdef.attrs]
+        if undeclared:
+            raise ValueError(f"{op_type}'s expression names undeclared attrs {undeclared}")
+        opdef.format_attrs = named
     REGISTRY[op_type] = opdef
     return opdef
+
+
+def check_arity(opdef: OpDef, n: int) -> None:
+    """ValueError unless `n` inputs fit the op."""
+    lo, hi = (opdef.arity, opdef.arity) if isinstance(opdef.arity, int) else opdef.arity
+    if n < lo or (hi is not None and n > hi):
+        want = str(lo) if lo == hi else f"at least {lo}" if hi is None else f"{lo} to {hi}"
+        raise ValueError(f"{opdef.type} takes {want} input{'s' * (want != '1')}, got {n}")
 
 
 def get_opdef(op_type: str) -> OpDef:
@@ -108,6 +134,11 @@ class NodeCtx:
 
     def out_dims(self, i=0):
         return self.out_shapes[i].dims
+
+    def lit(self, name: str) -> str:
+        """Attribute `name` as Python source, made by its declared type (the only way an
+        emitter may write an attribute into code)."""
+        return REGISTRY[self.type].attrs[name].literal(self.attrs[name])
 
 
 # -- gradient rules: which inputs' gradients are wanted -----------------------------------------
@@ -173,6 +204,12 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         attrs["_gradient_op_type"] = override
     op = Operation(graph, op_type, name, inputs, attrs, graph._current_control_inputs(),
                    user_location(), opdef)
+    try:
+        check_arity(opdef, len(inputs))
+        if attrs or opdef.attrs:
+            op.attrs = attrs = check_attrs(op_type, opdef.attrs, attrs)
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{op.where()}: {e}") from None
     ctx = NodeCtx(op_type, attrs, [t._shape for t in inputs], [t.dtype for t in inputs],
                   [t._static for t in inputs], name)
     try:
@@ -215,8 +252,16 @@ KERNEL_NAMESPACE = {"np": np, "rt": runtime}
 def render_numpy(opdef: OpDef, args: list[str], ctx: NodeCtx) -> str:
     """The NumPy expression of one node, from its emitter."""
     if isinstance(opdef.numpy, str):
-        return opdef.numpy.format(*args, **ctx.attrs)
+        return render_format(opdef, args, ctx.attrs)
     return opdef.numpy(args, ctx)
+
+
+def render_format(opdef: OpDef, args: list[str], attrs: dict) -> str:
+    """A format-string expression with its inputs, and its attrs as literals of their types."""
+    if not opdef.format_attrs:
+        return opdef.numpy.format(*args)
+    return opdef.numpy.format(*args, **{k: opdef.attrs[k].literal(attrs[k])
+                                        for k in opdef.format_attrs})
 
 
 def render_ufunc(opdef: OpDef, args: list[str], out: str) -> str:

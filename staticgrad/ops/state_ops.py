@@ -13,7 +13,10 @@ from .. import dtypes as _dt
 from ..graph import get_default_graph
 from ..shapes import TensorShape, as_shape
 from .array_ops import _known, _shape_arg, shape_from_vector
+from .attr_types import Array, Bool, DType, Int, Name, Number, Optional, Shape, Tuple
 from .registry import apply1, convert_to_tensor, register
+
+_SEED = Optional(Int(-(1 << 63), (1 << 64) - 1))
 
 
 class Store(NamedTuple):
@@ -30,9 +33,18 @@ def _attr_infer(ctx):
     return [(ctx.attrs["shape"], ctx.attrs["dtype"])]
 
 
-register("Placeholder", _attr_infer, None, differentiable=False)
-register("Const", lambda ctx: [(TensorShape(ctx.attrs["value"].shape), ctx.attrs["dtype"])],
-         None, differentiable=False)
+def _const_infer(ctx):
+    value, dtype = ctx.attrs["value"], ctx.attrs["dtype"]
+    if value.dtype != dtype.np:
+        raise TypeError(f"the value has dtype {value.dtype}, the dtype attribute says "
+                        f"{dtype.name}")
+    return [(TensorShape(value.shape), dtype)]
+
+
+register("Placeholder", _attr_infer, None, differentiable=False,
+         attrs={"dtype": DType(), "shape": Shape()}, arity=0)
+register("Const", _const_infer, None, differentiable=False,
+         attrs={"value": Array(), "dtype": DType()}, arity=0)
 
 
 def _default_infer(ctx):
@@ -43,7 +55,8 @@ def _default_infer(ctx):
     return [(shape, ctx.in_dtypes[0])]
 
 
-register("PlaceholderWithDefault", _default_infer, "{0}", lambda op, g: [g], view=True)
+register("PlaceholderWithDefault", _default_infer, "{0}", lambda op, g: [g], view=True,
+         attrs={"shape": Shape()}, arity=1)
 
 
 def placeholder(dtype, shape=None, name=None):
@@ -63,8 +76,9 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002
 
 
 # -- variables and assignment --------------------------------------------------------------------
-register("VariableV2", _attr_infer, lambda a, ctx: f"V[{ctx.name!r}]", differentiable=False,
-         stateful=True, reads_state=True)
+register("VariableV2", _attr_infer, lambda a, ctx: f"V[{Name().literal(ctx.name)}]",
+         differentiable=False, stateful=True, reads_state=True,
+         attrs={"dtype": DType(), "shape": Shape()}, arity=0)
 
 
 def _assign_infer(ctx):
@@ -80,7 +94,7 @@ def _assign_infer(ctx):
 
 def _assign_numpy(kind):
     def emit(a, ctx):
-        target = f"V[{ctx.attrs['var']!r}]"
+        target = f"V[{ctx.lit('var')}]"
         if kind == "set":
             src = f"np.array({a[1]})" if ctx.may_share(1) else a[1]
             return Store(target, src)
@@ -92,7 +106,7 @@ def _assign_numpy(kind):
 
 for _type, _kind in (("Assign", "set"), ("AssignAdd", "add"), ("AssignSub", "sub")):
     register(_type, _assign_infer, _assign_numpy(_kind), differentiable=False, stateful=True,
-             shape_inputs=(0,))
+             shape_inputs=(0,), attrs={"var": Name(), "validate_shape": Bool()}, arity=2)
 
 
 def _variable_ref(ref):
@@ -128,7 +142,7 @@ def assign_sub(ref, value, use_locking=None, name=None):
 
 
 # -- grouping ------------------------------------------------------------------------------------
-register("NoOp", lambda ctx: [], None, differentiable=False, stateful=True)
+register("NoOp", lambda ctx: [], None, differentiable=False, stateful=True, arity=0)
 
 
 def no_op(name=None):
@@ -162,27 +176,34 @@ def tuple_(tensors, name=None, control_inputs=None):
 
 # -- random draws --------------------------------------------------------------------------------
 def _random_infer(ctx):
-    return [(shape_from_vector(ctx, 0), ctx.attrs["dtype"])]
+    dtype = ctx.attrs["dtype"]
+    if not dtype.is_floating and not (ctx.type == "RandomUniform" and dtype.is_integer):
+        raise TypeError(f"{ctx.type} draws {'numbers' if ctx.type == 'RandomUniform' else 'floats'}"
+                        f", not {dtype.name}")
+    return [(shape_from_vector(ctx, 0), dtype)]
 
 
 def _random_numpy(fn):
     def emit(a, ctx):
         shape = tuple(_known(ctx, 0, "the shape of a random tensor"))
-        dt = f"np.{ctx.attrs['dtype'].name}"
-        gen = f"R[{ctx.name!r}]"
+        dt = ctx.lit("dtype")
+        gen = f"R[{Name().literal(ctx.name)}]"
         if fn == "uniform":
-            lo, hi = ctx.attrs["low"], ctx.attrs["high"]
-            return f"rt.uniform({gen}, {shape!r}, {lo!r}, {hi!r}, {dt})"
+            lo, hi = ctx.lit("low"), ctx.lit("high")
+            return f"rt.uniform({gen}, {shape!r}, {lo}, {hi}, {dt})"
         return f"rt.{fn}({gen}, {shape!r}, {dt})"
     return emit
 
 
+_RANDOM_ATTRS = {"dtype": DType(), "seed": Tuple(_SEED, _SEED)}  # (graph seed, op seed)
 register("RandomStandardNormal", _random_infer, _random_numpy("normal"), differentiable=False,
-         stateful=True, draws_random=True, static_inputs=(0,))
+         stateful=True, draws_random=True, static_inputs=(0,), attrs=_RANDOM_ATTRS, arity=1)
 register("TruncatedNormal", _random_infer, _random_numpy("truncated_normal"),
-         differentiable=False, stateful=True, draws_random=True, static_inputs=(0,))
+         differentiable=False, stateful=True, draws_random=True, static_inputs=(0,),
+         attrs=_RANDOM_ATTRS, arity=1)
 register("RandomUniform", _random_infer, _random_numpy("uniform"), differentiable=False,
-         stateful=True, draws_random=True, static_inputs=(0,))
+         stateful=True, draws_random=True, static_inputs=(0,),
+         attrs={**_RANDOM_ATTRS, "low": Number(), "high": Number()}, arity=1)
 
 
 def _seeds(seed):
