@@ -234,6 +234,18 @@ def strided_slice_grad(g, shape, index):
     return out
 
 
+def gather(params, indices, axis):
+    """np.take(params, indices, axis), where an index outside [0, n) is an error, as in TF1
+    (np.take alone would read index -1 as the last slice)."""
+    indices = np.asarray(indices)
+    n = np.shape(params)[axis]
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        bad = np.flatnonzero((indices < 0) | (indices >= n))[0]
+        position = ", ".join(str(int(i)) for i in np.unravel_index(bad, indices.shape))
+        raise IndexError(f"indices[{position}] = {indices.flat[bad]} is not in [0, {n})")
+    return np.take(params, indices, axis=axis)
+
+
 def gather_grad(g, indices, shape, axis):
     """Sum `g` into zeros of `shape` at `indices` along `axis` (the gradient of gather)."""
     out = np.zeros(shape, dtype=np.result_type(g))

@@ -949,6 +949,30 @@ def test_gather_with_python_indices():
     check_result(t, res, x[[4, 0, 4]], out_dtype=F32)
 
 
+@pytest.mark.parametrize("bad", [-1, 3])
+def test_a_gather_index_out_of_range_is_an_error_not_a_wrap(bad):
+    """TF1 raises `indices[0] = -1 is not in [0, 3)`; np.take alone would read index -1 as
+    the last row."""
+    with sg.Graph().as_default():
+        p = sg.placeholder(sg.float32, [3, 2], name="params")
+        i = sg.placeholder(sg.int32, [None], name="indices")
+        y = sg.gather(p, i, name="picked")
+    with sg.Session(graph=y.graph) as sess:
+        with pytest.raises(sg.errors.InvalidArgumentError,
+                           match=rf"GatherV2 op \"picked\".*test_ops.py.*indices\[1\] = {bad} "
+                                 r"is not in \[0, 3\)"):
+            sess.run(y, {p: np.zeros((3, 2), np.float32), i: [0, bad]})
+    with pytest.raises(sg.errors.InvalidArgumentError, match=r"is not in \[0, 3\)"):
+        dynamic.index_select(dynamic.tensor(np.zeros((3, 2), np.float32)), 0,
+                             dynamic.tensor([bad]))
+
+
+def test_one_hot_with_a_negative_depth_is_refused():
+    with pytest.raises(ValueError, match=r"attribute 'depth' of OneHot must be an int in "
+                                         r"\[0, .*got -1"):
+        sg.one_hot([0, 1], depth=-1)
+
+
 ONE_HOTS = [((4,), 3, -1, None, None, F32), ((4,), 5, 0, None, None, F32),
             ((2, 3), 4, -1, 5.0, -1.0, F32), ((2, 3), 4, 1, None, None, F64),
             ((2, 3), 4, 0, 3, 7, I32), ((), 3, -1, None, None, F32), ((0,), 3, -1, None, None, F32),

@@ -197,7 +197,8 @@ def _gather_grad(op, g):
     return [grad, None]
 
 
-register("GatherV2", _gather_infer, "np.take({0}, {1}, axis={axis})", _gather_grad,
+# an index outside [0, n) is an error, as in TF1 (np.take alone would wrap -1 around)
+register("GatherV2", _gather_infer, "rt.gather({0}, {1}, {axis})", _gather_grad,
          attrs={"axis": Axis()}, arity=2)
 
 
