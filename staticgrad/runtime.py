@@ -234,6 +234,24 @@ def strided_slice_grad(g, shape, index):
     return out
 
 
+def floordiv(x, y, out=None):
+    """x // y; an integer division by zero is an error, as in TF1 (NumPy gives 0 and a
+    warning). Floats divide as NumPy's do (inf, nan)."""
+    _check_divisor(y)
+    return np.floor_divide(x, y, out=out)
+
+
+def floormod(x, y, out=None):
+    """x % y (with the sign of y); an integer zero divisor is an error, as in TF1."""
+    _check_divisor(y)
+    return np.remainder(x, y, out=out)
+
+
+def _check_divisor(y) -> None:
+    if np.asarray(y).dtype.kind in "iu" and not np.all(y):
+        raise ZeroDivisionError("integer division by zero")
+
+
 def gather(params, indices, axis):
     """np.take(params, indices, axis), where an index outside [0, n) is an error, as in TF1
     (np.take alone would read index -1 as the last slice)."""

@@ -946,12 +946,12 @@ def test_every_ufunc_form_computes_what_the_ops_numpy_form_computes():
         out = np.empty(7)
         names = {f"a{i}": a for i, a in enumerate(arrays)}
         env = {"np": np, "rt": runtime, "out": out, **names}
-        got = eval(render_ufunc(opdef, list(names), "out"), env)
+        got = eval(render_ufunc(opdef, list(names), "out", ctx), env)
         assert got is out, op_type
         np.testing.assert_array_equal(out, want, err_msg=op_type)
         for i in range(arity):  # and in place: the result written over each input
             env = {"np": np, "rt": runtime, **{k: a.copy() for k, a in names.items()}}
-            got = eval(render_ufunc(opdef, list(names), f"a{i}"), env)
+            got = eval(render_ufunc(opdef, list(names), f"a{i}", ctx), env)
             assert got is env[f"a{i}"], op_type
             np.testing.assert_array_equal(got, want, err_msg=f"{op_type} into input {i}")
         checked += 1

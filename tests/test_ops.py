@@ -332,6 +332,34 @@ def test_binary_with_numpy_array_on_the_left():
     check_result(t, sg.Session(graph=g).run(t, {p: x}), 2 - x, out_dtype=F32)
 
 
+@pytest.mark.parametrize("fn", [sg.floordiv, sg.mod], ids=["floordiv", "floormod"])
+@pytest.mark.parametrize("dtype", [sg.int32, sg.int64], ids=["int32", "int64"])
+def test_integer_division_by_a_fed_zero_is_an_error_not_zero(fn, dtype):
+    """TF1 raises `Integer division by zero`; NumPy gives 0 with a warning."""
+    with sg.Graph().as_default() as g:
+        x = sg.placeholder(dtype, [None], name="x")
+        y = sg.placeholder(dtype, [None], name="y")
+        z = fn(x, y)
+    with sg.Session(graph=g) as sess:
+        assert sess.run(z, {x: [7, -7], y: [2, 2]}).tolist() == \
+            ([3, -4] if fn is sg.floordiv else [1, 1])
+        with pytest.raises(sg.errors.InvalidArgumentError,
+                           match=r"Floor(Div|Mod) op .*test_ops.py.*integer division by zero"):
+            sess.run(z, {x: [7, 7], y: [2, 0]})
+    with pytest.raises(sg.errors.InvalidArgumentError, match="integer division by zero"):
+        kind = dtype.as_numpy_dtype
+        dynamic.tensor([7], dtype=kind) // dynamic.tensor([0], dtype=kind)
+
+
+def test_float_floordiv_by_zero_stays_ieee():
+    with sg.Graph().as_default() as g:
+        x = sg.placeholder(sg.float32, [2], name="x")
+        z = sg.floordiv(x, sg.zeros_like(x))
+    with sg.Session(graph=g) as sess, np.errstate(divide="ignore", invalid="ignore"):
+        out = sess.run(z, {x: [1.0, 0.0]})
+    assert out[0] == np.inf and np.isnan(out[1])
+
+
 def test_binary_dtype_mismatch_is_a_type_error():
     g = sg.Graph()
     with g.as_default():

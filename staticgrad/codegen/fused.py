@@ -151,7 +151,7 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
                     emit(f"{name} = fast.{m.opdef.vector}({a[0]}, out={dest})", m.origin)
                     calls_fast = True
                 else:
-                    emit(f"{name} = {render_ufunc(m.opdef, a, dest)}", m.origin)
+                    emit(f"{name} = {render_ufunc(m.opdef, a, dest, m.ctx)}", m.origin)
             else:
                 emit(f"{name} = {render_numpy(m.opdef, a, m.ctx)}", m.origin)
                 if dest:  # a group output without an out= form

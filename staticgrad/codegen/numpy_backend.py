@@ -191,7 +191,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             [ref(v, node) for v in node.inputs]
         into = memory.write_into.get(id(node)) if memory else None
         if into is not None:  # the result goes into a dying input's buffer
-            code = render_ufunc(node.opdef, args, expr[id(into)])
+            code = render_ufunc(node.opdef, args, expr[id(into)], node.ctx)
         else:
             code = _code(node, args, shared)
         outs = [names.make(v.name) for v in node.outputs]

@@ -60,7 +60,7 @@ def broadcast_infer(kinds: str, out_dtype=None):
 
 def _ufunc_call(ufunc, arity):
     """`np.add` -> "np.add({0}, {1}, out={out})"; a call already written out stays."""
-    if ufunc is None or "(" in ufunc:
+    if ufunc is None or callable(ufunc) or "(" in ufunc:
         return ufunc
     return f"{ufunc}({', '.join('{%d}' % i for i in range(arity))}, out={{out}})"
 
@@ -243,8 +243,23 @@ _binary("Sub", "{0} - {1}", lambda op, g: [g, -g if wants(op, 1) else None],
         ufunc="np.subtract")
 _binary("Mul", "{0} * {1}", _mul_grad, ufunc="np.multiply")
 _binary("RealDiv", "{0} / {1}", _div_grad, kinds="f", ufunc="np.divide")
-_binary("FloorDiv", "{0} // {1}", None, ufunc="np.floor_divide")
-_binary("FloorMod", "{0} % {1}", _mod_grad, ufunc="np.remainder")  # (% is np.remainder)
+def _integer_checked(operator, ufunc, kernel):
+    """`x // y` for floats; for integers rt's kernel, which refuses a zero divisor (TF1
+    raises; NumPy gives 0 with a warning). The numpy form and the out= form."""
+    def emit(args, ctx):
+        if ctx.in_dtypes[0].is_integer:
+            return f"rt.{kernel}({args[0]}, {args[1]})"
+        return f"{args[0]} {operator} {args[1]}"
+
+    def into(args, out, ctx):
+        fn = f"rt.{kernel}" if ctx.in_dtypes[0].is_integer else ufunc
+        return f"{fn}({args[0]}, {args[1]}, out={out})"
+    return {"numpy": emit, "ufunc": into}
+
+
+_binary("FloorDiv", grad=None, **_integer_checked("//", "np.floor_divide", "floordiv"))
+_binary("FloorMod", grad=_mod_grad,  # (% is np.remainder)
+        **_integer_checked("%", "np.remainder", "floormod"))
 _binary("Pow", "{0} ** {1}", _pow_grad)
 _binary("Maximum", "np.maximum({0}, {1})", lambda op, g: _minmax_grad(op, g, greater_equal),
         ufunc="np.maximum")
@@ -328,7 +343,7 @@ def _add_n_infer(ctx):
 register("AddN", _add_n_infer,
          lambda args, ctx: " + ".join(args) if len(args) > 1 else f"np.copy({args[0]})",
          lambda op, g: [g] * len(op.inputs), elementwise=True, broadcasts=False,
-         new_array=True, ufunc=lambda args, out: f"rt.add_n({', '.join(args)}, out={out})",
+         new_array=True, ufunc=lambda args, out, ctx: f"rt.add_n({', '.join(args)}, out={out})",
          arity=(1, None))
 
 

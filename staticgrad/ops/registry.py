@@ -59,7 +59,7 @@ class OpDef:
     new_array: bool = False      # the result is always a new array: never an input or a view
     ufunc: str | Callable | None = None  # the op as one call writing into `out=`, which
     #                              may be one of its inputs: "np.add({0}, {1}, out={out})",
-    #                              or f(args, out) -> that text (memory plans, fused kernels)
+    #                              or f(args, out, ctx) -> that text (memory plans, fused kernels)
     vector: str | None = None    # its function in runtime_fast ("exp": fast.exp(x, out=r)),
     #                              which float32 fused kernels call where [fast] works
     doc: str = ""
@@ -264,11 +264,11 @@ def render_format(opdef: OpDef, args: list[str], attrs: dict) -> str:
                                         for k in opdef.format_attrs})
 
 
-def render_ufunc(opdef: OpDef, args: list[str], out: str) -> str:
+def render_ufunc(opdef: OpDef, args: list[str], out: str, ctx: NodeCtx) -> str:
     """The node written into `out` (which may be one of `args`), from `opdef.ufunc`."""
     if isinstance(opdef.ufunc, str):
         return opdef.ufunc.format(*args, out=out)
-    return opdef.ufunc(args, out)
+    return opdef.ufunc(args, out, ctx)
 
 
 def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:
