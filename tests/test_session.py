@@ -461,6 +461,61 @@ def test_reentered_scope_names_are_checked_too(g, bad):
             pass
 
 
+@pytest.mark.parametrize("bad", ["y\n", "y\n\n", "scope/y\n", "y\r", "\ny"])
+def test_name_with_a_trailing_newline_is_rejected(g, bad):
+    """`$` matches before a trailing newline: names are checked with fullmatch, whole."""
+    with pytest.raises(ValueError, match=f"not a valid node name.*given at .*{HERE}:"):
+        sg.placeholder(sg.float32, [], name=bad)
+    with pytest.raises(ValueError, match="not a valid node name"):
+        sg.identity(sg.constant(1.0), name=bad)
+    with pytest.raises(ValueError, match=f"not a valid scope name.*given at .*{HERE}:"):
+        with sg.name_scope(bad):
+            pass
+    with pytest.raises(ValueError, match="not a valid scope name"):
+        with sg.name_scope(bad + "/"):
+            pass
+    assert not [op for op in g.get_operations() if "\n" in op.name or "\r" in op.name]
+
+
+def test_tensor_name_index_is_digits_only(g):
+    """int() reads "0\n", " 0", "+0" and "0_0" as numbers: a mistyped tensor name must not
+    find a tensor."""
+    x = sg.placeholder(sg.float32, [], name="x")
+    assert g.get_tensor_by_name("x:0") is x
+    for bad in ["x:0\n", "x: 0", "x:+0", "x:0_0", "x:\u0660", "x:"]:
+        with pytest.raises(KeyError, match="digits 0-9 only"):
+            g.get_tensor_by_name(bad)
+        with pytest.raises(ValueError, match="cannot feed"):
+            sg.Session().run(x * 2.0, {bad: 1.0})
+
+
+def test_no_validation_regex_ends_in_dollar():
+    """Every pattern in the package is used with fullmatch or search, none anchored with `$`
+    (which also matches before a trailing newline)."""
+    import ast
+    import pathlib
+    package = pathlib.Path(sg.__file__).parent
+    found = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") in
+                    ("compile", "match", "fullmatch", "search") and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                    and node.args[0].value.endswith("$")):
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert not found, found
+
+
+def test_non_string_names_are_type_errors(g):
+    from staticgrad.graph import check_op_name
+    with pytest.raises(TypeError, match="node names are strings"):
+        check_op_name(5)
+    with pytest.raises(TypeError, match="scope name is a string"):
+        with sg.name_scope(5):
+            pass
+
+
 def test_builtin_names_cannot_shadow_what_generated_code_calls(g):
     x = sg.placeholder(sg.float32, [2, 3], name="x")
     t = sg.identity(x, name="tuple")
