@@ -77,11 +77,12 @@ class Tensor:
 
     def set_shape(self, shape) -> None:
         """Refine the static shape (it must be compatible with what is already known)."""
+        shape = as_shape(shape, what=f"set_shape of tensor {self.name} ({self.op.where()})")
         try:
-            self._shape = self._shape.merge_with(as_shape(shape))
+            self._shape = self._shape.merge_with(shape)
         except ValueError:
             raise ValueError(f"tensor {self.name} has shape {self._shape}, which is incompatible "
-                             f"with {as_shape(shape)} ({self.op.where()})") from None
+                             f"with {shape} ({self.op.where()})") from None
 
     @property
     def device(self) -> str:
