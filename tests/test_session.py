@@ -594,8 +594,140 @@ def test_session_context_manager(g):
         assert sg.get_default_session() is sess
         assert c.eval() == 6
     assert sg.get_default_graph() is g
-    with pytest.raises(RuntimeError):
-        sess.run(c)  # closed
+    with pytest.raises(RuntimeError, match=r"^Attempted to use a closed Session\. \(run\(Mul:0\)"):
+        sess.run(c)  # closed when the block ended
+    sess.close()  # closing again does nothing
+    assert sess.closed and "closed" in repr(sess)
+
+
+# -- closing --------------------------------------------------------------------------------------
+
+def test_closed_session_refuses_every_entry_point(g):
+    """After close(), make_callable's callables kept running and source() still compiled."""
+    x = sg.placeholder(sg.float32, [None], name="x")
+    k = sg.placeholder(sg.float32, [], name="k")
+    v = sg.Variable([1.0, 2.0], name="v")
+    y = sg.multiply(x, v, name="y")
+    sess = sg.Session(); made = lineno()  # noqa: E702
+    sess.run(v.initializer)
+    one_feed = sess.make_callable(y, [x])
+    two_feeds = sess.make_callable({"y": y, "v": v}, [x, k])
+    no_feeds = sess.make_callable(v)
+    np.testing.assert_array_equal(one_feed([1.0, 1.0]), [1.0, 2.0])
+    two_feeds([1.0, 1.0], 2.0)
+    no_feeds()
+    sess.close(); closed = lineno()  # noqa: E702
+    calls = [
+        (r"run\(y:0\)", lambda: sess.run(y, {x: [1.0, 2.0]})),
+        (r"run\(\[y:0, v:0\]\)", lambda: sess.run([y, v], {x: [1.0, 2.0]})),
+        (r"a callable made by make_callable\(y:0\)", lambda: one_feed([1.0, 2.0])),
+        (r"a callable made by make_callable\(\[y:0, v:0\]\)",
+         lambda: two_feeds([1.0, 2.0], 1.0)),
+        (r"a callable made by make_callable\(v:0\)", no_feeds),
+        (r"make_callable\(y:0\)", lambda: sess.make_callable(y, [x])),
+        (r"source\(y:0\)", lambda: sess.source(y, {x: [1.0, 2.0]})),
+        (r"plan\(y:0\)", lambda: sess.plan(y, {x: [1.0, 2.0]})),
+        (r"loading a value into variable v:0", lambda: v.load([0.0, 0.0], sess)),
+        (r"run\(y:0\)", lambda: y.eval({x: [1.0, 2.0]}, session=sess)),
+        (r"list_devices", sess.list_devices),
+    ]
+    for what, call in calls:
+        with pytest.raises(RuntimeError, match=(
+                rf"^Attempted to use a closed Session\. \({what}.*; the session was created "
+                rf"at .*{HERE}:{made} and closed at .*{HERE}:{closed}\)")):
+            call()
+    with sess.as_default():  # entering it is allowed, as in TF1; using it is not
+        with pytest.raises(RuntimeError, match="closed Session"):
+            v.eval()
+
+
+def test_closing_frees_what_callables_compiled(g):
+    import gc
+    import weakref
+    x = sg.placeholder(sg.float32, [None], name="x")
+    v = sg.Variable(np.ones(3, np.float32), name="v")
+    sess = sg.Session()
+    sess.run(v.initializer)
+    f = sess.make_callable(x * v, [x])
+    f(np.ones(3, np.float32))
+    plan = weakref.ref(sess.plan(x * v, {x: np.ones(3, np.float32)}))
+    value = weakref.ref(sess._vars["v"])
+    assert plan() is not None and value() is not None
+    sess.close()
+    gc.collect()
+    assert plan() is None, "a callable kept after close() still holds its compiled code"
+    assert value() is None, "a closed session still holds its variables"
+    with pytest.raises(RuntimeError, match="closed Session"):
+        f(np.ones(3, np.float32))
+
+
+def _patch_runtime_normal(monkeypatch):
+    """rt.normal made to wait (after drawing) until the test lets it go on."""
+    import staticgrad.runtime as rt
+    drawn, go_on = threading.Event(), threading.Event()
+    real = rt.normal
+
+    def normal(*args):
+        out = real(*args)
+        drawn.set()
+        assert go_on.wait(30)
+        return out
+    monkeypatch.setattr(rt, "normal", normal)
+    return drawn, go_on
+
+
+def _run_in_thread(call):
+    outcome = []
+
+    def work():
+        try:
+            outcome.append(call())
+        except Exception as e:  # noqa: BLE001
+            outcome.append(e)
+    thread = threading.Thread(target=work)
+    thread.start()
+    return thread, outcome
+
+
+def test_close_during_a_run_cancels_its_later_variable_reads(g, monkeypatch):
+    v = sg.Variable([1.0, 2.0], name="v")
+    y = sg.add(sg.random_normal([2], seed=3), v, name="y")
+    sess = sg.Session()
+    sess.run(v.initializer)
+    src = sess.source(y)
+    assert src.index("rt.normal(") < src.index("V['v']"), src  # the run draws, then reads v
+    drawn, go_on = _patch_runtime_normal(monkeypatch)
+    thread, outcome = _run_in_thread(lambda: sess.run(y))
+    assert drawn.wait(30)
+    sess.close(); closed = lineno()  # noqa: E702
+    go_on.set()
+    thread.join()
+    (error,) = outcome
+    assert isinstance(error, sg.errors.CancelledError), error
+    assert f"{HERE}:{closed}" in str(error) and "y:0" in str(error)
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.run(y)
+
+
+def test_close_during_a_run_lets_a_run_past_its_reads_finish(g, monkeypatch):
+    v = sg.Variable([1.0, 2.0], name="v")
+    doubled = v * 2.0  # made first, so computed first
+    y = sg.add(doubled, sg.random_normal([2], seed=3), name="y")
+    sess = sg.Session()
+    sess.run(v.initializer)
+    want = sess.run(y)
+    src = sess.source(y)
+    assert src.index("V['v']") < src.index("rt.normal("), src  # the run reads v, then draws
+    drawn, go_on = _patch_runtime_normal(monkeypatch)
+    thread, outcome = _run_in_thread(lambda: sess.run(y))
+    assert drawn.wait(30)
+    sess.close()
+    go_on.set()
+    thread.join()
+    (result,) = outcome
+    assert isinstance(result, np.ndarray), result
+    assert result.shape == want.shape and result.dtype == want.dtype
+    assert np.all(np.isfinite(result))
 
 
 def test_interactive_session(g):
