@@ -38,7 +38,8 @@ log = logging.getLogger("staticgrad.session")
 
 class _SessionStack(threading.local):
     def __init__(self):
-        self.stack = []
+        self.stack = []    # the sessions made default in this thread, innermost last
+        self.entered = []  # (session, its graph's as_default context) per `with session:`
 
 
 _sessions = _SessionStack()
@@ -150,21 +151,31 @@ class Session:
         self._closed = False
         self._created_at = user_location()
         self._closed_at = None
-        self._context = None
 
     # -- context management ---------------------------------------------------------------------
+    # What `with` entered is kept per thread, not on the session: threads may each enter
+    # one session, and a thread may enter it again inside its own block.
     def __enter__(self):
-        self._context = self.graph.as_default()
-        self._context.__enter__()
+        context = self.graph.as_default()
+        context.__enter__()
+        _sessions.entered.append((self, context))
         _sessions.stack.append(self)
         return self
 
     def __exit__(self, *exc):
-        _sessions.stack.remove(self)
-        self._context.__exit__(*exc)
+        entered = _sessions.entered
+        i = _last_index(entered, lambda item: item[0] is self)
+        if i is None:
+            raise RuntimeError(f"leaving a `with` block of {self!r} that this thread did not "
+                               "enter")
+        _, context = entered.pop(i)
+        _remove_last(_sessions.stack, self)
+        context.__exit__(*exc)
         self.close()
 
     def as_default(self):
+        """A context in which this is the default session (of this thread); it does not
+        close the session."""
         import contextlib
 
         @contextlib.contextmanager
@@ -173,7 +184,7 @@ class Session:
             try:
                 yield self
             finally:
-                _sessions.stack.remove(self)
+                _remove_last(_sessions.stack, self)
         return ctx()
 
     def close(self) -> None:
@@ -477,6 +488,17 @@ class InteractiveSession(Session):
         super().close()
         if self in _interactive:
             _interactive.remove(self)
+
+
+def _last_index(items: list, test):
+    return next((i for i in range(len(items) - 1, -1, -1) if test(items[i])), None)
+
+
+def _remove_last(items: list, item) -> None:
+    """Remove the innermost (last) entry that is `item` itself."""
+    i = _last_index(items, lambda x: x is item)
+    if i is not None:
+        del items[i]
 
 
 class _Plans(dict):

@@ -600,6 +600,20 @@ def test_session_context_manager(g):
     assert sess.closed and "closed" in repr(sess)
 
 
+def test_nested_with_of_one_session_keeps_the_outer_defaults(g):
+    """The inner `with` replaced the outer one's graph context, which was then finalized as
+    garbage: the session's graph stopped being the default inside the outer block."""
+    other = sg.Graph()
+    sess = sg.Session(graph=other)
+    with sess:
+        with sess:
+            assert sg.get_default_graph() is other
+        assert sg.get_default_graph() is other and sg.get_default_session() is sess
+    assert sg.get_default_graph() is g and sg.get_default_session() is None
+    with pytest.raises(RuntimeError, match="did not enter"):
+        sess.__exit__(None, None, None)
+
+
 # -- closing --------------------------------------------------------------------------------------
 
 def test_closed_session_refuses_every_entry_point(g):
