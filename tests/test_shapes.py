@@ -72,10 +72,13 @@ def test_placeholder_with_ambiguous_dimension_names_it_and_the_line(g):
 
 
 def test_variable_shapes_reject_ambiguous_dimensions(g):
-    with pytest.raises(ValueError, match=rf"Ambiguous dimension: 1\.5.*{HERE}:{lineno() + 1}"):
-        sg.Variable(np.zeros(2, np.float32), shape=[1.5], validate_shape=False)
-    with pytest.raises(ValueError, match=r"Ambiguous dimension: 2\.5"):
-        sg.get_variable("v", shape=[2.5, 3], initializer=sg.zeros_initializer())
+    with pytest.raises(ValueError, match=rf"^variable 'w': Ambiguous dimension: 1\.5 "
+                                         rf"\(dimension 0 .*{HERE}:{lineno() + 1}\)"):
+        sg.Variable(np.zeros(2, np.float32), shape=[1.5], validate_shape=False, name="w")
+    with sg.variable_scope("layer"):
+        with pytest.raises(ValueError, match=r"^get_variable 'layer/v': Ambiguous dimension: "
+                                             r"2\.5 \(dimension 0 of shape \[2\.5, 3\]"):
+            sg.get_variable("v", shape=[2.5, 3], initializer=sg.zeros_initializer())
 
 
 def test_set_shape_names_the_tensor_and_the_bad_dimension(g):
