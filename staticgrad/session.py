@@ -194,8 +194,8 @@ class Session:
         with self._compile_lock:  # after a compile in progress, which would cache its plan
             if self._closed:
                 return
+            self._closed_at = user_location()  # first: who sees _closed sees where
             self._closed = True
-            self._closed_at = user_location()
             self._cache.clear()
             self._structures.clear()
             self._last_feeds.clear()
@@ -214,7 +214,7 @@ class Session:
         return RuntimeError(
             f"Attempted to use a closed Session. ({what}; the session was created at "
             f"{format_location(self._created_at)} and closed at "
-            f"{format_location(self._closed_at or ('<unknown>', 0))})")
+            f"{format_location(self._closed_at)})")
 
     def _check_open(self, what: str) -> None:
         """RuntimeError (TF1's) naming `what` was called, if the session is closed."""
@@ -508,7 +508,7 @@ class _Plans(dict):
 
 
 def _describe(fetches, most: int = 3) -> str:
-    """The names of (the first few of) `fetches`, for messages; never raises."""
+    """The names of (the first few of) `fetches`, for messages."""
     names = []
 
     def walk(item):
