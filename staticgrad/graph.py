@@ -18,11 +18,13 @@ import re
 import threading
 
 from . import dtypes as _dt
-from .errors import format_location
+from .errors import format_location, user_location
 from .shapes import TensorShape, as_shape
 
-_VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
-_VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
+# Used with fullmatch, never match + `$`: `$` also matches before a trailing newline, so
+# "y\n" would pass (and a newline in a name would reach comments in generated source).
+_VALID_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
+_VALID_SCOPE_NAME = re.compile(r"[A-Za-z0-9_.\-/>]*")
 
 
 class GraphKeys:
@@ -75,11 +77,12 @@ class Tensor:
 
     def set_shape(self, shape) -> None:
         """Refine the static shape (it must be compatible with what is already known)."""
+        shape = as_shape(shape, what=f"set_shape of tensor {self.name} ({self.op.where()})")
         try:
-            self._shape = self._shape.merge_with(as_shape(shape))
+            self._shape = self._shape.merge_with(shape)
         except ValueError:
             raise ValueError(f"tensor {self.name} has shape {self._shape}, which is incompatible "
-                             f"with {as_shape(shape)} ({self.op.where()})") from None
+                             f"with {shape} ({self.op.where()})") from None
 
     @property
     def device(self) -> str:
@@ -246,21 +249,25 @@ class Graph:
     def get_name_scope(self) -> str:
         return self._thread.name_stack
 
-    @contextlib.contextmanager
     def name_scope(self, name):
-        """Open a name scope; yields the scope string ending in '/' (TF1 semantics)."""
+        """Open a name scope; yields the scope string ending in '/' (TF1 semantics).
+
+        The name is checked here, when called, so that an error names the user's line (not
+        contextlib's, as it would from inside the generator)."""
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"a scope name is a string, got {name!r} ({type(name).__name__})")
+        if name and not _VALID_SCOPE_NAME.fullmatch(name):
+            raise _bad_scope_name(name)
+        return self._name_scope(name)
+
+    @contextlib.contextmanager
+    def _name_scope(self, name):
         old = self._thread.name_stack
-        if name is None or name == "":
+        if not name:
             new = ""
         elif name.endswith("/"):
-            if not _VALID_SCOPE_NAME.match(name):
-                raise ValueError(f"{name!r} is not a valid scope name "
-                                 "(letters, digits, and _ . - / only)")
             new = name[:-1]  # re-enter an existing scope exactly
         else:
-            if not _VALID_SCOPE_NAME.match(name):
-                raise ValueError(f"{name!r} is not a valid scope name "
-                                 "(letters, digits, and _ . - / only)")
             new = self.unique_name(name)
         self._thread.name_stack = new
         try:
@@ -286,9 +293,14 @@ class Graph:
                              "tensor names look like 'op_name:0'")
         op_name, _, index = name.rpartition(":")
         op = self.get_operation_by_name(op_name)
+        # ASCII digits only: int() would also take "0\n", " 1", "+1", "1_0" and other scripts'
+        # digits, so a mistyped name would silently find some tensor
+        if not (index.isascii() and index.isdigit()):
+            raise KeyError(f"the name {name!r} does not name a tensor: the output index after "
+                           "':' must be written in digits 0-9 only")
         try:
             return op.outputs[int(index)]
-        except (ValueError, IndexError):
+        except IndexError:
             raise KeyError(f"the name {name!r} refers to a tensor that does not exist: operation "
                            f"{op_name!r} has {len(op.outputs)} outputs") from None
 
@@ -429,10 +441,20 @@ class Graph:
 
 
 def check_op_name(name: str) -> str:
-    if not _VALID_OP_NAME.match(name):
+    """`name` if it is a valid node name (the whole of it: no trailing newline), else
+    ValueError (TypeError if it is not a string)."""
+    if not isinstance(name, str):
+        raise TypeError(f"node names are strings, got {name!r} ({type(name).__name__})")
+    if not _VALID_OP_NAME.fullmatch(name):
         raise ValueError(f"{name!r} is not a valid node name: names start with a letter, digit "
-                         "or '.', and contain only letters, digits and _ . - / >")
+                         "or '.', and contain only letters, digits and _ . - / > (given at "
+                         f"{format_location(user_location())})")
     return name
+
+
+def _bad_scope_name(name: str) -> ValueError:
+    return ValueError(f"{name!r} is not a valid scope name (letters, digits, and _ . - / only; "
+                      f"given at {format_location(user_location())})")
 
 
 class _DefaultGraph(threading.local):

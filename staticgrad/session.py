@@ -12,15 +12,24 @@ runs the compiled NumPy code.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
+import weakref
 
 import numpy as np
 
 from . import compiler
 from . import dtypes as _dt
 from .compiler import CompileOptions, Plan, compile_plan, failing_op
-from .errors import FailedPreconditionError, InvalidArgumentError, OpError, format_location
+from .errors import (
+    CancelledError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    OpError,
+    format_location,
+    user_location,
+)
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .variables import Variable
 
@@ -29,7 +38,8 @@ log = logging.getLogger("staticgrad.session")
 
 class _SessionStack(threading.local):
     def __init__(self):
-        self.stack = []
+        self.stack = []    # the sessions made default in this thread, innermost last
+        self.entered = []  # (session, its graph's as_default context) per `with session:`
 
 
 _sessions = _SessionStack()
@@ -112,6 +122,11 @@ class Session:
     TF1 (`use_locking=False`), a run that reads a variable while another thread's run
     updates it may see the update half done: a large variable's update is written into its
     array (passes/memory.py).
+
+    `close()` (or leaving the `with` block) frees the variables and compiled code; after it
+    every use (`run`, callables from `make_callable`, `source`, `plan`, `Variable.load`)
+    raises TF1's `RuntimeError: Attempted to use a closed Session.`, and a run still in
+    progress on another thread either finishes or raises `CancelledError`.
     """
 
     def __init__(self, target: str = "", graph: Graph | None = None, config=None,
@@ -128,23 +143,39 @@ class Session:
         self._cache: dict = {}
         self._structures: dict = {}
         self._last_feeds: dict = {}  # fetches -> feeds of the latest compile (for the log)
-        self._compile_lock = threading.Lock()
+        self._compile_lock = threading.Lock()  # over compiling, caching and closing
+        # make_callable's caches (by a number: they are dicts, equal when both empty), which
+        # close() empties: a callable kept after close then holds no compiled code
+        self._callable_plans = weakref.WeakValueDictionary()
+        self._callable_numbers = itertools.count()
         self._closed = False
-        self._context = None
+        self._created_at = user_location()
+        self._closed_at = None
 
     # -- context management ---------------------------------------------------------------------
+    # What `with` entered is kept per thread, not on the session: threads may each enter
+    # one session, and a thread may enter it again inside its own block.
     def __enter__(self):
-        self._context = self.graph.as_default()
-        self._context.__enter__()
+        context = self.graph.as_default()
+        context.__enter__()
+        _sessions.entered.append((self, context))
         _sessions.stack.append(self)
         return self
 
     def __exit__(self, *exc):
-        _sessions.stack.remove(self)
-        self._context.__exit__(*exc)
+        entered = _sessions.entered
+        i = _last_index(entered, lambda item: item[0] is self)
+        if i is None:
+            raise RuntimeError(f"leaving a `with` block of {self!r} that this thread did not "
+                               "enter")
+        _, context = entered.pop(i)
+        _remove_last(_sessions.stack, self)
+        context.__exit__(*exc)
         self.close()
 
     def as_default(self):
+        """A context in which this is the default session (of this thread); it does not
+        close the session."""
         import contextlib
 
         @contextlib.contextmanager
@@ -153,12 +184,47 @@ class Session:
             try:
                 yield self
             finally:
-                _sessions.stack.remove(self)
+                _remove_last(_sessions.stack, self)
         return ctx()
 
     def close(self) -> None:
-        self._closed = True
-        self._cache.clear()
+        """Free the session's variables and compiled code; later uses raise RuntimeError.
+        Closing again does nothing. A run in progress on another thread finishes, or raises
+        CancelledError at its next read of a variable."""
+        with self._compile_lock:  # after a compile in progress, which would cache its plan
+            if self._closed:
+                return
+            self._closed_at = user_location()  # first: who sees _closed sees where
+            self._closed = True
+            self._cache.clear()
+            self._structures.clear()
+            self._last_feeds.clear()
+            for plans in list(self._callable_plans.values()):
+                plans.clear()
+            # emptied, not replaced: the generated code holds these very dicts as V and R
+            self._vars.clear()
+            self._rngs.clear()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` has been called."""
+        return self._closed
+
+    def _closed_error(self, what: str) -> RuntimeError:
+        return RuntimeError(
+            f"Attempted to use a closed Session. ({what}; the session was created at "
+            f"{format_location(self._created_at)} and closed at "
+            f"{format_location(self._closed_at)})")
+
+    def _check_open(self, what: str) -> None:
+        """RuntimeError (TF1's) naming `what` was called, if the session is closed."""
+        if self._closed:
+            raise self._closed_error(what)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (f"<sg.{type(self).__name__} ({state}) created at "
+                f"{format_location(self._created_at)}>")
 
     @property
     def sess_str(self) -> str:
@@ -172,7 +238,7 @@ class Session:
         The cache key is (fetches, then each fed tensor with its value's shape and dtype).
         """
         if self._closed:
-            raise RuntimeError("attempted to use a closed Session")
+            raise self._closed_error(f"run({_describe(fetches)})")
         if type(fetches) is Tensor:
             key, rebuild = [fetches], None
         else:
@@ -219,6 +285,11 @@ class Session:
         if isinstance(e, OpError):
             return e
         plan = compiled.plan
+        if self._closed and isinstance(e, KeyError):  # V or R emptied under a run
+            return CancelledError(None, None, "Session has been closed (at "
+                                              f"{format_location(self._closed_at)}) while a run "
+                                              f"of {', '.join(f.name for f in plan.fetches)} "
+                                              "was in progress")
         if isinstance(e, KeyError) and e.args and e.args[0] in plan.var_reads:
             return self._uninitialized(plan)
         op = failing_op(plan, e)
@@ -255,6 +326,8 @@ class Session:
     def _compile(self, fetch_list, feeds, arrays, key, options=None) -> _Compiled:
         """Compile (under the lock), kept in the cache under `key` unless that is None."""
         with self._compile_lock:
+            if self._closed:
+                raise self._closed_error(f"compiling {', '.join(f.name for f in fetch_list)}")
             compiled = self._cache.get(key) if key is not None else None
             if compiled is not None:
                 return compiled
@@ -301,7 +374,9 @@ class Session:
     # -- extras ---------------------------------------------------------------------------------
     def make_callable(self, fetches, feed_list=None, accept_options=False):
         """A function of the values of `feed_list` (in order) returning `fetches`: the fast
-        path, with no feed dict to walk and the fetch structure resolved once."""
+        path, with no feed dict to walk and the fetch structure resolved once. Closing the
+        session frees what it compiled; calling it then raises RuntimeError."""
+        self._check_open(f"make_callable({_describe(fetches)})")
         leaves = []
         rebuild = _flatten(fetches, self.graph, leaves)
         fetch_list = tuple(leaves)
@@ -309,14 +384,20 @@ class Session:
         feeds = tuple(self._feed_tensor(k) for k in (feed_list or ()))
         np_dtypes = tuple(t.dtype.np for t in feeds)
         single = isinstance(fetches, Tensor | Operation | Variable | str)
-        by_shapes = {}  # converted feeds have fixed dtypes, so their shapes are the signature
+        # converted feeds have fixed dtypes, so their shapes are the signature
+        by_shapes = _Plans()
+        with self._compile_lock:
+            self._callable_plans[next(self._callable_numbers)] = by_shapes
+        what = f"a callable made by make_callable({_describe(fetches)})"
 
         def lookup(arrays, shapes):
             compiled = by_shapes.get(shapes)
             if compiled is None:
                 key = _cache_key(fetch_key, feeds, arrays)
                 compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
-                by_shapes[shapes] = compiled
+                with self._compile_lock:  # not kept if close() came meanwhile
+                    if not self._closed:
+                        by_shapes[shapes] = compiled
             return compiled
 
         def finish(compiled, arrays):
@@ -330,6 +411,8 @@ class Session:
             (feed,), (np_dtype,) = feeds, np_dtypes
 
             def call_one(value):
+                if self._closed:
+                    raise self._closed_error(what)
                 if type(value) is not np.ndarray or value.dtype is not np_dtype:
                     value = _feed_array(feed, value)
                 compiled = by_shapes.get(value.shape) or lookup([value], value.shape)
@@ -341,6 +424,8 @@ class Session:
             return call_one
 
         def call(*values):
+            if self._closed:
+                raise self._closed_error(what)
             if len(values) != len(feeds):
                 raise TypeError(f"this callable takes {len(feeds)} feeds "
                                 f"({', '.join(t.name for t in feeds)}), got {len(values)}")
@@ -355,12 +440,14 @@ class Session:
 
     def source(self, fetches, feed_dict=None) -> str:
         """The generated NumPy source that `run(fetches, feed_dict)` executes."""
+        self._check_open(f"source({_describe(fetches)})")
         return self.plan(fetches, feed_dict).source
 
     def plan(self, fetches, feed_dict=None, options: CompileOptions | None = None) -> Plan:
         """The compiled plan (function, source, schedule) for these fetches and feeds; with
         `options` other than the session's, a plan compiled with those, not kept (export
         compiles with vector_math=False: an exported module needs nothing but NumPy)."""
+        self._check_open(f"plan({_describe(fetches)})")
         leaves = []
         _flatten(fetches, self.graph, leaves)
         feeds, arrays = [], []
@@ -376,6 +463,7 @@ class Session:
         return compiled.plan
 
     def _set_variable(self, var: Variable, value) -> None:
+        self._check_open(f"loading a value into variable {var.name}")
         arr = _feed_array(var._tensor, value)
         if not var.shape.is_compatible_with(arr.shape):
             raise ValueError(f"cannot load a value of shape {arr.shape} into variable "
@@ -384,6 +472,7 @@ class Session:
         self._vars[var._var_name] = np.array(arr)
 
     def list_devices(self):
+        self._check_open("list_devices()")
         return ["/cpu:0"]
 
 
@@ -399,6 +488,47 @@ class InteractiveSession(Session):
         super().close()
         if self in _interactive:
             _interactive.remove(self)
+
+
+def _last_index(items: list, test):
+    return next((i for i in range(len(items) - 1, -1, -1) if test(items[i])), None)
+
+
+def _remove_last(items: list, item) -> None:
+    """Remove the innermost (last) entry that is `item` itself."""
+    i = _last_index(items, lambda x: x is item)
+    if i is not None:
+        del items[i]
+
+
+class _Plans(dict):
+    """A make_callable's compiled plans by feed shapes (a dict that a weakref can hold)."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _describe(fetches, most: int = 3) -> str:
+    """The names of (the first few of) `fetches`, for messages."""
+    names = []
+
+    def walk(item):
+        if len(names) > most:
+            return
+        if isinstance(item, str):
+            names.append(repr(item))
+        elif isinstance(item, Tensor | Operation | Variable):
+            names.append(item.name)
+        elif isinstance(item, dict):
+            for v in item.values():
+                walk(v)
+        elif isinstance(item, list | tuple):
+            for v in item:
+                walk(v)
+        else:
+            names.append(type(item).__name__)
+    walk(fetches)
+    shown = ", ".join(names[:most]) + (", ..." if len(names) > most else "")
+    return shown if isinstance(fetches, Tensor | Operation | Variable | str) else f"[{shown}]"
 
 
 def _fetch_key(fetches, leaves: tuple):

@@ -3,12 +3,26 @@
 >>> s = TensorShape([None, 10])
 >>> str(s), s.as_list(), s[1].value
 ('(?, 10)', [None, 10], 10)
+
+A dimension is an int (a Python or NumPy integer, or anything with `__index__`), `None` or
+-1 for unknown, or a `Dimension`. A float is taken only when it is a whole number (TF1's
+`as_dimension(2.0)` is 2); 2.5 raises TF1's "Ambiguous dimension: 2.5". Bools, strings,
+negative sizes and sizes past int64 are errors: TF1 would read `True` as 1 and "3" as 3,
+which hides a mistake rather than meaning something.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from collections.abc import Iterable
+
+import numpy as np
+
+from .errors import format_location, user_location
+
+MAX_DIM = 2**63 - 1  # dimensions are int64, as in TF
 
 
 class Dimension:
@@ -17,7 +31,7 @@ class Dimension:
     __slots__ = ("value",)
 
     def __init__(self, value):
-        self.value = None if value is None else int(value)
+        self.value = _dim_value(value)
 
     def __int__(self) -> int:
         if self.value is None:
@@ -54,9 +68,12 @@ class TensorShape:
         if isinstance(dims, TensorShape):
             dims = dims.dims
         elif dims is not None:
-            if isinstance(dims, int | Dimension):
-                dims = [dims]
-            dims = tuple([_dim_value(d) for d in dims])
+            if type(dims) is not tuple and type(dims) is not list:
+                dims = _dim_sequence(dims)
+            try:
+                dims = tuple([_dim_value(d) for d in dims])
+            except (TypeError, ValueError) as e:
+                raise _bad_shape(dims, e) from None
         self.dims = dims
 
     @property
@@ -147,18 +164,89 @@ class TensorShape:
 
 
 def _dim_value(d):
-    if isinstance(d, Dimension):
-        return d.value
+    """One dimension as an int, or None for unknown; TypeError/ValueError naming it."""
+    if type(d) is int and 0 <= d <= MAX_DIM:  # the common case, first
+        return d
     if d is None:
         return None
-    d = int(d)
-    if d < -1:
-        raise ValueError(f"dimension {d} must be >= 0 (or None for unknown)")
-    return None if d == -1 else d
+    if isinstance(d, Dimension):
+        return d.value
+    if isinstance(d, np.integer):  # (NumPy's bool is no np.integer)
+        d = int(d)
+    elif isinstance(d, bool | np.bool_):
+        raise TypeError(f"dimension {d!r} is a bool, not a size")
+    elif isinstance(d, str | bytes):
+        raise TypeError(f"dimension {d!r} is a string, not a size")
+    elif isinstance(d, numbers.Real) and not isinstance(d, numbers.Integral):
+        if not (math.isfinite(d) and d == math.floor(d)):
+            raise ValueError(f"Ambiguous dimension: {d!r}")  # TF1's words
+        d = int(d)
+    else:
+        try:
+            d = operator.index(d)
+        except TypeError:
+            raise TypeError(f"dimension {d!r} ({type(d).__name__}) is not an integer or "
+                            "None") from None
+    if d == -1:
+        return None
+    if d < 0:
+        raise ValueError(f"dimension {d} must be >= 0 (or None, or -1, for unknown)")
+    if d > MAX_DIM:
+        raise ValueError(f"dimension {d} is too large: a dimension is at most 2**63 - 1")
+    return d
 
 
-def as_shape(shape) -> TensorShape:
-    return shape if isinstance(shape, TensorShape) else TensorShape(shape)
+def _dim_sequence(dims) -> list:
+    """The dimensions of a shape given as something other than a list or tuple: a lone
+    dimension is a shape of one (as in TF1); text and unordered collections are errors."""
+    if isinstance(dims, str | bytes):
+        raise TypeError(f"a shape is a list of dimensions, got the string {dims!r} "
+                        f"(given at {format_location(user_location())})")
+    if isinstance(dims, set | frozenset | dict):
+        raise TypeError(f"a shape is a list of dimensions, got a {type(dims).__name__} "
+                        f"{dims!r}, which has no order (given at "
+                        f"{format_location(user_location())})")
+    if isinstance(dims, Dimension | numbers.Number | np.generic):
+        return [dims]
+    try:
+        return list(dims)
+    except TypeError:
+        return [dims]  # not iterable: one dimension, checked as such
+
+
+def _is_dim(d) -> bool:
+    try:
+        _dim_value(d)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _bad_shape(dims, error: Exception) -> Exception:
+    """`error` (from the first bad dimension of `dims`) with where it is in the shape and
+    the user's line that gave the shape."""
+    dims = list(dims)
+    i = next((i for i, d in enumerate(dims) if not _is_dim(d)), None)
+    shown = "[" + ", ".join(repr(d) for d in dims) + "]"
+    at = f"dimension {i} of shape {shown}" if i is not None else f"shape {shown}"
+    return type(error)(f"{error} ({at}, given at {format_location(user_location())})")
+
+
+def as_shape(shape, what: str = "") -> TensorShape:
+    """`shape` (a TensorShape, a list of dimensions, or None) as a TensorShape. `what` names
+    the thing whose shape it is, for the error a bad dimension raises.
+
+    >>> as_shape([None, 3.0]).as_list()
+    [None, 3]
+    """
+    if isinstance(shape, TensorShape):
+        return shape
+    if not what:
+        return TensorShape(shape)
+    try:
+        return TensorShape(shape)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{what}: {e}") from None
 
 
 def unknown_shape() -> TensorShape:

@@ -178,7 +178,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     full_name = _join(scope.name, name)
     store = _store(g)
     existing = store.variables.get(full_name)
-    shape = as_shape(shape) if shape is not None else None
+    shape = as_shape(shape, what=f"get_variable {full_name!r}") if shape is not None else None
     if existing is not None:
         if scope.reuse is False or scope.reuse is None:
             raise ValueError(

@@ -33,7 +33,7 @@ class Variable:
             init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
             var_shape = init.shape if shape is None else shape
             from .shapes import as_shape
-            var_shape = as_shape(var_shape)
+            var_shape = as_shape(var_shape, what=f"variable {scope[:-1]!r}")
             if validate_shape and not var_shape.is_fully_defined():
                 raise ValueError(f"variable {scope[:-1]!r}: the initial value's shape "
                                  f"{init.shape} must be fully known (or pass "

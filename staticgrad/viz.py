@@ -44,7 +44,7 @@ FORWARD = {"fillcolor": "#fdd0a2"}
 GRADIENT = {"fillcolor": "#fcbba1", "color": "#a50f15"}
 CLUSTER_FORWARD = {"style": "rounded,filled", "fillcolor": "#f7f7f7", "color": "#bdbdbd"}
 CLUSTER_GRADIENT = {"style": "rounded,filled", "fillcolor": "#fff5f0", "color": "#fb6a4a"}
-_GRADIENT_SCOPE = re.compile(r"^gradients(_\d+)?$")
+_GRADIENT_SCOPE = re.compile(r"gradients(_\d+)?")  # used with fullmatch
 _FORMATS = ("svg", "png")
 
 
@@ -97,7 +97,7 @@ def _scope(op: Operation) -> tuple[str, ...]:
 
 
 def _is_gradient(op: Operation) -> bool:
-    return any(_GRADIENT_SCOPE.match(part) for part in _scope(op))
+    return any(_GRADIENT_SCOPE.fullmatch(part) for part in _scope(op))
 
 
 def _node_attrs(op: Operation, fetched: bool) -> dict:
@@ -161,7 +161,7 @@ def to_dot(graph_or_fetches, *, rankdir: str = "TB", edge_labels: bool = True,
         for op in scope_ops:
             lines.append(f"{indent}{_quote(op.name)} {_attrs(_node_attrs(op, op in fetched))};")
         for child in children:
-            style = CLUSTER_GRADIENT if any(map(_GRADIENT_SCOPE.match, child)) \
+            style = CLUSTER_GRADIENT if any(map(_GRADIENT_SCOPE.fullmatch, child)) \
                 else CLUSTER_FORWARD
             name = "cluster_" + "/".join(child)
             lines.append(f"{indent}subgraph {_quote(name)} {{")

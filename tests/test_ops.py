@@ -217,11 +217,12 @@ def test_leaky_relu_is_np_where_bit_for_bit(alpha, dtype):
     with np.errstate(all="ignore"), sg.Session(graph=g) as sess:
         want = np.where(x > 0, x, x * alpha)
         got = sess.run(y, {a: x})
+        source = sess.source(y, {a: x})  # (inside: the block closes the session)
         eager = functional.leaky_relu(dynamic.tensor(x), alpha).numpy()
     with np.errstate(over="ignore"):
         rounded = np.array(alpha).astype(dtype)  # as x * alpha reads it (1e6: inf in float16)
     form = "np.maximum(" if 0 < rounded <= 1 else "np.minimum(" if rounded > 1 else "rt.select("
-    assert form in sess.source(y, {a: x})
+    assert form in source
     assert got.dtype == eager.dtype == dtype
     np.testing.assert_array_equal(_bits(got), _bits(want))
     np.testing.assert_array_equal(_bits(eager), _bits(want))

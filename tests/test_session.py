@@ -461,6 +461,61 @@ def test_reentered_scope_names_are_checked_too(g, bad):
             pass
 
 
+@pytest.mark.parametrize("bad", ["y\n", "y\n\n", "scope/y\n", "y\r", "\ny"])
+def test_name_with_a_trailing_newline_is_rejected(g, bad):
+    """`$` matches before a trailing newline: names are checked with fullmatch, whole."""
+    with pytest.raises(ValueError, match=f"not a valid node name.*given at .*{HERE}:"):
+        sg.placeholder(sg.float32, [], name=bad)
+    with pytest.raises(ValueError, match="not a valid node name"):
+        sg.identity(sg.constant(1.0), name=bad)
+    with pytest.raises(ValueError, match=f"not a valid scope name.*given at .*{HERE}:"):
+        with sg.name_scope(bad):
+            pass
+    with pytest.raises(ValueError, match="not a valid scope name"):
+        with sg.name_scope(bad + "/"):
+            pass
+    assert not [op for op in g.get_operations() if "\n" in op.name or "\r" in op.name]
+
+
+def test_tensor_name_index_is_digits_only(g):
+    """int() reads "0\n", " 0", "+0" and "0_0" as numbers: a mistyped tensor name must not
+    find a tensor."""
+    x = sg.placeholder(sg.float32, [], name="x")
+    assert g.get_tensor_by_name("x:0") is x
+    for bad in ["x:0\n", "x: 0", "x:+0", "x:0_0", "x:\u0660", "x:"]:
+        with pytest.raises(KeyError, match="digits 0-9 only"):
+            g.get_tensor_by_name(bad)
+        with pytest.raises(ValueError, match="cannot feed"):
+            sg.Session().run(x * 2.0, {bad: 1.0})
+
+
+def test_no_validation_regex_ends_in_dollar():
+    """Every pattern in the package is used with fullmatch or search, none anchored with `$`
+    (which also matches before a trailing newline)."""
+    import ast
+    import pathlib
+    package = pathlib.Path(sg.__file__).parent
+    found = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") in
+                    ("compile", "match", "fullmatch", "search") and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                    and node.args[0].value.endswith("$")):
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert not found, found
+
+
+def test_non_string_names_are_type_errors(g):
+    from staticgrad.graph import check_op_name
+    with pytest.raises(TypeError, match="node names are strings"):
+        check_op_name(5)
+    with pytest.raises(TypeError, match="scope name is a string"):
+        with sg.name_scope(5):
+            pass
+
+
 def test_builtin_names_cannot_shadow_what_generated_code_calls(g):
     x = sg.placeholder(sg.float32, [2, 3], name="x")
     t = sg.identity(x, name="tuple")
@@ -539,8 +594,154 @@ def test_session_context_manager(g):
         assert sg.get_default_session() is sess
         assert c.eval() == 6
     assert sg.get_default_graph() is g
-    with pytest.raises(RuntimeError):
-        sess.run(c)  # closed
+    with pytest.raises(RuntimeError, match=r"^Attempted to use a closed Session\. \(run\(Mul:0\)"):
+        sess.run(c)  # closed when the block ended
+    sess.close()  # closing again does nothing
+    assert sess.closed and "closed" in repr(sess)
+
+
+def test_nested_with_of_one_session_keeps_the_outer_defaults(g):
+    """The inner `with` replaced the outer one's graph context, which was then finalized as
+    garbage: the session's graph stopped being the default inside the outer block."""
+    other = sg.Graph()
+    sess = sg.Session(graph=other)
+    with sess:
+        with sess:
+            assert sg.get_default_graph() is other
+        assert sg.get_default_graph() is other and sg.get_default_session() is sess
+    assert sg.get_default_graph() is g and sg.get_default_session() is None
+    with pytest.raises(RuntimeError, match="did not enter"):
+        sess.__exit__(None, None, None)
+
+
+# -- closing --------------------------------------------------------------------------------------
+
+def test_closed_session_refuses_every_entry_point(g):
+    """After close(), make_callable's callables kept running and source() still compiled."""
+    x = sg.placeholder(sg.float32, [None], name="x")
+    k = sg.placeholder(sg.float32, [], name="k")
+    v = sg.Variable([1.0, 2.0], name="v")
+    y = sg.multiply(x, v, name="y")
+    sess = sg.Session(); made = lineno()  # noqa: E702
+    sess.run(v.initializer)
+    one_feed = sess.make_callable(y, [x])
+    two_feeds = sess.make_callable({"y": y, "v": v}, [x, k])
+    no_feeds = sess.make_callable(v)
+    np.testing.assert_array_equal(one_feed([1.0, 1.0]), [1.0, 2.0])
+    two_feeds([1.0, 1.0], 2.0)
+    no_feeds()
+    sess.close(); closed = lineno()  # noqa: E702
+    calls = [
+        (r"run\(y:0\)", lambda: sess.run(y, {x: [1.0, 2.0]})),
+        (r"run\(\[y:0, v:0\]\)", lambda: sess.run([y, v], {x: [1.0, 2.0]})),
+        (r"a callable made by make_callable\(y:0\)", lambda: one_feed([1.0, 2.0])),
+        (r"a callable made by make_callable\(\[y:0, v:0\]\)",
+         lambda: two_feeds([1.0, 2.0], 1.0)),
+        (r"a callable made by make_callable\(v:0\)", no_feeds),
+        (r"make_callable\(y:0\)", lambda: sess.make_callable(y, [x])),
+        (r"source\(y:0\)", lambda: sess.source(y, {x: [1.0, 2.0]})),
+        (r"plan\(y:0\)", lambda: sess.plan(y, {x: [1.0, 2.0]})),
+        (r"loading a value into variable v:0", lambda: v.load([0.0, 0.0], sess)),
+        (r"run\(y:0\)", lambda: y.eval({x: [1.0, 2.0]}, session=sess)),
+        (r"list_devices", sess.list_devices),
+    ]
+    for what, call in calls:
+        with pytest.raises(RuntimeError, match=(
+                rf"^Attempted to use a closed Session\. \({what}.*; the session was created "
+                rf"at .*{HERE}:{made} and closed at .*{HERE}:{closed}\)")):
+            call()
+    with sess.as_default():  # entering it is allowed, as in TF1; using it is not
+        with pytest.raises(RuntimeError, match="closed Session"):
+            v.eval()
+
+
+def test_closing_frees_what_callables_compiled(g):
+    import gc
+    import weakref
+    x = sg.placeholder(sg.float32, [None], name="x")
+    v = sg.Variable(np.ones(3, np.float32), name="v")
+    sess = sg.Session()
+    sess.run(v.initializer)
+    f = sess.make_callable(x * v, [x])
+    f(np.ones(3, np.float32))
+    plan = weakref.ref(sess.plan(x * v, {x: np.ones(3, np.float32)}))
+    value = weakref.ref(sess._vars["v"])
+    assert plan() is not None and value() is not None
+    sess.close()
+    gc.collect()
+    assert plan() is None, "a callable kept after close() still holds its compiled code"
+    assert value() is None, "a closed session still holds its variables"
+    with pytest.raises(RuntimeError, match="closed Session"):
+        f(np.ones(3, np.float32))
+
+
+def _patch_runtime_normal(monkeypatch):
+    """rt.normal made to wait (after drawing) until the test lets it go on."""
+    import staticgrad.runtime as rt
+    drawn, go_on = threading.Event(), threading.Event()
+    real = rt.normal
+
+    def normal(*args):
+        out = real(*args)
+        drawn.set()
+        assert go_on.wait(30)
+        return out
+    monkeypatch.setattr(rt, "normal", normal)
+    return drawn, go_on
+
+
+def _run_in_thread(call):
+    outcome = []
+
+    def work():
+        try:
+            outcome.append(call())
+        except Exception as e:  # noqa: BLE001
+            outcome.append(e)
+    thread = threading.Thread(target=work)
+    thread.start()
+    return thread, outcome
+
+
+def test_close_during_a_run_cancels_its_later_variable_reads(g, monkeypatch):
+    v = sg.Variable([1.0, 2.0], name="v")
+    y = sg.add(sg.random_normal([2], seed=3), v, name="y")
+    sess = sg.Session()
+    sess.run(v.initializer)
+    src = sess.source(y)
+    assert src.index("rt.normal(") < src.index("V['v']"), src  # the run draws, then reads v
+    drawn, go_on = _patch_runtime_normal(monkeypatch)
+    thread, outcome = _run_in_thread(lambda: sess.run(y))
+    assert drawn.wait(30)
+    sess.close(); closed = lineno()  # noqa: E702
+    go_on.set()
+    thread.join()
+    (error,) = outcome
+    assert isinstance(error, sg.errors.CancelledError), error
+    assert f"{HERE}:{closed}" in str(error) and "y:0" in str(error)
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.run(y)
+
+
+def test_close_during_a_run_lets_a_run_past_its_reads_finish(g, monkeypatch):
+    v = sg.Variable([1.0, 2.0], name="v")
+    doubled = v * 2.0  # made first, so computed first
+    y = sg.add(doubled, sg.random_normal([2], seed=3), name="y")
+    sess = sg.Session()
+    sess.run(v.initializer)
+    want = sess.run(y)
+    src = sess.source(y)
+    assert src.index("V['v']") < src.index("rt.normal("), src  # the run reads v, then draws
+    drawn, go_on = _patch_runtime_normal(monkeypatch)
+    thread, outcome = _run_in_thread(lambda: sess.run(y))
+    assert drawn.wait(30)
+    sess.close()
+    go_on.set()
+    thread.join()
+    (result,) = outcome
+    assert isinstance(result, np.ndarray), result
+    assert result.shape == want.shape and result.dtype == want.dtype
+    assert np.all(np.isfinite(result))
 
 
 def test_interactive_session(g):
