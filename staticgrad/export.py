@@ -72,6 +72,7 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"cannot export to {path!r}: folder {folder!r} does not exist")
     session = session or get_default_session() or Session()
+    session._check_open("export")
     feeds = [session._feed_tensor(k) for k in (feed_list or ())]
     shapes = _feed_shapes(session.graph, feeds, feed_shapes)
     feed_dict = {t: np.zeros(s, dtype=t.dtype.np) for t, s in zip(feeds, shapes)}

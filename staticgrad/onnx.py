@@ -78,6 +78,7 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
     feeds = [session._feed_tensor(k) for k in (feed_list or ())]
     shapes = _feed_shapes(graph, feeds, feed_shapes)
 
+    session._check_open("export_onnx")
     b = _Builder(onnx, session, opset)
     for t, shape in zip(feeds, shapes):
         b.add_input(t, shape)

@@ -93,7 +93,7 @@ HOSTILE = [
     print,
     np.array([PAYLOAD]),
     np.array([1, 2], dtype=object),
-    sg.TensorShape([2.5]),
+    sg.TensorShape([EvilInt(2)]),
 ]
 
 ATTRS = [(op_type, key) for op_type, opdef in sorted(REGISTRY.items())

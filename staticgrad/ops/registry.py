@@ -191,6 +191,8 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
                              f"an op must be from the same graph{hint}")
     if graph._finalized:
         graph._check_not_finalized(f"creating a {op_type} op")
+    if name is not None and not isinstance(name, str):
+        check_op_name(name)  # TypeError naming what was given
     if name and name.endswith("/"):  # an exact name, from a name scope (TF1 convention)
         name = check_op_name(name[:-1])
         if name in graph._by_name:

@@ -64,7 +64,8 @@ def placeholder(dtype, shape=None, name=None):
 
     >>> x = placeholder(float32, [None, 3], name="x")  # doctest: +SKIP
     """
-    attrs = {"dtype": _dt.as_dtype(dtype), "shape": as_shape(shape)}
+    attrs = {"dtype": _dt.as_dtype(dtype),
+             "shape": as_shape(shape, what=f"placeholder {name!r}" if name else "placeholder")}
     return apply1("Placeholder", [], attrs, name=name or "Placeholder",
                   graph=get_default_graph())
 
@@ -72,7 +73,8 @@ def placeholder(dtype, shape=None, name=None):
 def placeholder_with_default(input, shape, name=None):  # noqa: A002
     """A placeholder that takes the value of `input` when it is not fed."""
     t = convert_to_tensor(input)
-    return apply1("PlaceholderWithDefault", [t], {"shape": as_shape(shape)}, name=name)
+    what = f"placeholder_with_default {name!r}" if name else "placeholder_with_default"
+    return apply1("PlaceholderWithDefault", [t], {"shape": as_shape(shape, what=what)}, name=name)
 
 
 # -- variables and assignment --------------------------------------------------------------------
