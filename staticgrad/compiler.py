@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import linecache
+import threading
 import weakref
 from collections.abc import Callable
 
@@ -88,6 +89,7 @@ class Plan:
     random_ops: list
     fetches: list
     feeds: list
+    locks: list = dataclasses.field(default_factory=list)  # variables a run holds locked
 
 
 def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS):
@@ -103,12 +105,15 @@ def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS):
 
 
 def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], state: dict,
-                 rngs: dict, title: str = "", options: CompileOptions | None = None) -> Plan:
+                 rngs: dict, title: str = "", options: CompileOptions | None = None,
+                 locks: dict | None = None) -> Plan:
     """Compile the computation of `fetches` from `feeds` (with shapes/dtypes `feed_sig`).
 
-    `state` and `rngs` are the session's variable values and random generators; the
-    generated module refers to them as `V` and `R`.
+    `state` and `rngs` are the session's variable values and random generators, `locks` its
+    variables' locks (made here for those the plan's use_locking updates hold); the
+    generated module refers to them as `V`, `R` and `L`.
     """
+    locks = {} if locks is None else locks
     options = options or DEFAULT_OPTIONS
     with paused_gc():
         ops = prune(fetches, set(feeds))
@@ -119,11 +124,13 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
         filename = f"<staticgrad-{next(_counter)}>"
         lines = rendered.source.splitlines(keepends=True)
         linecache.cache[filename] = (len(rendered.source), None, lines, filename)
+        for name in rendered.locks:  # setdefault: one lock per variable, whoever asks first
+            locks.setdefault(name, threading.Lock())
         namespace = {"np": np, "rt": runtime, "fast": runtime_fast, "V": state, "R": rngs,
-                     **rendered.constants}
+                     "L": locks, **rendered.constants}
         exec(compile(rendered.source, filename, "exec"), namespace)  # noqa: S102
     plan = Plan(namespace["run"], rendered.source, filename, rendered.line_ops,
-                rendered.var_reads, rendered.random_ops, fetches, feeds)
+                rendered.var_reads, rendered.random_ops, fetches, feeds, rendered.locks)
     # tracebacks show generated lines while the plan lives; the text goes with it
     weakref.finalize(plan, linecache.cache.pop, filename, None)
     return plan

@@ -293,7 +293,8 @@ def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_ke
         "",
         "from __future__ import annotations",
         "",
-        *sorted({"import os", "import types"} | set(imports)),
+        *sorted({"import os", "import types"} | set(imports)
+                | ({"import threading"} if plan.locks else set())),
         "",
         "import numpy as np",
         "",
@@ -305,6 +306,8 @@ def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_ke
         f"FETCHES = {fetch_names!r}",
         "V = {}",
         "R = {}",
+        *([f"L = {{name: threading.Lock() for name in {list(plan.locks)!r}}}  # use_locking"]
+          if plan.locks else []),
         "",
         "",
         "def reset():",

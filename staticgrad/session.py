@@ -140,6 +140,7 @@ class Session:
         self.options = options or compiler.DEFAULT_OPTIONS
         self._vars: dict[str, np.ndarray] = {}
         self._rngs: dict[str, np.random.Generator] = {}
+        self._locks: dict[str, threading.Lock] = {}  # use_locking updates' variable locks
         self._cache: dict = {}
         self._structures: dict = {}
         self._last_feeds: dict = {}  # fetches -> feeds of the latest compile (for the log)
@@ -346,7 +347,8 @@ class Session:
                 log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
             plan = compile_plan(list(fetch_list), list(feeds),
                                 [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays],
-                                self._vars, self._rngs, options=options or self.options)
+                                self._vars, self._rngs, options=options or self.options,
+                                locks=self._locks)
             self._make_generators(plan)
             compiled = _Compiled(plan)
             if key is not None:

@@ -18,13 +18,14 @@ import numpy as np
 
 from ..graph import Operation
 from ..ir import Node, Program, Value
+from ..ops.attr_types import Name
 from ..ops.registry import render_format, render_numpy, render_ufunc, scalar_literal
 from ..ops.state_ops import Store
 from .fused import render_group
 from .templates import render_template
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
-RESERVED = {"np", "rt", "V", "R", "run", "lo", "hi"} | set(dir(builtins))
+RESERVED = {"np", "rt", "fast", "V", "R", "L", "run", "lo", "hi"} | set(dir(builtins))
 
 
 @dataclasses.dataclass
@@ -34,6 +35,7 @@ class Rendered:
     line_ops: dict         # line number in source -> Operation (for error messages)
     var_reads: list        # variable names read before any assignment in this plan
     random_ops: list       # random Operations the plan draws from
+    locks: list            # variables whose lock a run holds throughout (use_locking updates)
 
 
 _NON_WORD = re.compile(r"\W", flags=re.ASCII)
@@ -149,6 +151,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
 
     shared = _Shared(program, alias)
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
+    locks = set()                  # use_locking updates: their variables' locks
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
     for node in program.nodes:
@@ -206,6 +209,8 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             if code.reads_target and var not in assigned and var not in var_reads:
                 var_reads.append(var)
             assigned.add(var)
+            if node.attrs["use_locking"]:
+                locks.add(var)
         elif len(outs) == 1:
             body.append(f"{outs[0]} = {code}")
         else:
@@ -238,15 +243,17 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
                              feeds=[(expr[id(v)], _printable(v.tensor.name), v.dtype.name,
                                      _printable(v.shape)) for v in program.feeds],
                              fetches=[_printable(n) for n in fetch_names],
-                             fast=uses_fast)
+                             fast=uses_fast,
+                             locks=[f"L[{Name().literal(v)}]" for v in sorted(locks)])
     header_lines = source.split("\n")
     # Map body line numbers (1-based within body) to source line numbers.
     first = next(i for i, line in enumerate(header_lines) if line.startswith("def run(")) + 2
+    first += 2 if locks else 0  # the comment and the `with` of the locks
     line_map = {first + k - 1: op for k, op in line_ops.items()}
     for lines, ops in kernels:  # a kernel's lines map to the ops they compute
         start = header_lines.index(lines[0]) + 1
         line_map.update((start + i, op) for i, op in enumerate(ops) if op is not None)
-    return Rendered(source, constants, line_map, var_reads, random_ops)
+    return Rendered(source, constants, line_map, var_reads, random_ops, sorted(locks))
 
 
 class _Shared:

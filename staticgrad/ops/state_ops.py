@@ -108,7 +108,10 @@ def _assign_numpy(kind):
 
 for _type, _kind in (("Assign", "set"), ("AssignAdd", "add"), ("AssignSub", "sub")):
     register(_type, _assign_infer, _assign_numpy(_kind), differentiable=False, stateful=True,
-             shape_inputs=(0,), attrs={"var": Name(), "validate_shape": Bool()}, arity=2)
+             shape_inputs=(0,), arity=2,
+             # use_locking: the runs that perform it hold the variable's lock throughout
+             attrs={"var": Name(), "validate_shape": Bool(),
+                    "use_locking": Bool(default=False)})
 
 
 def _variable_ref(ref):
@@ -122,25 +125,31 @@ def _variable_ref(ref):
 
 
 def assign(ref, value, validate_shape=True, use_locking=None, name=None):
-    """Set variable `ref` to `value` when run; the op's output is the new value."""
+    """Set variable `ref` to `value` when run; the op's output is the new value. With
+    `use_locking`, a run doing it holds the variable's lock from its start to its end, so
+    concurrent read-modify-write steps (an optimizer's slot update) are serialized."""
     t, var = _variable_ref(ref)
     value = convert_to_tensor(value, dtype=t.dtype)
-    return apply1("Assign", [t, value], {"var": var, "validate_shape": bool(validate_shape)},
-                  name=name)
+    return apply1("Assign", [t, value], {"var": var, "validate_shape": bool(validate_shape),
+                                         "use_locking": bool(use_locking)}, name=name)
 
 
 def assign_add(ref, value, use_locking=None, name=None):
-    """Add `value` to variable `ref` when run; the op's output is the new value."""
+    """Add `value` to variable `ref` when run; the op's output is the new value. With
+    `use_locking`, concurrent runs doing it are serialized (no update is lost)."""
     t, var = _variable_ref(ref)
     return apply1("AssignAdd", [t, convert_to_tensor(value, dtype=t.dtype)],
-                  {"var": var, "validate_shape": True}, name=name)
+                  {"var": var, "validate_shape": True, "use_locking": bool(use_locking)},
+                  name=name)
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
-    """Subtract `value` from variable `ref` when run; the op's output is the new value."""
+    """Subtract `value` from variable `ref` when run; the op's output is the new value. With
+    `use_locking`, concurrent runs doing it are serialized (no update is lost)."""
     t, var = _variable_ref(ref)
     return apply1("AssignSub", [t, convert_to_tensor(value, dtype=t.dtype)],
-                  {"var": var, "validate_shape": True}, name=name)
+                  {"var": var, "validate_shape": True, "use_locking": bool(use_locking)},
+                  name=name)
 
 
 # -- grouping ------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ class GradientDescentOptimizer(Optimizer):
 
     def _apply_dense(self, grad, var):
         lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
-        return assign_sub(var, lr * grad).op
+        return assign_sub(var, lr * grad, use_locking=self._use_locking).op
 
 
 class MomentumOptimizer(Optimizer):
@@ -55,9 +55,9 @@ class MomentumOptimizer(Optimizer):
         lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
         mu = self._hyper("momentum", self._momentum, var.dtype)
         accum = self.get_slot(var, "momentum")
-        a = assign(accum, accum * mu + grad)
+        a = assign(accum, accum * mu + grad, use_locking=self._use_locking)
         step = grad * lr + a * mu * lr if self._use_nesterov else a * lr
-        return assign_sub(var, step).op
+        return assign_sub(var, step, use_locking=self._use_locking).op
 
 
 class AdamOptimizer(Optimizer):
@@ -94,16 +94,18 @@ class AdamOptimizer(Optimizer):
                     for p in (b1_power, b2_power))
         lr_t = lr * sqrt(1 - b2p) / (1 - b1p)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        m_t = assign(m, beta1 * m + (1 - beta1) * grad)
-        v_t = assign(v, beta2 * v + (1 - beta2) * square(grad))
-        return assign_sub(var, lr_t * m_t / (sqrt(v_t) + eps)).op
+        m_t = assign(m, beta1 * m + (1 - beta1) * grad, use_locking=self._use_locking)
+        v_t = assign(v, beta2 * v + (1 - beta2) * square(grad), use_locking=self._use_locking)
+        return assign_sub(var, lr_t * m_t / (sqrt(v_t) + eps), use_locking=self._use_locking).op
 
     def _finish(self, update_ops, name_scope):
         graph = update_ops[0].graph
         b1_power, b2_power = self._beta_powers(graph)
         with graph.control_dependencies(update_ops):
-            up1 = assign(b1_power, b1_power * self._hyper("beta1", self._beta1, b1_power.dtype))
-            up2 = assign(b2_power, b2_power * self._hyper("beta2", self._beta2, b2_power.dtype))
+            beta1 = self._hyper("beta1", self._beta1, b1_power.dtype)
+            beta2 = self._hyper("beta2", self._beta2, b2_power.dtype)
+            up1 = assign(b1_power, b1_power * beta1, use_locking=self._use_locking)
+            up2 = assign(b2_power, b2_power * beta2, use_locking=self._use_locking)
         return group(*update_ops, up1, up2, name=name_scope)
 
 
@@ -130,15 +132,15 @@ class RMSPropOptimizer(Optimizer):
         mu = self._hyper("momentum", self._momentum, dt)
         eps = self._hyper("epsilon", self._epsilon, dt)
         ms = self.get_slot(var, "rms")
-        ms_t = assign(ms, rho * ms + (1 - rho) * square(grad))
+        ms_t = assign(ms, rho * ms + (1 - rho) * square(grad), use_locking=self._use_locking)
         denom = ms_t + eps
         if self._centered:
             mg = self.get_slot(var, "mg")
-            mg_t = assign(mg, rho * mg + (1 - rho) * grad)
+            mg_t = assign(mg, rho * mg + (1 - rho) * grad, use_locking=self._use_locking)
             denom = ms_t - square(mg_t) + eps
         mom = self.get_slot(var, "momentum")
-        mom_t = assign(mom, mu * mom + lr * grad * rsqrt(denom))
-        return assign_sub(var, mom_t).op
+        mom_t = assign(mom, mu * mom + lr * grad * rsqrt(denom), use_locking=self._use_locking)
+        return assign_sub(var, mom_t, use_locking=self._use_locking).op
 
 
 class AdagradOptimizer(Optimizer):
@@ -160,5 +162,5 @@ class AdagradOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         lr = self._hyper("learning_rate", self._lr, var.dtype)
         acc = self.get_slot(var, "accumulator")
-        acc_t = assign(acc, acc + square(grad))
-        return assign_sub(var, lr * grad * rsqrt(acc_t)).op
+        acc_t = assign(acc, acc + square(grad), use_locking=self._use_locking)
+        return assign_sub(var, lr * grad * rsqrt(acc_t), use_locking=self._use_locking).op
