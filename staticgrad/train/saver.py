@@ -27,8 +27,10 @@ then renamed into place with `os.replace`; the index is rewritten only once the 
 place, and the checkpoints that `max_to_keep` drops are deleted only after that. A crash or a
 full disk therefore leaves the previous checkpoint and an index pointing at it, and a failed
 write removes its temporary file. Restoring reads and checks every value before it sets any,
-so a failed restore leaves the session as it was. Saving into a directory that does not
-exist raises ValueError naming it, as TF1 does: create it first.
+so a failed restore leaves the session as it was; a damaged file raises DataLossError naming the
+file and the entry (`checkpoint_format.py` lists every kind of damage and what it raises).
+Saving into a directory that does not exist raises ValueError naming it, as TF1 does: create it
+first.
 
 As in TF1, a Saver counts (for `max_to_keep`) and lists in the index only the checkpoints it
 wrote itself; a new run adopts an old run's with `saver.recover_last_checkpoints(paths)`.
@@ -37,7 +39,8 @@ Departures from TF1:
 - No `.meta` file: `write_meta_graph` and `meta_graph_suffix` are accepted and ignored;
   rebuild the graph in code (with the same names) and restore into it.
 - One `.npz` file per checkpoint and a JSON index named "checkpoint.json", in place of TF1's
-  `.index`/`.data-*` files and its text-protobuf "checkpoint" file.
+  `.index`/`.data-*` files and its text-protobuf "checkpoint" file. The index holds only file
+  names in its own directory: never absolute paths, never "..".
 - With `max_to_keep=None` or 0 nothing is deleted and the index lists every checkpoint this
   saver wrote (TF1 lists only the latest).
 - An unreadable index raises DataLossError (TF1 logs a warning and returns None).
@@ -49,34 +52,27 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import threading
 import time
 import uuid
-import zipfile
-import zlib
 
 import numpy as np
 
-from ..errors import (
-    DataLossError,
-    FailedPreconditionError,
-    InvalidArgumentError,
-    NotFoundError,
-    PermissionDeniedError,
-)
+from ..errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from ..graph import GraphKeys, get_default_graph
 from ..session import Session
 from ..variables import Variable
-
-INDEX_FILENAME = "checkpoint.json"
-DATA_SUFFIX = ".npz"
-_INDEX_FORMAT = "staticgrad-checkpoint-index"
-_INDEX_VERSION = 1
-_ZIP_MAGIC = b"PK\x03\x04"
-# What a damaged archive raises from np.load or from reading one of its members.
-_READ_ERRORS = (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error)
+from .checkpoint_format import (
+    DATA_SUFFIX,
+    INDEX_FILENAME,
+    CheckpointNotFoundError,  # noqa: F401 (part of this module's interface)
+    Index,
+    index_text,
+    open_archive,
+    read_index,
+    write_npz,
+)
 
 
 @dataclasses.dataclass
@@ -166,7 +162,7 @@ class Saver:
                              f"of save_path {prefix!r}")
         arrays = self._values(sess)
         with self._lock:
-            _atomic_write(prefix + DATA_SUFFIX, lambda f: _write_npz(f, arrays))
+            _atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
             if write_state:
                 kept, dropped = self._kept_after(prefix, time.time())
                 _write_index(index_path, prefix, kept)
@@ -232,12 +228,12 @@ class Saver:
         if not self._vars:
             return
         path = _data_path(os.fspath(save_path))
-        with _open_archive(path) as archive:
-            stored = set(archive.files)
+        with open_archive(path) as archive:
+            stored = set(archive.names)
             missing = [(name, var) for name, var in self._vars.items() if name not in stored]
             if missing:
                 raise _missing_error(missing, path, stored)
-            new_values = {var._var_name: self._checked(name, var, _read(archive, name, path), path)
+            new_values = {var._var_name: self._checked(name, var, archive.read(name), path)
                           for name, var in self._vars.items()}
         sess._vars.update(new_values)
 
@@ -272,33 +268,16 @@ def get_checkpoint_state(checkpoint_dir: str,
 
     >>> sg.train.get_checkpoint_state("ckpt").all_model_checkpoint_paths  # doctest: +SKIP
     ['ckpt/model-200', 'ckpt/model-300']
+
+    Raises DataLossError naming the index and the field when the index is damaged.
     """
     checkpoint_dir = os.fspath(checkpoint_dir)
-    path = _index_path(checkpoint_dir, latest_filename)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except (FileNotFoundError, NotADirectoryError):
+    index = read_index(_index_path(checkpoint_dir, latest_filename))
+    if index is None:
         return None
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise DataLossError(None, None, f"checkpoint index {path} is not valid JSON "
-                                        f"({e})") from None
-    latest = doc.get("model_checkpoint_path") if isinstance(doc, dict) else None
-    paths = doc.get("all_model_checkpoint_paths") if isinstance(doc, dict) else None
-    times = doc.get("all_model_checkpoint_timestamps", []) if isinstance(doc, dict) else None
-    if (doc.get("format") if isinstance(doc, dict) else None) != _INDEX_FORMAT \
-            or not isinstance(latest, str) or not latest \
-            or not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) \
-            or not isinstance(times, list):
-        raise DataLossError(None, None, f"checkpoint index {path} is not a staticgrad "
-                                        "checkpoint index (format, model_checkpoint_path or "
-                                        "all_model_checkpoint_paths missing or malformed)")
-
-    def full(p):
-        return p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
-    return CheckpointState(full(latest), [full(p) for p in paths], [float(t) for t in times])
+    return CheckpointState(os.path.join(checkpoint_dir, index.latest),
+                           [os.path.join(checkpoint_dir, p) for p in index.paths],
+                           index.timestamps)
 
 
 def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
@@ -319,23 +298,24 @@ def checkpoint_exists(checkpoint_prefix: str) -> bool:
 
 def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
     """[(name, shape)] of the values in a checkpoint (a prefix, or a directory: its latest).
+    Only the headers are read.
 
     >>> sg.train.list_variables("ckpt")  # doctest: +SKIP
     [('global_step', []), ('w', [3, 1])]
     """
     path = _data_path(_prefix_of(ckpt_dir_or_file))
-    with _open_archive(path) as archive:
-        return [(name, list(_read(archive, name, path).shape)) for name in sorted(archive.files)]
+    with open_archive(path) as archive:
+        return [(name, list(archive.shape(name))) for name in sorted(archive.names)]
 
 
 def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
     """The value saved under `name` in a checkpoint (a prefix, or a directory: its latest)."""
     path = _data_path(_prefix_of(ckpt_dir_or_file))
-    with _open_archive(path) as archive:
-        if name not in archive.files:
+    with open_archive(path) as archive:
+        if name not in archive.names:
             raise NotFoundError(None, None, f"{name!r} is not in checkpoint {path}; it holds "
-                                            f"{_some(archive.files)}")
-        return _read(archive, name, path)
+                                            f"{_some(archive.names)}")
+        return archive.read(name)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -392,50 +372,6 @@ def _prefix_of(ckpt_dir_or_file: str) -> str:
     return ckpt_dir_or_file
 
 
-class CheckpointNotFoundError(NotFoundError, ValueError):
-    """No checkpoint file at the path: a NotFoundError, and the ValueError that TF1's
-    `Saver.restore` raises (so `except ValueError` in a TF1 program still catches it)."""
-
-
-@contextlib.contextmanager
-def _open_archive(path: str):
-    """The .npz archive at `path`, or NotFoundError / DataLossError naming it."""
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(len(_ZIP_MAGIC))
-        if magic != _ZIP_MAGIC:  # np.load would try to read it as a .npy file or a pickle
-            what = "is empty" if not magic else "does not start with a zip header"
-            raise DataLossError(None, None, f"checkpoint file {path} is not an .npz archive: "
-                                            f"it {what} (corrupt, truncated or another kind "
-                                            "of file)")
-        archive = np.load(path, allow_pickle=False)
-    except (FileNotFoundError, IsADirectoryError):
-        raise CheckpointNotFoundError(
-            None, None, f"The passed save_path is not a valid checkpoint: checkpoint file "
-                        f"{path} not found") from None
-    except PermissionError as e:
-        raise PermissionDeniedError(None, None, f"cannot read checkpoint file {path}: "
-                                                f"{e}") from None
-    except _READ_ERRORS as e:
-        raise DataLossError(None, None, f"checkpoint file {path} is corrupt or truncated: "
-                                        f"{type(e).__name__}: {e}") from None
-    with archive:
-        yield archive
-
-
-def _read(archive, name: str, path: str) -> np.ndarray:
-    """One value of the archive, as a writable C-ordered array, or DataLossError."""
-    try:
-        value = archive[name]
-    except _READ_ERRORS as e:
-        raise DataLossError(None, None, f"cannot read {name!r} from checkpoint file {path}: "
-                                        f"it is corrupt, truncated or holds pickled objects "
-                                        f"({type(e).__name__}: {e})") from None
-    if not value.flags.writeable or not value.flags.c_contiguous:
-        value = np.array(value, order="C")
-    return value
-
-
 def _missing_error(missing, path: str, stored) -> NotFoundError:
     name, var = missing[0]
     label = var.op.name if name == var.op.name else f"{var.op.name} (saved as {name!r})"
@@ -452,24 +388,12 @@ def _some(names, limit: int = 10) -> str:
     return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} values)"
 
 
-def _write_npz(f, arrays: dict[str, np.ndarray]) -> None:
-    # What np.savez does, without its keyword arguments: a variable may be named "file".
-    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, value in arrays.items():
-            with zf.open(name + ".npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, value, allow_pickle=False)
-
-
 def _write_index(index_path: str, latest: str, kept: list[tuple[str, float]]) -> None:
     directory = os.path.dirname(index_path) or os.curdir
-
-    def rel(p):
-        return os.path.relpath(p, directory)
-    doc = {"format": _INDEX_FORMAT, "version": _INDEX_VERSION,
-           "model_checkpoint_path": rel(latest),
-           "all_model_checkpoint_paths": [rel(p) for p, _ in kept],
-           "all_model_checkpoint_timestamps": [t for _, t in kept]}
-    text = json.dumps(doc, indent=2) + "\n"
+    here = [(p, t) for p, t in kept if os.path.dirname(os.path.abspath(p)) == os.path.abspath(
+        directory)]  # a saver that saved elsewhere too lists only this directory's checkpoints
+    text = index_text(Index(os.path.basename(latest), [os.path.basename(p) for p, _ in here],
+                            [t for _, t in here]))
     _atomic_write(index_path, lambda f: f.write(text.encode("utf-8")))
 
 
