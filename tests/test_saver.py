@@ -508,6 +508,48 @@ def test_files_are_replaced_through_a_temp_file_in_the_same_directory(saved, mon
     assert all(os.path.basename(src).startswith(".") for src, _ in moves)
 
 
+# -- crashes: what a killed save leaves, the next save finishes ---------------------------------
+
+def orphan_name(target="model-3.npz", pid=99999):
+    return f".{target}.staticgrad-{pid}-0123456789ab.tmp"
+
+
+def test_a_save_removes_temp_files_that_killed_saves_left(saved):
+    tmp_path = saved["dir"]
+    orphans = [orphan_name(), orphan_name("checkpoint.json", 4242)]
+    for name in orphans:
+        (tmp_path / name).write_bytes(b"half a checkpoint")
+    others = [".model-3.npz.0123456789ab.tmp", "notes.tmp", ".hidden"]  # not staticgrad's
+    for name in others:
+        (tmp_path / name).write_bytes(b"someone else's")
+    saved["saver"].save(saved["sess"], str(tmp_path / "model"), global_step=2)
+    assert dir_listing(tmp_path) == sorted(others + ["checkpoint.json", "model-2.npz"])
+
+
+def test_a_temp_file_being_written_is_not_removed(saved):
+    """A live writer holds a lock on its temporary file; a save beside it leaves it alone."""
+    fcntl = pytest.importorskip("fcntl")
+    live = saved["dir"] / orphan_name()
+    with open(live, "wb") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # as atomic_write does while it writes
+        f.write(b"being written")
+        saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=2)
+        assert live.exists()
+    saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=3)
+    assert not live.exists()  # its writer is gone now
+
+
+def test_without_file_locks_no_temp_file_is_removed(saved, monkeypatch):
+    """Where flock is unavailable a live writer cannot be told from a dead one: leave both."""
+    from staticgrad.train import atomic_files
+    monkeypatch.setattr(atomic_files, "fcntl", None)
+    orphan = saved["dir"] / orphan_name()
+    orphan.write_bytes(b"half a checkpoint")
+    saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=2)
+    assert orphan.exists()
+    assert sg.train.latest_checkpoint(str(saved["dir"])) == str(saved["dir"] / "model-2")
+
+
 # -- restore: all or nothing, with errors that name what is wrong ---------------------------------
 
 def assert_unchanged(saved):

@@ -22,15 +22,17 @@ On disk (one directory; the paths a user passes around are *prefixes* such as "c
                          "all_model_checkpoint_timestamps": [1700000000.5, 1700000060.1]}
                       Paths are relative to the directory, so a moved directory still works.
 
-Every file is written to a hidden temporary file in its own directory, flushed and fsync'ed,
-then renamed into place with `os.replace`; the index is rewritten only once the data file is in
-place, and the checkpoints that `max_to_keep` drops are deleted only after that. A crash or a
-full disk therefore leaves the previous checkpoint and an index pointing at it, and a failed
-write removes its temporary file. Restoring reads and checks every value before it sets any,
-so a failed restore leaves the session as it was; a damaged file raises DataLossError naming the
-file and the entry (`checkpoint_format.py` lists every kind of damage and what it raises).
-Saving into a directory that does not exist raises ValueError naming it, as TF1 does: create it
-first.
+Every file is written whole or not at all (`atomic_files.py`): to a hidden temporary file in
+its own directory, flushed and fsync'ed, then renamed into place with `os.replace`; the index is
+rewritten only once the data file is in place, and the checkpoints that `max_to_keep` drops are
+deleted only after that. A crash or a full disk therefore leaves the previous checkpoint and an
+index pointing at it. A failed write removes its temporary file; what a killed process left is
+removed by the next save into the directory (never a file that a live save is writing).
+
+Restoring reads and checks every value before it sets any, so a failed restore leaves the
+session as it was; a damaged file raises DataLossError naming the file and the entry
+(`checkpoint_format.py` lists every kind of damage and what it raises). Saving into a directory
+that does not exist raises ValueError naming it, as TF1 does: create it first.
 
 As in TF1, a Saver counts (for `max_to_keep`) and lists in the index only the checkpoints it
 wrote itself; a new run adopts an old run's with `saver.recover_last_checkpoints(paths)`.
@@ -55,7 +57,6 @@ import dataclasses
 import os
 import threading
 import time
-import uuid
 
 import numpy as np
 
@@ -63,6 +64,7 @@ from ..errors import FailedPreconditionError, InvalidArgumentError, NotFoundErro
 from ..graph import GraphKeys, get_default_graph
 from ..session import Session
 from ..variables import Variable
+from .atomic_files import atomic_write, remove_orphaned_temp_files
 from .checkpoint_format import (
     DATA_SUFFIX,
     INDEX_FILENAME,
@@ -73,6 +75,8 @@ from .checkpoint_format import (
     read_index,
     write_npz,
 )
+
+_atomic_write = atomic_write  # graph_io writes graph files through this name
 
 
 @dataclasses.dataclass
@@ -144,7 +148,8 @@ class Saver:
 
         `global_step` may be an int, or a Variable or tensor evaluated in `sess`.
         `latest_filename` names the index file (default "checkpoint.json"); with
-        `write_state=False` the index is left alone and nothing is deleted.
+        `write_state=False` the index is left alone and nothing is deleted. Every save first
+        removes the temporary files that killed saves left in the directory.
         """
         self._check_session(sess)
         if not self._vars:
@@ -162,7 +167,8 @@ class Saver:
                              f"of save_path {prefix!r}")
         arrays = self._values(sess)
         with self._lock:
-            _atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
+            remove_orphaned_temp_files(save_dir)
+            atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
             if write_state:
                 kept, dropped = self._kept_after(prefix, time.time())
                 _write_index(index_path, prefix, kept)
@@ -394,34 +400,4 @@ def _write_index(index_path: str, latest: str, kept: list[tuple[str, float]]) ->
         directory)]  # a saver that saved elsewhere too lists only this directory's checkpoints
     text = index_text(Index(os.path.basename(latest), [os.path.basename(p) for p, _ in here],
                             [t for _, t in here]))
-    _atomic_write(index_path, lambda f: f.write(text.encode("utf-8")))
-
-
-def _atomic_write(path: str, write) -> None:
-    """Write a file through a temporary sibling, fsync it, and rename it into place; a failure
-    leaves whatever was at `path` untouched and removes the temporary file."""
-    directory = os.path.dirname(path) or os.curdir
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
-        _fsync_directory(directory)  # make the rename itself durable
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(tmp)
-
-
-def _fsync_directory(directory: str) -> None:
-    if os.name != "posix":
-        return
-    with contextlib.suppress(OSError):  # some file systems refuse to fsync a directory
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    atomic_write(index_path, lambda f: f.write(text.encode("utf-8")))
