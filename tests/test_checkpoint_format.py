@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import struct
 import warnings
 import zipfile
@@ -278,8 +279,8 @@ INDEX_DAMAGE = [
      "model_checkpoint_path"),
     ("latest-number", json.dumps(index_doc(model_checkpoint_path=3)).encode(),
      "model_checkpoint_path"),
-    ("latest-null", json.dumps(index_doc(model_checkpoint_path=None)).encode(),
-     "model_checkpoint_path"),
+    ("latest-null-with-paths", json.dumps(index_doc(model_checkpoint_path=None)).encode(),
+     "is null"),
     ("paths-missing", json.dumps(index_doc(all_model_checkpoint_paths=DROP)).encode(),
      "all_model_checkpoint_paths"),
     ("paths-not-a-list", json.dumps(index_doc(all_model_checkpoint_paths="model-1")).encode(),
@@ -309,6 +310,10 @@ INDEX_DAMAGE = [
      "never points outside"),
     ("path-dot-dot", json.dumps(index_doc(all_model_checkpoint_paths=[".."])).encode(),
      "never points outside"),
+    ("journal-escapes", json.dumps(index_doc(deleting_checkpoint_paths=["../victim"])).encode(),
+     "deleting_checkpoint_paths[0]"),
+    ("journal-not-a-list", json.dumps(index_doc(adding_checkpoint_paths="model-2")).encode(),
+     "adding_checkpoint_paths"),
 ]
 
 
@@ -336,3 +341,25 @@ def test_a_zip_version_byte_is_data_loss(ckpt):
     with pytest.raises(sg.errors.DataLossError, match="corrupt"):
         ckpt["saver"].restore(ckpt["sess"], ckpt["prefix"])
     assert_session_unchanged(ckpt)
+
+
+def test_a_planted_index_cannot_make_a_save_delete_files_elsewhere(g, tmp_path):
+    """An index naming files outside its directory is refused (with a warning) by a save,
+    which writes a fresh index; max_to_keep deletes only what this directory's index names."""
+    victim = tmp_path / "victim.npz"
+    victim.write_bytes(b"precious")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.json").write_text(json.dumps(index_doc(
+        model_checkpoint_path="../victim", all_model_checkpoint_paths=["../victim"],
+        deleting_checkpoint_paths=["../victim"])))
+    w = sg.Variable(1.0, name="w")
+    sess = sg.Session()
+    sess.run(w.initializer)
+    saver = sg.train.Saver(max_to_keep=1)
+    with pytest.warns(UserWarning, match="never points outside.*writes a new index"):
+        saver.save(sess, str(run / "model"), global_step=1)
+    for step in (2, 3):
+        saver.save(sess, str(run / "model"), global_step=step)
+    assert victim.read_bytes() == b"precious"
+    assert sorted(os.listdir(run)) == ["checkpoint.json", "model-3.npz"]

@@ -224,11 +224,18 @@ def write_npz(f, arrays: dict[str, np.ndarray]) -> None:
 # -- the index: checkpoint.json -------------------------------------------------------------------
 @dataclasses.dataclass
 class Index:
-    """A directory's index, as stored: plain file names (prefixes) relative to its directory."""
+    """A directory's index, as stored: plain file names (prefixes) relative to its directory.
 
-    latest: str
+    `latest` is None only in an index written before a directory's first checkpoint was in
+    place. `adding` and `deleting` are the saver's journal (see saver.py): checkpoints whose
+    data file a save was about to put in place, and dropped ones it was about to delete.
+    """
+
+    latest: str | None
     paths: list[str]
     timestamps: list[float]
+    adding: list[str] = dataclasses.field(default_factory=list)
+    deleting: list[str] = dataclasses.field(default_factory=list)
 
 
 def read_index(path: str) -> Index | None:
@@ -257,10 +264,15 @@ def read_index(path: str) -> Index | None:
     if doc.get("version") != INDEX_VERSION or isinstance(doc.get("version"), bool):
         raise damaged(f"\"version\" is {_brief(doc.get('version'))}; this staticgrad reads "
                       f"version {INDEX_VERSION}")
-    paths = _names(doc, "all_model_checkpoint_paths", damaged)
+    paths = _names(doc, "all_model_checkpoint_paths", damaged, required=True)
     if "model_checkpoint_path" not in doc:
         raise damaged("\"model_checkpoint_path\" is missing")
-    latest = _plain_name(doc["model_checkpoint_path"], "model_checkpoint_path", damaged)
+    latest = doc["model_checkpoint_path"]
+    if latest is None:
+        if paths:
+            raise damaged("\"model_checkpoint_path\" is null, yet checkpoints are listed")
+    else:
+        latest = _plain_name(latest, "model_checkpoint_path", damaged)
     timestamps = doc.get("all_model_checkpoint_timestamps", [])
     if not isinstance(timestamps, list) or not all(
             isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t)
@@ -269,10 +281,14 @@ def read_index(path: str) -> Index | None:
                       f"got {_brief(timestamps)}")
     if timestamps and len(timestamps) != len(paths):
         raise damaged(f"{len(timestamps)} timestamps for {len(paths)} checkpoints")
-    return Index(latest, paths, [float(t) for t in timestamps])
+    return Index(latest, paths, [float(t) for t in timestamps],
+                 _names(doc, "adding_checkpoint_paths", damaged),
+                 _names(doc, "deleting_checkpoint_paths", damaged))
 
 
-def _names(doc: dict, field: str, damaged) -> list[str]:
+def _names(doc: dict, field: str, damaged, required: bool = False) -> list[str]:
+    if field not in doc and not required:
+        return []
     names = doc.get(field)
     if not isinstance(names, list):
         raise damaged(f"\"{field}\" must be a list of file names, got {_brief(names)}")
@@ -302,9 +318,13 @@ def _brief(value, limit: int = 60) -> str:
 
 
 def index_text(index: Index) -> str:
-    """The JSON text of an index."""
+    """The JSON text of an index; the journal fields appear only when not empty."""
     doc = {"format": INDEX_FORMAT, "version": INDEX_VERSION,
            "model_checkpoint_path": index.latest,
            "all_model_checkpoint_paths": index.paths,
            "all_model_checkpoint_timestamps": index.timestamps}
+    if index.adding:
+        doc["adding_checkpoint_paths"] = index.adding
+    if index.deleting:
+        doc["deleting_checkpoint_paths"] = index.deleting
     return json.dumps(doc, indent=2) + "\n"

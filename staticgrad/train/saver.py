@@ -23,21 +23,34 @@ On disk (one directory; the paths a user passes around are *prefixes* such as "c
                       Paths are relative to the directory, so a moved directory still works.
 
 Every file is written whole or not at all (`atomic_files.py`): to a hidden temporary file in
-its own directory, flushed and fsync'ed, then renamed into place with `os.replace`; the index is
-rewritten only once the data file is in place, and the checkpoints that `max_to_keep` drops are
-deleted only after that. A crash or a full disk therefore leaves the previous checkpoint and an
-index pointing at it. A failed write removes its temporary file; what a killed process left is
-removed by the next save into the directory (never a file that a live save is writing).
+its own directory, flushed and fsync'ed, then renamed into place. A save is a short journal in
+the index, so that a process killed at any moment leaves a directory the next save can finish:
 
-Restoring reads and checks every value before it sets any, so a failed restore leaves the
-session as it was; a damaged file raises DataLossError naming the file and the entry
+    1. remove the temporary files that killed saves left (never one a live save is writing)
+    2. index += {"adding_checkpoint_paths": ["model-300"]}      (skipped when re-saving a prefix)
+    3. model-300.npz written and renamed into place
+    4. index = {latest "model-300", the kept list, "deleting_checkpoint_paths": [dropped ones]}
+    5. the dropped data files deleted
+
+`latest_checkpoint` names a complete checkpoint after a kill at any step: the index moves to a
+new checkpoint only once its file is in place, and the latest is never deleted. A save that
+fails (a full disk) removes its temporary file and leaves the previous checkpoint and an index
+pointing at it. Restoring reads and checks every value before it sets any, so a failed restore
+leaves the session as it was; a damaged file raises DataLossError naming the file and the entry
 (`checkpoint_format.py` lists every kind of damage and what it raises). Saving into a directory
 that does not exist raises ValueError naming it, as TF1 does: create it first.
 
-As in TF1, a Saver counts (for `max_to_keep`) and lists in the index only the checkpoints it
-wrote itself; a new run adopts an old run's with `saver.recover_last_checkpoints(paths)`.
+What a Saver counts for `max_to_keep`: the checkpoints it wrote, and, from its first save into a
+directory's index on, the checkpoints of the same series (same directory and index file, same
+base name: "model" and "model-<step>") that the index lists, or that its journal says were being
+added. So a restarted training process, killed or not, keeps honouring `max_to_keep` for what
+the previous run left, and finishes the deletions a kill interrupted. It writes the index with
+its own list, as TF1 does (checkpoints of other series drop out of the index, not off the disk).
 
 Departures from TF1:
+- TF1's Saver counts only the checkpoints it wrote; a previous run's stay on disk forever unless
+  the program calls `recover_last_checkpoints` (which works here too). Here a Saver adopts its
+  series from the index on its first save, as above (TF2's CheckpointManager does the same).
 - No `.meta` file: `write_meta_graph` and `meta_graph_suffix` are accepted and ignored;
   rebuild the graph in code (with the same names) and restore into it.
 - One `.npz` file per checkpoint and a JSON index named "checkpoint.json", in place of TF1's
@@ -45,7 +58,8 @@ Departures from TF1:
   names in its own directory: never absolute paths, never "..".
 - With `max_to_keep=None` or 0 nothing is deleted and the index lists every checkpoint this
   saver wrote (TF1 lists only the latest).
-- An unreadable index raises DataLossError (TF1 logs a warning and returns None).
+- An unreadable index raises DataLossError (TF1 logs a warning and returns None); a save over
+  one warns and writes a new index.
 - `sharded`, `name`, `restore_sequentially`, `filename` and `save_relative_paths` are accepted
   and ignored: a checkpoint is always one file and the index always holds relative paths.
 """
@@ -55,12 +69,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import threading
 import time
+import warnings
 
 import numpy as np
 
-from ..errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ..errors import DataLossError, FailedPreconditionError, InvalidArgumentError, NotFoundError
 from ..graph import GraphKeys, get_default_graph
 from ..session import Session
 from ..variables import Variable
@@ -120,12 +136,13 @@ class Saver:
         self._next_preserved_time = time.time() + self._keep_every_s
         self._pad_step_number = pad_step_number
         self._last_checkpoints: list[tuple[str, float]] = []  # (prefix, time), oldest first
+        self._adopted: set[str] = set()  # the index files whose series this saver has adopted
         self._lock = threading.Lock()
 
     # -- the checkpoints this saver keeps -------------------------------------------------------
     @property
     def last_checkpoints(self) -> list[str]:
-        """The prefixes this saver has written and not deleted, oldest first."""
+        """The prefixes this saver keeps (wrote, or adopted) and has not deleted, oldest first."""
         return [p for p, _ in self._last_checkpoints]
 
     def set_last_checkpoints_with_time(self, last_checkpoints_with_time) -> None:
@@ -168,14 +185,67 @@ class Saver:
         arrays = self._values(sess)
         with self._lock:
             remove_orphaned_temp_files(save_dir)
-            atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
             if write_state:
-                kept, dropped = self._kept_after(prefix, time.time())
-                _write_index(index_path, prefix, kept)
-                self._last_checkpoints = kept
-                for old_prefix, saved_at in dropped:
-                    self._delete_unless_preserved(old_prefix, saved_at)
+                self._save_recorded(prefix, index_path, os.path.basename(save_path), arrays)
+            else:
+                atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
         return prefix
+
+    def _save_recorded(self, prefix: str, index_path: str, base: str, arrays) -> None:
+        """Save and record `prefix` in the index, then delete what max_to_keep drops: the
+        journal of the module docstring, steps 2 to 5."""
+        save_dir = os.path.dirname(index_path)
+        on_disk = _index_for_saving(index_path)
+        self._adopt(on_disk, index_path, prefix, base)
+        if prefix in self.last_checkpoints:  # replaced whole by its rename: no journal
+            atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
+        else:
+            _write_journaled(index_path, on_disk, prefix, arrays)
+        kept, dropped = self._kept_after(prefix, time.time())
+        doomed, next_preserved = self._split_dropped(dropped)
+        here = [(p, t) for p, t in kept if _in_directory(p, save_dir)]
+        _write_index(index_path, Index(
+            latest=os.path.basename(prefix),
+            paths=[os.path.basename(p) for p, _ in here],
+            timestamps=[t for _, t in here],
+            deleting=[os.path.basename(p) for p in doomed if _in_directory(p, save_dir)]))
+        self._last_checkpoints = kept
+        self._next_preserved_time = next_preserved
+        for old_prefix in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(old_prefix + DATA_SUFFIX)
+
+    def _adopt(self, index: Index | None, index_path: str, prefix: str, base: str) -> None:
+        """On this saver's first save into `index_path`: count (for max_to_keep) the existing
+        checkpoints of this save's series that the index lists or was adding, and finish the
+        deletions that a killed save left undone."""
+        key = os.path.abspath(index_path)
+        if key in self._adopted:
+            return
+        self._adopted.add(key)
+        if index is None:
+            return
+        in_series = re.compile(re.escape(base) + r"(--?[0-9]+)?").fullmatch
+        directory = os.path.dirname(prefix)
+        listed = set(index.paths) | {index.latest}
+        for name in index.deleting:
+            if in_series(name) and name not in listed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(directory, name) + DATA_SUFFIX)
+        known = set(self.last_checkpoints)
+        candidates = list(zip(index.paths, index.timestamps or [None] * len(index.paths)))
+        candidates += [(name, None) for name in index.adding if name not in listed]
+        adopted = []
+        for name, saved_at in candidates:
+            path = os.path.join(directory, name)
+            if not in_series(name) or path in known:
+                continue
+            try:
+                mtime = os.path.getmtime(path + DATA_SUFFIX)
+            except OSError:
+                continue  # listed, but gone (deleted by hand, or never put in place)
+            adopted.append((path, mtime if saved_at is None else saved_at))
+        self._last_checkpoints = adopted + self._last_checkpoints
 
     def _step_suffix(self, sess: Session, global_step) -> str:
         if isinstance(global_step, int | np.integer) and not isinstance(global_step, bool):
@@ -213,12 +283,16 @@ class Saver:
         cut = len(kept) - self._max_to_keep
         return kept[cut:], kept[:cut]
 
-    def _delete_unless_preserved(self, prefix: str, saved_at: float) -> None:
-        if saved_at > self._next_preserved_time:  # one per keep_checkpoint_every_n_hours stays
-            self._next_preserved_time += self._keep_every_s
-            return
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(prefix + DATA_SUFFIX)
+    def _split_dropped(self, dropped) -> tuple[list[str], float]:
+        """(prefixes to delete, the next preservation time): of the dropped checkpoints, one
+        every keep_checkpoint_every_n_hours stays on disk, as in TF1."""
+        next_time, doomed = self._next_preserved_time, []
+        for prefix, saved_at in dropped:
+            if saved_at > next_time:
+                next_time += self._keep_every_s
+            else:
+                doomed.append(prefix)
+        return doomed, next_time
 
     # -- restoring ------------------------------------------------------------------------------
     def restore(self, sess: Session, save_path: str) -> None:
@@ -279,7 +353,7 @@ def get_checkpoint_state(checkpoint_dir: str,
     """
     checkpoint_dir = os.fspath(checkpoint_dir)
     index = read_index(_index_path(checkpoint_dir, latest_filename))
-    if index is None:
+    if index is None or index.latest is None:  # none, or only a first save's journal
         return None
     return CheckpointState(os.path.join(checkpoint_dir, index.latest),
                            [os.path.join(checkpoint_dir, p) for p in index.paths],
@@ -378,6 +452,44 @@ def _prefix_of(ckpt_dir_or_file: str) -> str:
     return ckpt_dir_or_file
 
 
+def _in_directory(prefix: str, directory: str) -> bool:
+    return os.path.dirname(os.path.abspath(prefix)) == os.path.abspath(directory)
+
+
+def _index_for_saving(index_path: str) -> Index | None:
+    """The index a save starts from; a damaged one is reported and replaced, not fatal (a
+    training run that cannot save loses more than a lost index costs)."""
+    try:
+        return read_index(index_path)
+    except DataLossError as e:
+        warnings.warn(f"{e}; saving writes a new index (checkpoints it listed are no longer "
+                      "counted for max_to_keep)", stacklevel=3)
+        return None
+
+
+def _write_journaled(index_path: str, on_disk: Index | None, prefix: str, arrays) -> None:
+    """Write a new checkpoint's data file, recorded first in the index's journal (so a kill
+    after its rename leaves it counted); a failed write takes the journal entry back."""
+    journal = dataclasses.replace(on_disk or Index(None, [], []))
+    name = os.path.basename(prefix)
+    journal.adding = [n for n in journal.adding if n != name] + [name]
+    _write_index(index_path, journal)
+    try:
+        atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
+    except Exception:  # raised before the rename (not an interrupt): the file is not in place
+        with contextlib.suppress(OSError):  # best effort: the entry is harmless if it stays
+            if on_disk is None:
+                os.remove(index_path)
+            else:
+                _write_index(index_path, on_disk)
+        raise
+
+
+def _write_index(index_path: str, index: Index) -> None:
+    text = index_text(index)
+    atomic_write(index_path, lambda f: f.write(text.encode("utf-8")))
+
+
 def _missing_error(missing, path: str, stored) -> NotFoundError:
     name, var = missing[0]
     label = var.op.name if name == var.op.name else f"{var.op.name} (saved as {name!r})"
@@ -392,12 +504,3 @@ def _some(names, limit: int = 10) -> str:
     names = sorted(names)
     shown = ", ".join(names[:limit])
     return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} values)"
-
-
-def _write_index(index_path: str, latest: str, kept: list[tuple[str, float]]) -> None:
-    directory = os.path.dirname(index_path) or os.curdir
-    here = [(p, t) for p, t in kept if os.path.dirname(os.path.abspath(p)) == os.path.abspath(
-        directory)]  # a saver that saved elsewhere too lists only this directory's checkpoints
-    text = index_text(Index(os.path.basename(latest), [os.path.basename(p) for p, _ in here],
-                            [t for _, t in here]))
-    atomic_write(index_path, lambda f: f.write(text.encode("utf-8")))
