@@ -135,8 +135,20 @@ def _array_dtype_name(dtype: np.dtype) -> str:
         raise _Unserializable(f"an array of dtype {dtype}") from None
 
 
-def decode_value(enc, where: str):
-    """The Python value of a tagged attribute value; `where` names it in errors."""
+MAX_VALUE_DEPTH = 64  # attribute values nest at most this deep (a tuple in a tuple in ...)
+
+
+def decode_value(enc, where: str, depth: int = 0):
+    """The Python value of a tagged attribute value; `where` names it in errors. A value nested
+    deeper than MAX_VALUE_DEPTH levels raises GraphFormatError, as does anything malformed.
+
+    >>> decode_value({"type": "tuple", "value": [{"type": "int", "value": 1}]}, "attr")
+    (1,)
+    """
+    if depth > MAX_VALUE_DEPTH:
+        where = where if len(where) <= 100 else f"{where[:60]}...{where[-30:]}"
+        raise GraphFormatError(f"{where}: values nested more than {MAX_VALUE_DEPTH} levels "
+                               "deep")
     if not isinstance(enc, dict) or not isinstance(enc.get("type"), str):
         raise GraphFormatError(f"{where}: expected a tagged value {{\"type\": ...}}, "
                                f"got {_short(enc)}")
@@ -164,10 +176,10 @@ def decode_value(enc, where: str):
     if tag == "str" and isinstance(value, str):
         return value
     if tag in ("tuple", "list") and isinstance(value, list):
-        items = [decode_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        items = [decode_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
         return tuple(items) if tag == "tuple" else items
     if tag == "dict" and isinstance(value, dict):
-        return {k: decode_value(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return {k: decode_value(v, f"{where}[{k!r}]", depth + 1) for k, v in value.items()}
     if tag == "dtype" and isinstance(value, str):
         return _decode_dtype(value, where)
     if tag == "shape" and (value is None or isinstance(value, list) and all(
@@ -227,16 +239,16 @@ def _decode_array(enc, where: str, scalar: bool):
 
 
 def _short(value, limit: int = 60) -> str:
-    text = json.dumps(value) if _jsonable(value) else repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _jsonable(value) -> bool:
+    """A one-line excerpt of a value for a message; never raises, not even for a value nested
+    too deep for json.dumps or repr."""
     try:
-        json.dumps(value)
-        return True
-    except (TypeError, ValueError):
-        return False
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            text = repr(value)
+        except RecursionError:
+            text = f"<a {type(value).__name__} nested too deep to show>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 # -- export -------------------------------------------------------------------------------------
@@ -395,6 +407,8 @@ def import_meta_graph(path_or_dict, import_scope: str | None = None, clear_devic
 
 
 def _load(path_or_dict) -> dict:
+    """The checked top level of a graph file (a path) or of its parsed dict; a file nested
+    deeper than the JSON parser can follow is a GraphFormatError."""
     if isinstance(path_or_dict, dict):
         doc = path_or_dict
     else:
@@ -403,6 +417,9 @@ def _load(path_or_dict) -> dict:
             text = f.read()
         try:
             doc = json.loads(text)
+        except RecursionError:
+            raise GraphFormatError(f"{path} nests its JSON deeper than the parser can follow "
+                                   "(damaged or hostile)") from None
         except json.JSONDecodeError as e:
             raise GraphFormatError(f"{path} is not valid JSON (truncated or damaged?): {e}") \
                 from None
