@@ -222,9 +222,10 @@ def _decode_array(enc, where: str, scalar: bool):
                 f"of data, the file has {len(raw)}")
         arr = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
     elif "values" in enc and not scalar:
+        _check_leaves(enc["values"], dtype, f"{where}.values")
         try:
             arr = np.array(enc["values"], dtype=dtype)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise GraphFormatError(f"{where}.values: not a nested list of {dtype.name} "
                                    f"numbers ({e})") from None
         if list(arr.shape) != shape:
@@ -236,6 +237,28 @@ def _decode_array(enc, where: str, scalar: bool):
         return arr[()]
     arr.setflags(write=False)
     return arr
+
+
+def _check_leaves(values, dtype: np.dtype, where: str) -> None:
+    """A hand-written array's numbers must be JSON values of its kind: no "False" read as True,
+    no 2.5 cut to 2. Walked without recursion, so any nesting depth is safe here."""
+    if dtype.kind == "b":
+        def fits(v):
+            return isinstance(v, bool)
+    elif dtype.kind in "iu":
+        def fits(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+    else:
+        def fits(v):
+            return (isinstance(v, int | float) and not isinstance(v, bool)
+                    or v in ("inf", "-inf", "nan"))
+    pending = [values]
+    while pending:
+        v = pending.pop()
+        if isinstance(v, list):
+            pending.extend(v)
+        elif not fits(v):
+            raise GraphFormatError(f"{where}: {_short(v)} is not a {dtype.name} value")
 
 
 def _short(value, limit: int = 60) -> str:
@@ -407,20 +430,20 @@ def import_meta_graph(path_or_dict, import_scope: str | None = None, clear_devic
 
 
 def _load(path_or_dict) -> dict:
-    """The checked top level of a graph file (a path) or of its parsed dict; a file nested
-    deeper than the JSON parser can follow is a GraphFormatError."""
+    """The checked top level of a graph file (a path) or of its parsed dict. Any damage, from
+    bad UTF-8 to nesting deeper than the JSON parser can follow, is a GraphFormatError."""
     if isinstance(path_or_dict, dict):
         doc = path_or_dict
     else:
         path = os.fspath(path_or_dict)
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
         try:
-            doc = json.loads(text)
+            doc = json.loads(raw, parse_constant=_refuse_constant)
         except RecursionError:
             raise GraphFormatError(f"{path} nests its JSON deeper than the parser can follow "
                                    "(damaged or hostile)") from None
-        except json.JSONDecodeError as e:
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, a 5000-digit number
             raise GraphFormatError(f"{path} is not valid JSON (truncated or damaged?): {e}") \
                 from None
     if not isinstance(doc, dict):
@@ -436,6 +459,10 @@ def _load(path_or_dict) -> dict:
             raise GraphFormatError(f"field {key!r} is missing or not a JSON "
                                    f"{'array' if kind is list else 'object'}")
     return doc
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON (a graph file writes non-finite floats as strings)")
 
 
 def _field(record, key: str, kinds, where: str):

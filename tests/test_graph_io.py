@@ -350,3 +350,35 @@ def test_a_graph_file_nested_200000_levels_deep_is_a_format_error(tmp_path):
     with sg.Graph().as_default(), pytest.raises(GraphFormatError,
                                                 match="deep.json nests its JSON deeper"):
         sg.train.import_meta_graph(str(path))
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"format": "\xff"}', "not valid JSON"),
+    (b'{"format": "staticgrad-graph", "version": NaN}', "NaN is not JSON"),
+    (b'{"format": "staticgrad-graph", "version": -Infinity}', "-Infinity is not JSON"),
+    (b'{"format": "staticgrad-graph", "version": ' + b"9" * 5000 + b"}", "not valid JSON"),
+])
+def test_undecodable_graph_files_are_format_errors(tmp_path, content, message):
+    path = tmp_path / "g.json"
+    path.write_bytes(content)
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match=message) as info:
+        sg.train.import_meta_graph(str(path))
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("dtype, values, message", [
+    ("bool", ["False"], '"False" is not a bool value'),
+    ("bool", [1], "1 is not a bool value"),
+    ("int32", [2.5], "2.5 is not a int32 value"),
+    ("int32", [True], "true is not a int32 value"),
+    ("float32", ["1e5"], '"1e5" is not a float32 value'),
+    ("int32", [10 ** 30], "not a nested list of int32 numbers"),
+    ("float32", [[1.0], [1.0, 2.0]], "not a nested list of float32 numbers"),
+])
+def test_hand_written_array_values_must_be_of_their_dtype(dtype, values, message):
+    from staticgrad.graph_io import decode_value
+    enc = {"type": "ndarray", "dtype": dtype, "shape": [len(values)], "values": values}
+    with pytest.raises(GraphFormatError, match=message):
+        decode_value(enc, "attr")
+    ok = {"type": "ndarray", "dtype": "float32", "shape": [3], "values": [1, 2.5, "inf"]}
+    np.testing.assert_array_equal(decode_value(ok, "attr"), [1.0, 2.5, np.inf])
