@@ -135,8 +135,20 @@ def _array_dtype_name(dtype: np.dtype) -> str:
         raise _Unserializable(f"an array of dtype {dtype}") from None
 
 
-def decode_value(enc, where: str):
-    """The Python value of a tagged attribute value; `where` names it in errors."""
+MAX_VALUE_DEPTH = 64  # attribute values nest at most this deep (a tuple in a tuple in ...)
+
+
+def decode_value(enc, where: str, depth: int = 0):
+    """The Python value of a tagged attribute value; `where` names it in errors. A value nested
+    deeper than MAX_VALUE_DEPTH levels raises GraphFormatError, as does anything malformed.
+
+    >>> decode_value({"type": "tuple", "value": [{"type": "int", "value": 1}]}, "attr")
+    (1,)
+    """
+    if depth > MAX_VALUE_DEPTH:
+        where = where if len(where) <= 100 else f"{where[:60]}...{where[-30:]}"
+        raise GraphFormatError(f"{where}: values nested more than {MAX_VALUE_DEPTH} levels "
+                               "deep")
     if not isinstance(enc, dict) or not isinstance(enc.get("type"), str):
         raise GraphFormatError(f"{where}: expected a tagged value {{\"type\": ...}}, "
                                f"got {_short(enc)}")
@@ -164,10 +176,10 @@ def decode_value(enc, where: str):
     if tag == "str" and isinstance(value, str):
         return value
     if tag in ("tuple", "list") and isinstance(value, list):
-        items = [decode_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        items = [decode_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
         return tuple(items) if tag == "tuple" else items
     if tag == "dict" and isinstance(value, dict):
-        return {k: decode_value(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return {k: decode_value(v, f"{where}[{k!r}]", depth + 1) for k, v in value.items()}
     if tag == "dtype" and isinstance(value, str):
         return _decode_dtype(value, where)
     if tag == "shape" and (value is None or isinstance(value, list) and all(
@@ -210,9 +222,10 @@ def _decode_array(enc, where: str, scalar: bool):
                 f"of data, the file has {len(raw)}")
         arr = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
     elif "values" in enc and not scalar:
+        _check_leaves(enc["values"], dtype, f"{where}.values")
         try:
             arr = np.array(enc["values"], dtype=dtype)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise GraphFormatError(f"{where}.values: not a nested list of {dtype.name} "
                                    f"numbers ({e})") from None
         if list(arr.shape) != shape:
@@ -226,17 +239,39 @@ def _decode_array(enc, where: str, scalar: bool):
     return arr
 
 
+def _check_leaves(values, dtype: np.dtype, where: str) -> None:
+    """A hand-written array's numbers must be JSON values of its kind: no "False" read as True,
+    no 2.5 cut to 2. Walked without recursion, so any nesting depth is safe here."""
+    if dtype.kind == "b":
+        def fits(v):
+            return isinstance(v, bool)
+    elif dtype.kind in "iu":
+        def fits(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+    else:
+        def fits(v):
+            return (isinstance(v, int | float) and not isinstance(v, bool)
+                    or v in ("inf", "-inf", "nan"))
+    pending = [values]
+    while pending:
+        v = pending.pop()
+        if isinstance(v, list):
+            pending.extend(v)
+        elif not fits(v):
+            raise GraphFormatError(f"{where}: {_short(v)} is not a {dtype.name} value")
+
+
 def _short(value, limit: int = 60) -> str:
-    text = json.dumps(value) if _jsonable(value) else repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _jsonable(value) -> bool:
+    """A one-line excerpt of a value for a message; never raises, not even for a value nested
+    too deep for json.dumps or repr."""
     try:
-        json.dumps(value)
-        return True
-    except (TypeError, ValueError):
-        return False
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            text = repr(value)
+        except RecursionError:
+            text = f"<a {type(value).__name__} nested too deep to show>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 # -- export -------------------------------------------------------------------------------------
@@ -395,15 +430,20 @@ def import_meta_graph(path_or_dict, import_scope: str | None = None, clear_devic
 
 
 def _load(path_or_dict) -> dict:
+    """The checked top level of a graph file (a path) or of its parsed dict. Any damage, from
+    bad UTF-8 to nesting deeper than the JSON parser can follow, is a GraphFormatError."""
     if isinstance(path_or_dict, dict):
         doc = path_or_dict
     else:
         path = os.fspath(path_or_dict)
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
+            doc = json.loads(raw, parse_constant=_refuse_constant)
+        except RecursionError:
+            raise GraphFormatError(f"{path} nests its JSON deeper than the parser can follow "
+                                   "(damaged or hostile)") from None
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, a 5000-digit number
             raise GraphFormatError(f"{path} is not valid JSON (truncated or damaged?): {e}") \
                 from None
     if not isinstance(doc, dict):
@@ -419,6 +459,10 @@ def _load(path_or_dict) -> dict:
             raise GraphFormatError(f"field {key!r} is missing or not a JSON "
                                    f"{'array' if kind is list else 'object'}")
     return doc
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON (a graph file writes non-finite floats as strings)")
 
 
 def _field(record, key: str, kinds, where: str):

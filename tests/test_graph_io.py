@@ -254,3 +254,131 @@ def test_name_clash_suggests_import_scope():
         sg.train.import_meta_graph(doc)
         with pytest.raises(GraphFormatError, match="op #0 'x'.*pass import_scope"):
             sg.train.import_meta_graph(doc)
+
+
+# -- nesting: no depth raises RecursionError ------------------------------------------------------
+DEEP = 200_000  # issue 21's file: RecursionError, where GraphFormatError is promised
+
+
+def _tagged_nest(levels: int, tag: str = "tuple") -> dict:
+    """{"type": tag, "value": [...]} nested `levels` times around an int, built without
+    recursion ("dict" nests under the key "k")."""
+    value = {"type": "int", "value": 1}
+    for _ in range(levels):
+        value = {"type": tag, "value": {"k": value} if tag == "dict" else [value]}
+    return value
+
+
+def _raw_nest(levels: int) -> list:
+    value = [1]
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("levels", [65, 1_000, DEEP])
+@pytest.mark.parametrize("tag", ["tuple", "list", "dict"])
+def test_decode_value_refuses_values_nested_beyond_its_limit(tag, levels):
+    from staticgrad.graph_io import MAX_VALUE_DEPTH, decode_value
+    assert MAX_VALUE_DEPTH == 64
+    with pytest.raises(GraphFormatError, match="nested more than 64 levels deep"):
+        decode_value(_tagged_nest(levels, tag), "attr")
+
+
+def test_decode_value_takes_values_nested_up_to_its_limit():
+    from staticgrad.graph_io import decode_value
+    value = decode_value(_tagged_nest(64), "attr")
+    for _ in range(64):
+        value, = value
+    assert value == 1
+
+
+def _doc_with(edit):
+    doc = json.loads(json.dumps(sg.train.export_meta_graph(graph=_small_graph())))
+    edit(doc)
+    return doc
+
+
+DEEP_FIELDS = {
+    "attr": lambda d: _op(d, "x")["attrs"].update(deep=_tagged_nest(DEEP)),
+    "attr-raw-list": lambda d: _op(d, "y")["attrs"].update(
+        transpose_a={"type": "bool", "value": _raw_nest(DEEP)}),
+    "array-values": lambda d: _op(d, "w/initial_value")["attrs"].update(value={
+        "type": "ndarray", "dtype": "float32", "shape": [2, 1], "values": _raw_nest(DEEP)}),
+    "array-shape": lambda d: _op(d, "w/initial_value")["attrs"].update(value={
+        "type": "ndarray", "dtype": "float32", "shape": _raw_nest(DEEP), "data": ""}),
+    "op-name": lambda d: _op(d, "y").update(name=_raw_nest(DEEP)),
+    "op-inputs": lambda d: _op(d, "y").update(inputs=[_raw_nest(DEEP)]),
+    "output-dtype": lambda d: _op(d, "y")["outputs"][0].update(dtype=_raw_nest(DEEP)),
+    "output-shape": lambda d: _op(d, "y")["outputs"][0].update(shape=_raw_nest(DEEP)),
+    "collection-value": lambda d: d["collections"].update(c=[{"value": _tagged_nest(DEEP)}]),
+    "collection-item": lambda d: d["collections"].update(c=[_raw_nest(DEEP)]),
+    "seed": lambda d: d.update(seed=_raw_nest(DEEP)),
+    "format": lambda d: d.update(format=_raw_nest(DEEP)),
+}
+
+
+@pytest.mark.parametrize("edit", DEEP_FIELDS.values(), ids=DEEP_FIELDS.keys())
+def test_a_graph_dict_nested_200000_levels_deep_is_a_format_error(edit):
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError):
+        sg.train.import_meta_graph(_doc_with(edit))
+
+
+@pytest.mark.parametrize("levels", [10, 64, 65, 500, 5_000, DEEP])
+def test_a_graph_file_nested_deep_raises_no_recursion_error(tmp_path, levels):
+    """At any depth the file loads or raises GraphFormatError, from a path as from a dict."""
+    marker = {"type": "str", "value": "MARK"}
+    text = json.dumps(_doc_with(lambda d: _op(d, "y")["attrs"].update(extra=marker)))
+    nested = ('{"type": "tuple", "value": [' * levels + json.dumps({"type": "int", "value": 1})
+              + "]}" * levels)
+    path = tmp_path / "deep.json"
+    path.write_text(text.replace(json.dumps(marker), nested))
+    for source in (str(path), None):
+        with sg.Graph().as_default():
+            try:
+                sg.train.import_meta_graph(source or _doc_with(
+                    lambda d: _op(d, "y")["attrs"].update(extra=_tagged_nest(levels))))
+            except GraphFormatError as e:
+                assert levels > 64, e
+                assert "deep" in str(e) or "deeper" in str(e), e
+
+
+def test_a_graph_file_nested_200000_levels_deep_is_a_format_error(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"format": "staticgrad-graph", "version": 1, "ops": ' + "[" * DEEP
+                    + "]" * DEEP + "}")
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError,
+                                                match="deep.json nests its JSON deeper"):
+        sg.train.import_meta_graph(str(path))
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"format": "\xff"}', "not valid JSON"),
+    (b'{"format": "staticgrad-graph", "version": NaN}', "NaN is not JSON"),
+    (b'{"format": "staticgrad-graph", "version": -Infinity}', "-Infinity is not JSON"),
+    (b'{"format": "staticgrad-graph", "version": ' + b"9" * 5000 + b"}", "not valid JSON"),
+])
+def test_undecodable_graph_files_are_format_errors(tmp_path, content, message):
+    path = tmp_path / "g.json"
+    path.write_bytes(content)
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match=message) as info:
+        sg.train.import_meta_graph(str(path))
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("dtype, values, message", [
+    ("bool", ["False"], '"False" is not a bool value'),
+    ("bool", [1], "1 is not a bool value"),
+    ("int32", [2.5], "2.5 is not a int32 value"),
+    ("int32", [True], "true is not a int32 value"),
+    ("float32", ["1e5"], '"1e5" is not a float32 value'),
+    ("int32", [10 ** 30], "not a nested list of int32 numbers"),
+    ("float32", [[1.0], [1.0, 2.0]], "not a nested list of float32 numbers"),
+])
+def test_hand_written_array_values_must_be_of_their_dtype(dtype, values, message):
+    from staticgrad.graph_io import decode_value
+    enc = {"type": "ndarray", "dtype": dtype, "shape": [len(values)], "values": values}
+    with pytest.raises(GraphFormatError, match=message):
+        decode_value(enc, "attr")
+    ok = {"type": "ndarray", "dtype": "float32", "shape": [3], "values": [1, 2.5, "inf"]}
+    np.testing.assert_array_equal(decode_value(ok, "attr"), [1.0, 2.5, np.inf])

@@ -462,23 +462,36 @@ def test_a_full_disk_mid_save_leaves_the_previous_checkpoint(saved, monkeypatch,
     assert_previous_checkpoint_intact(saved, index_before, files_before)
 
 
-def test_a_failed_index_write_keeps_the_old_index_and_deletes_nothing(saved, monkeypatch):
+@pytest.mark.parametrize("failing", [1, 2], ids=["journal", "final-index"])
+def test_a_failed_index_write_keeps_the_latest_and_deletes_nothing(saved, monkeypatch, failing):
     index_before = (saved["dir"] / "checkpoint.json").read_bytes()
     real_replace = os.replace
+    index_writes = []
 
     def replace(src, dst):
         if os.path.basename(dst) == "checkpoint.json":
-            raise OSError(errno.EIO, "Input/output error")
+            index_writes.append(dst)
+            if len(index_writes) == failing:
+                raise OSError(errno.EIO, "Input/output error")
         return real_replace(src, dst)
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(OSError, match="Input/output"):
         saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=2)
     monkeypatch.undo()
-    # the new data file is complete and in place, but the index and the kept list are as
-    # before, so max_to_keep=1 did not delete the previous checkpoint
     assert saved["saver"].last_checkpoints == [saved["prefix"]]
-    assert_previous_checkpoint_intact(saved, index_before,
-                                      ["checkpoint.json", "model-1.npz", "model-2.npz"])
+    if failing == 1:  # the journal entry comes before the data file: nothing new on disk
+        assert_previous_checkpoint_intact(saved, index_before, ["checkpoint.json", "model-1.npz"])
+        return
+    # the new data file is complete and in place; the index still names model-1 as the latest
+    # and its journal names model-2, so max_to_keep=1 deleted nothing yet...
+    assert dir_listing(saved["dir"]) == ["checkpoint.json", "model-1.npz", "model-2.npz"]
+    index = read_index(saved["dir"])
+    assert index["model_checkpoint_path"] == "model-1"
+    assert index["adding_checkpoint_paths"] == ["model-2"]
+    assert sg.train.latest_checkpoint(str(saved["dir"])) == saved["prefix"]
+    # ...and the next save, by a saver of a restarted program, counts both
+    sg.train.Saver(max_to_keep=1).save(saved["sess"], str(saved["dir"] / "model"), global_step=3)
+    assert dir_listing(saved["dir"]) == ["checkpoint.json", "model-3.npz"]
 
 
 def test_a_failed_fsync_leaves_no_temp_file(saved, monkeypatch):
@@ -504,8 +517,133 @@ def test_files_are_replaced_through_a_temp_file_in_the_same_directory(saved, mon
         return real_replace(src, dst)
     monkeypatch.setattr(os, "replace", replace)
     saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=2)
-    assert [os.path.basename(dst) for _, dst in moves] == ["model-2.npz", "checkpoint.json"]
+    # the index's journal entry, the data file, the index naming it
+    assert [os.path.basename(dst) for _, dst in moves] == ["checkpoint.json", "model-2.npz",
+                                                           "checkpoint.json"]
     assert all(os.path.basename(src).startswith(".") for src, _ in moves)
+
+
+# -- crashes: what a killed save leaves, the next save finishes ---------------------------------
+
+class Killed(BaseException):
+    """Stands for SIGKILL at a chosen point of a save: nothing after it runs."""
+
+
+def orphan_name(target="model-3.npz", pid=99999):
+    return f".{target}.staticgrad-{pid}-0123456789ab.tmp"
+
+
+def test_a_save_removes_temp_files_that_killed_saves_left(saved):
+    tmp_path = saved["dir"]
+    orphans = [orphan_name(), orphan_name("checkpoint.json", 4242)]
+    for name in orphans:
+        (tmp_path / name).write_bytes(b"half a checkpoint")
+    others = [".model-3.npz.0123456789ab.tmp", "notes.tmp", ".hidden"]  # not staticgrad's
+    for name in others:
+        (tmp_path / name).write_bytes(b"someone else's")
+    saved["saver"].save(saved["sess"], str(tmp_path / "model"), global_step=2)
+    assert dir_listing(tmp_path) == sorted(others + ["checkpoint.json", "model-2.npz"])
+
+
+def test_a_temp_file_being_written_is_not_removed(saved):
+    """A live writer holds a lock on its temporary file; a save beside it leaves it alone."""
+    fcntl = pytest.importorskip("fcntl")
+    live = saved["dir"] / orphan_name()
+    with open(live, "wb") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # as atomic_write does while it writes
+        f.write(b"being written")
+        saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=2)
+        assert live.exists()
+    saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=3)
+    assert not live.exists()  # its writer is gone now
+
+
+def test_without_file_locks_no_temp_file_is_removed(saved, monkeypatch):
+    """Where flock is unavailable a live writer cannot be told from a dead one: leave both."""
+    from staticgrad.train import atomic_files
+    monkeypatch.setattr(atomic_files, "fcntl", None)
+    orphan = saved["dir"] / orphan_name()
+    orphan.write_bytes(b"half a checkpoint")
+    saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=2)
+    assert orphan.exists()
+    assert sg.train.latest_checkpoint(str(saved["dir"])) == str(saved["dir"] / "model-2")
+
+
+def test_a_restarted_program_keeps_max_to_keep_for_the_previous_runs_checkpoints(g, tmp_path):
+    """A new Saver adopts its series from the index on its first save (TF1's would leave
+    model-1..3 on disk forever unless the program called recover_last_checkpoints)."""
+    _, sess = _initialized_w()
+    base = str(tmp_path / "model")
+    first_run = sg.train.Saver(max_to_keep=2)
+    for step in (1, 2, 3):
+        first_run.save(sess, base, global_step=step)
+    second_run = sg.train.Saver(max_to_keep=2)
+    second_run.save(sess, base, global_step=4)
+    assert dir_listing(tmp_path) == ["checkpoint.json", "model-3.npz", "model-4.npz"]
+    assert second_run.last_checkpoints == [base + "-3", base + "-4"]
+    assert read_index(tmp_path)["all_model_checkpoint_paths"] == ["model-3", "model-4"]
+
+
+def test_adoption_takes_only_the_savers_own_series(g, tmp_path):
+    _, sess = _initialized_w()
+    sg.train.Saver(max_to_keep=5).save(sess, str(tmp_path / "model"), global_step=1)
+    best = sg.train.Saver(max_to_keep=1)
+    for step in (7, 8):
+        best.save(sess, str(tmp_path / "best"), global_step=step)
+    assert dir_listing(tmp_path) == ["best-8.npz", "checkpoint.json", "model-1.npz"]
+    assert read_index(tmp_path)["all_model_checkpoint_paths"] == ["best-8"]
+
+
+def test_a_kill_before_the_deletions_is_finished_by_the_next_save(saved, monkeypatch):
+    real_remove = os.remove
+
+    def remove(path):
+        if str(path).endswith(".npz"):
+            raise Killed
+        return real_remove(path)
+    monkeypatch.setattr(os, "remove", remove)
+    with pytest.raises(Killed):
+        saved["saver"].save(saved["sess"], str(saved["dir"] / "model"), global_step=2)
+    monkeypatch.undo()
+    # the index already names model-2 alone, and its journal the deletion that did not happen
+    assert dir_listing(saved["dir"]) == ["checkpoint.json", "model-1.npz", "model-2.npz"]
+    assert read_index(saved["dir"])["deleting_checkpoint_paths"] == ["model-1"]
+    assert sg.train.latest_checkpoint(str(saved["dir"])) == str(saved["dir"] / "model-2")
+    sg.train.Saver(max_to_keep=1).save(saved["sess"], str(saved["dir"] / "model"),
+                                       global_step=3)
+    assert dir_listing(saved["dir"]) == ["checkpoint.json", "model-3.npz"]
+
+
+def test_a_kill_during_the_first_save_leaves_no_checkpoint_and_no_leak(g, tmp_path, monkeypatch):
+    """Killed after the first data file is in place but before the index names it: the index
+    is only a journal (no latest yet), and the next run's save adopts that file."""
+    _, sess = _initialized_w()
+    real_replace = os.replace
+
+    def replace(src, dst):
+        real_replace(src, dst)
+        if os.path.basename(dst) == "model-1.npz":
+            raise Killed
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(Killed):
+        sg.train.Saver(max_to_keep=1).save(sess, str(tmp_path / "model"), global_step=1)
+    monkeypatch.undo()
+    assert read_index(tmp_path)["model_checkpoint_path"] is None
+    assert read_index(tmp_path)["adding_checkpoint_paths"] == ["model-1"]
+    assert sg.train.latest_checkpoint(str(tmp_path)) is None
+    assert sg.train.get_checkpoint_state(str(tmp_path)) is None
+    restarted = sg.train.Saver(max_to_keep=1)
+    restarted.save(sess, str(tmp_path / "model"), global_step=2)
+    assert dir_listing(tmp_path) == ["checkpoint.json", "model-2.npz"]
+
+
+def test_saving_over_a_damaged_index_warns_and_writes_a_new_one(saved):
+    (saved["dir"] / "checkpoint.json").write_text('{"format": "staticgrad-checkpoint-index", '
+                                                  '"version": 1, "model_checkpoint_path": 7}')
+    with pytest.warns(UserWarning, match="checkpoint.json.*writes a new index"):
+        prefix = sg.train.Saver().save(saved["sess"], str(saved["dir"] / "model"),
+                                       global_step=2)
+    assert sg.train.latest_checkpoint(str(saved["dir"])) == prefix
 
 
 # -- restore: all or nothing, with errors that name what is wrong ---------------------------------

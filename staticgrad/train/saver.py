@@ -22,25 +22,44 @@ On disk (one directory; the paths a user passes around are *prefixes* such as "c
                          "all_model_checkpoint_timestamps": [1700000000.5, 1700000060.1]}
                       Paths are relative to the directory, so a moved directory still works.
 
-Every file is written to a hidden temporary file in its own directory, flushed and fsync'ed,
-then renamed into place with `os.replace`; the index is rewritten only once the data file is in
-place, and the checkpoints that `max_to_keep` drops are deleted only after that. A crash or a
-full disk therefore leaves the previous checkpoint and an index pointing at it, and a failed
-write removes its temporary file. Restoring reads and checks every value before it sets any,
-so a failed restore leaves the session as it was. Saving into a directory that does not
-exist raises ValueError naming it, as TF1 does: create it first.
+Every file is written whole or not at all (`atomic_files.py`): to a hidden temporary file in
+its own directory, flushed and fsync'ed, then renamed into place. A save is a short journal in
+the index, so that a process killed at any moment leaves a directory the next save can finish:
 
-As in TF1, a Saver counts (for `max_to_keep`) and lists in the index only the checkpoints it
-wrote itself; a new run adopts an old run's with `saver.recover_last_checkpoints(paths)`.
+    1. remove the temporary files that killed saves left (never one a live save is writing)
+    2. index += {"adding_checkpoint_paths": ["model-300"]}      (skipped when re-saving a prefix)
+    3. model-300.npz written and renamed into place
+    4. index = {latest "model-300", the kept list, "deleting_checkpoint_paths": [dropped ones]}
+    5. the dropped data files deleted
+
+`latest_checkpoint` names a complete checkpoint after a kill at any step: the index moves to a
+new checkpoint only once its file is in place, and the latest is never deleted. A save that
+fails (a full disk) removes its temporary file and leaves the previous checkpoint and an index
+pointing at it. Restoring reads and checks every value before it sets any, so a failed restore
+leaves the session as it was; a damaged file raises DataLossError naming the file and the entry
+(`checkpoint_format.py` lists every kind of damage and what it raises). Saving into a directory
+that does not exist raises ValueError naming it, as TF1 does: create it first.
+
+What a Saver counts for `max_to_keep`: the checkpoints it wrote, and, from its first save into a
+directory's index on, the checkpoints of the same series (same directory and index file, same
+base name: "model" and "model-<step>") that the index lists, or that its journal says were being
+added. So a restarted training process, killed or not, keeps honouring `max_to_keep` for what
+the previous run left, and finishes the deletions a kill interrupted. It writes the index with
+its own list, as TF1 does (checkpoints of other series drop out of the index, not off the disk).
 
 Departures from TF1:
+- TF1's Saver counts only the checkpoints it wrote; a previous run's stay on disk forever unless
+  the program calls `recover_last_checkpoints` (which works here too). Here a Saver adopts its
+  series from the index on its first save, as above (TF2's CheckpointManager does the same).
 - No `.meta` file: `write_meta_graph` and `meta_graph_suffix` are accepted and ignored;
   rebuild the graph in code (with the same names) and restore into it.
 - One `.npz` file per checkpoint and a JSON index named "checkpoint.json", in place of TF1's
-  `.index`/`.data-*` files and its text-protobuf "checkpoint" file.
+  `.index`/`.data-*` files and its text-protobuf "checkpoint" file. The index holds only file
+  names in its own directory: never absolute paths, never "..".
 - With `max_to_keep=None` or 0 nothing is deleted and the index lists every checkpoint this
   saver wrote (TF1 lists only the latest).
-- An unreadable index raises DataLossError (TF1 logs a warning and returns None).
+- An unreadable index raises DataLossError (TF1 logs a warning and returns None); a save over
+  one warns and writes a new index.
 - `sharded`, `name`, `restore_sequentially`, `filename` and `save_relative_paths` are accepted
   and ignored: a checkpoint is always one file and the index always holds relative paths.
 """
@@ -49,34 +68,31 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
+import re
 import threading
 import time
-import uuid
-import zipfile
-import zlib
+import warnings
 
 import numpy as np
 
-from ..errors import (
-    DataLossError,
-    FailedPreconditionError,
-    InvalidArgumentError,
-    NotFoundError,
-    PermissionDeniedError,
-)
+from ..errors import DataLossError, FailedPreconditionError, InvalidArgumentError, NotFoundError
 from ..graph import GraphKeys, get_default_graph
 from ..session import Session
 from ..variables import Variable
+from .atomic_files import atomic_write, remove_orphaned_temp_files
+from .checkpoint_format import (
+    DATA_SUFFIX,
+    INDEX_FILENAME,
+    CheckpointNotFoundError,  # noqa: F401 (part of this module's interface)
+    Index,
+    index_text,
+    open_archive,
+    read_index,
+    write_npz,
+)
 
-INDEX_FILENAME = "checkpoint.json"
-DATA_SUFFIX = ".npz"
-_INDEX_FORMAT = "staticgrad-checkpoint-index"
-_INDEX_VERSION = 1
-_ZIP_MAGIC = b"PK\x03\x04"
-# What a damaged archive raises from np.load or from reading one of its members.
-_READ_ERRORS = (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error)
+_atomic_write = atomic_write  # graph_io writes graph files through this name
 
 
 @dataclasses.dataclass
@@ -120,12 +136,13 @@ class Saver:
         self._next_preserved_time = time.time() + self._keep_every_s
         self._pad_step_number = pad_step_number
         self._last_checkpoints: list[tuple[str, float]] = []  # (prefix, time), oldest first
+        self._adopted: set[str] = set()  # the index files whose series this saver has adopted
         self._lock = threading.Lock()
 
     # -- the checkpoints this saver keeps -------------------------------------------------------
     @property
     def last_checkpoints(self) -> list[str]:
-        """The prefixes this saver has written and not deleted, oldest first."""
+        """The prefixes this saver keeps (wrote, or adopted) and has not deleted, oldest first."""
         return [p for p, _ in self._last_checkpoints]
 
     def set_last_checkpoints_with_time(self, last_checkpoints_with_time) -> None:
@@ -148,7 +165,8 @@ class Saver:
 
         `global_step` may be an int, or a Variable or tensor evaluated in `sess`.
         `latest_filename` names the index file (default "checkpoint.json"); with
-        `write_state=False` the index is left alone and nothing is deleted.
+        `write_state=False` the index is left alone and nothing is deleted. Every save first
+        removes the temporary files that killed saves left in the directory.
         """
         self._check_session(sess)
         if not self._vars:
@@ -166,14 +184,68 @@ class Saver:
                              f"of save_path {prefix!r}")
         arrays = self._values(sess)
         with self._lock:
-            _atomic_write(prefix + DATA_SUFFIX, lambda f: _write_npz(f, arrays))
+            remove_orphaned_temp_files(save_dir)
             if write_state:
-                kept, dropped = self._kept_after(prefix, time.time())
-                _write_index(index_path, prefix, kept)
-                self._last_checkpoints = kept
-                for old_prefix, saved_at in dropped:
-                    self._delete_unless_preserved(old_prefix, saved_at)
+                self._save_recorded(prefix, index_path, os.path.basename(save_path), arrays)
+            else:
+                atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
         return prefix
+
+    def _save_recorded(self, prefix: str, index_path: str, base: str, arrays) -> None:
+        """Save and record `prefix` in the index, then delete what max_to_keep drops: the
+        journal of the module docstring, steps 2 to 5."""
+        save_dir = os.path.dirname(index_path)
+        on_disk = _index_for_saving(index_path)
+        self._adopt(on_disk, index_path, prefix, base)
+        if prefix in self.last_checkpoints:  # replaced whole by its rename: no journal
+            atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
+        else:
+            _write_journaled(index_path, on_disk, prefix, arrays)
+        kept, dropped = self._kept_after(prefix, time.time())
+        doomed, next_preserved = self._split_dropped(dropped)
+        here = [(p, t) for p, t in kept if _in_directory(p, save_dir)]
+        _write_index(index_path, Index(
+            latest=os.path.basename(prefix),
+            paths=[os.path.basename(p) for p, _ in here],
+            timestamps=[t for _, t in here],
+            deleting=[os.path.basename(p) for p in doomed if _in_directory(p, save_dir)]))
+        self._last_checkpoints = kept
+        self._next_preserved_time = next_preserved
+        for old_prefix in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(old_prefix + DATA_SUFFIX)
+
+    def _adopt(self, index: Index | None, index_path: str, prefix: str, base: str) -> None:
+        """On this saver's first save into `index_path`: count (for max_to_keep) the existing
+        checkpoints of this save's series that the index lists or was adding, and finish the
+        deletions that a killed save left undone."""
+        key = os.path.abspath(index_path)
+        if key in self._adopted:
+            return
+        self._adopted.add(key)
+        if index is None:
+            return
+        in_series = re.compile(re.escape(base) + r"(--?[0-9]+)?").fullmatch
+        directory = os.path.dirname(prefix)
+        listed = set(index.paths) | {index.latest}
+        for name in index.deleting:
+            if in_series(name) and name not in listed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(directory, name) + DATA_SUFFIX)
+        known = set(self.last_checkpoints)
+        candidates = list(zip(index.paths, index.timestamps or [None] * len(index.paths)))
+        candidates += [(name, None) for name in index.adding if name not in listed]
+        adopted = []
+        for name, saved_at in candidates:
+            path = os.path.join(directory, name)
+            if not in_series(name) or path in known:
+                continue
+            try:
+                mtime = os.path.getmtime(path + DATA_SUFFIX)
+            except OSError:
+                continue  # listed, but gone (deleted by hand, or never put in place)
+            adopted.append((path, mtime if saved_at is None else saved_at))
+        self._last_checkpoints = adopted + self._last_checkpoints
 
     def _step_suffix(self, sess: Session, global_step) -> str:
         if isinstance(global_step, int | np.integer) and not isinstance(global_step, bool):
@@ -211,12 +283,16 @@ class Saver:
         cut = len(kept) - self._max_to_keep
         return kept[cut:], kept[:cut]
 
-    def _delete_unless_preserved(self, prefix: str, saved_at: float) -> None:
-        if saved_at > self._next_preserved_time:  # one per keep_checkpoint_every_n_hours stays
-            self._next_preserved_time += self._keep_every_s
-            return
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(prefix + DATA_SUFFIX)
+    def _split_dropped(self, dropped) -> tuple[list[str], float]:
+        """(prefixes to delete, the next preservation time): of the dropped checkpoints, one
+        every keep_checkpoint_every_n_hours stays on disk, as in TF1."""
+        next_time, doomed = self._next_preserved_time, []
+        for prefix, saved_at in dropped:
+            if saved_at > next_time:
+                next_time += self._keep_every_s
+            else:
+                doomed.append(prefix)
+        return doomed, next_time
 
     # -- restoring ------------------------------------------------------------------------------
     def restore(self, sess: Session, save_path: str) -> None:
@@ -232,12 +308,12 @@ class Saver:
         if not self._vars:
             return
         path = _data_path(os.fspath(save_path))
-        with _open_archive(path) as archive:
-            stored = set(archive.files)
+        with open_archive(path) as archive:
+            stored = set(archive.names)
             missing = [(name, var) for name, var in self._vars.items() if name not in stored]
             if missing:
                 raise _missing_error(missing, path, stored)
-            new_values = {var._var_name: self._checked(name, var, _read(archive, name, path), path)
+            new_values = {var._var_name: self._checked(name, var, archive.read(name), path)
                           for name, var in self._vars.items()}
         sess._vars.update(new_values)
 
@@ -272,33 +348,16 @@ def get_checkpoint_state(checkpoint_dir: str,
 
     >>> sg.train.get_checkpoint_state("ckpt").all_model_checkpoint_paths  # doctest: +SKIP
     ['ckpt/model-200', 'ckpt/model-300']
+
+    Raises DataLossError naming the index and the field when the index is damaged.
     """
     checkpoint_dir = os.fspath(checkpoint_dir)
-    path = _index_path(checkpoint_dir, latest_filename)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except (FileNotFoundError, NotADirectoryError):
+    index = read_index(_index_path(checkpoint_dir, latest_filename))
+    if index is None or index.latest is None:  # none, or only a first save's journal
         return None
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise DataLossError(None, None, f"checkpoint index {path} is not valid JSON "
-                                        f"({e})") from None
-    latest = doc.get("model_checkpoint_path") if isinstance(doc, dict) else None
-    paths = doc.get("all_model_checkpoint_paths") if isinstance(doc, dict) else None
-    times = doc.get("all_model_checkpoint_timestamps", []) if isinstance(doc, dict) else None
-    if (doc.get("format") if isinstance(doc, dict) else None) != _INDEX_FORMAT \
-            or not isinstance(latest, str) or not latest \
-            or not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) \
-            or not isinstance(times, list):
-        raise DataLossError(None, None, f"checkpoint index {path} is not a staticgrad "
-                                        "checkpoint index (format, model_checkpoint_path or "
-                                        "all_model_checkpoint_paths missing or malformed)")
-
-    def full(p):
-        return p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
-    return CheckpointState(full(latest), [full(p) for p in paths], [float(t) for t in times])
+    return CheckpointState(os.path.join(checkpoint_dir, index.latest),
+                           [os.path.join(checkpoint_dir, p) for p in index.paths],
+                           index.timestamps)
 
 
 def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
@@ -319,23 +378,24 @@ def checkpoint_exists(checkpoint_prefix: str) -> bool:
 
 def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
     """[(name, shape)] of the values in a checkpoint (a prefix, or a directory: its latest).
+    Only the headers are read.
 
     >>> sg.train.list_variables("ckpt")  # doctest: +SKIP
     [('global_step', []), ('w', [3, 1])]
     """
     path = _data_path(_prefix_of(ckpt_dir_or_file))
-    with _open_archive(path) as archive:
-        return [(name, list(_read(archive, name, path).shape)) for name in sorted(archive.files)]
+    with open_archive(path) as archive:
+        return [(name, list(archive.shape(name))) for name in sorted(archive.names)]
 
 
 def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
     """The value saved under `name` in a checkpoint (a prefix, or a directory: its latest)."""
     path = _data_path(_prefix_of(ckpt_dir_or_file))
-    with _open_archive(path) as archive:
-        if name not in archive.files:
+    with open_archive(path) as archive:
+        if name not in archive.names:
             raise NotFoundError(None, None, f"{name!r} is not in checkpoint {path}; it holds "
-                                            f"{_some(archive.files)}")
-        return _read(archive, name, path)
+                                            f"{_some(archive.names)}")
+        return archive.read(name)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -392,48 +452,42 @@ def _prefix_of(ckpt_dir_or_file: str) -> str:
     return ckpt_dir_or_file
 
 
-class CheckpointNotFoundError(NotFoundError, ValueError):
-    """No checkpoint file at the path: a NotFoundError, and the ValueError that TF1's
-    `Saver.restore` raises (so `except ValueError` in a TF1 program still catches it)."""
+def _in_directory(prefix: str, directory: str) -> bool:
+    return os.path.dirname(os.path.abspath(prefix)) == os.path.abspath(directory)
 
 
-@contextlib.contextmanager
-def _open_archive(path: str):
-    """The .npz archive at `path`, or NotFoundError / DataLossError naming it."""
+def _index_for_saving(index_path: str) -> Index | None:
+    """The index a save starts from; a damaged one is reported and replaced, not fatal (a
+    training run that cannot save loses more than a lost index costs)."""
     try:
-        with open(path, "rb") as f:
-            magic = f.read(len(_ZIP_MAGIC))
-        if magic != _ZIP_MAGIC:  # np.load would try to read it as a .npy file or a pickle
-            what = "is empty" if not magic else "does not start with a zip header"
-            raise DataLossError(None, None, f"checkpoint file {path} is not an .npz archive: "
-                                            f"it {what} (corrupt, truncated or another kind "
-                                            "of file)")
-        archive = np.load(path, allow_pickle=False)
-    except (FileNotFoundError, IsADirectoryError):
-        raise CheckpointNotFoundError(
-            None, None, f"The passed save_path is not a valid checkpoint: checkpoint file "
-                        f"{path} not found") from None
-    except PermissionError as e:
-        raise PermissionDeniedError(None, None, f"cannot read checkpoint file {path}: "
-                                                f"{e}") from None
-    except _READ_ERRORS as e:
-        raise DataLossError(None, None, f"checkpoint file {path} is corrupt or truncated: "
-                                        f"{type(e).__name__}: {e}") from None
-    with archive:
-        yield archive
+        return read_index(index_path)
+    except DataLossError as e:
+        warnings.warn(f"{e}; saving writes a new index (checkpoints it listed are no longer "
+                      "counted for max_to_keep)", stacklevel=3)
+        return None
 
 
-def _read(archive, name: str, path: str) -> np.ndarray:
-    """One value of the archive, as a writable C-ordered array, or DataLossError."""
+def _write_journaled(index_path: str, on_disk: Index | None, prefix: str, arrays) -> None:
+    """Write a new checkpoint's data file, recorded first in the index's journal (so a kill
+    after its rename leaves it counted); a failed write takes the journal entry back."""
+    journal = dataclasses.replace(on_disk or Index(None, [], []))
+    name = os.path.basename(prefix)
+    journal.adding = [n for n in journal.adding if n != name] + [name]
+    _write_index(index_path, journal)
     try:
-        value = archive[name]
-    except _READ_ERRORS as e:
-        raise DataLossError(None, None, f"cannot read {name!r} from checkpoint file {path}: "
-                                        f"it is corrupt, truncated or holds pickled objects "
-                                        f"({type(e).__name__}: {e})") from None
-    if not value.flags.writeable or not value.flags.c_contiguous:
-        value = np.array(value, order="C")
-    return value
+        atomic_write(prefix + DATA_SUFFIX, lambda f: write_npz(f, arrays))
+    except Exception:  # raised before the rename (not an interrupt): the file is not in place
+        with contextlib.suppress(OSError):  # best effort: the entry is harmless if it stays
+            if on_disk is None:
+                os.remove(index_path)
+            else:
+                _write_index(index_path, on_disk)
+        raise
+
+
+def _write_index(index_path: str, index: Index) -> None:
+    text = index_text(index)
+    atomic_write(index_path, lambda f: f.write(text.encode("utf-8")))
 
 
 def _missing_error(missing, path: str, stored) -> NotFoundError:
@@ -450,54 +504,3 @@ def _some(names, limit: int = 10) -> str:
     names = sorted(names)
     shown = ", ".join(names[:limit])
     return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} values)"
-
-
-def _write_npz(f, arrays: dict[str, np.ndarray]) -> None:
-    # What np.savez does, without its keyword arguments: a variable may be named "file".
-    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, value in arrays.items():
-            with zf.open(name + ".npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, value, allow_pickle=False)
-
-
-def _write_index(index_path: str, latest: str, kept: list[tuple[str, float]]) -> None:
-    directory = os.path.dirname(index_path) or os.curdir
-
-    def rel(p):
-        return os.path.relpath(p, directory)
-    doc = {"format": _INDEX_FORMAT, "version": _INDEX_VERSION,
-           "model_checkpoint_path": rel(latest),
-           "all_model_checkpoint_paths": [rel(p) for p, _ in kept],
-           "all_model_checkpoint_timestamps": [t for _, t in kept]}
-    text = json.dumps(doc, indent=2) + "\n"
-    _atomic_write(index_path, lambda f: f.write(text.encode("utf-8")))
-
-
-def _atomic_write(path: str, write) -> None:
-    """Write a file through a temporary sibling, fsync it, and rename it into place; a failure
-    leaves whatever was at `path` untouched and removes the temporary file."""
-    directory = os.path.dirname(path) or os.curdir
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
-        _fsync_directory(directory)  # make the rename itself durable
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(tmp)
-
-
-def _fsync_directory(directory: str) -> None:
-    if os.name != "posix":
-        return
-    with contextlib.suppress(OSError):  # some file systems refuse to fsync a directory
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
