@@ -242,7 +242,63 @@ def test_a_node_named_fast_does_not_shadow_runtime_fast(monkeypatch):
     assert np.all(out == 2.0)
 
 
+@pytest.mark.xfail(strict=True, reason="array_ops._sum_to_infer accepts any target; "
+                   "_sum_to_numpy indexes src[i + lead] past its end: IndexError at run time, "
+                   "not InvalidArgumentError (reachable from a graph file)")
+def test_sum_to_a_higher_rank_is_refused_with_a_documented_error():
+    from staticgrad.ops.array_ops import sum_to
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [3])
+        try:
+            y = sum_to(x, [1, 2, 3])
+        except ValueError:
+            return
+        with sg.Session() as s, pytest.raises(InvalidArgumentError):
+            s.run(y, {x: np.ones(3, np.float32)})
+
+
+@pytest.mark.xfail(strict=True, reason="Unpack with num above the axis size on a constant: "
+                   "the compiler raises AssertionError ('used before it is computed'; VerificationError 'never computed after pass fold' with verify on)")
+def test_unstack_too_many_from_a_constant_is_not_an_assertion_error():
+    with sg.Graph().as_default():
+        m = sg.constant(np.ones((2, 3), np.float32))
+        try:
+            outs = sg.unstack(m, num=4, axis=1)
+        except ValueError:
+            return
+        with sg.Session() as s, pytest.raises(InvalidArgumentError):
+            s.run(outs[3])
+
+
+@pytest.mark.xfail(strict=True, reason="state_ops._SEED declares seeds down to -2**63, but "
+                   "Session._make_generators passes them to np.random.default_rng, which "
+                   "raises a bare ValueError (no op named); the exported module fails at import")
+def test_a_negative_seed_either_is_refused_at_build_or_runs():
+    with sg.Graph().as_default():
+        try:
+            r = sg.random_uniform([2], seed=-3)
+        except (ValueError, TypeError):
+            return
+        with sg.Session() as s:
+            assert s.run(r).shape == (2,)
+
+
 # -- wrong results --------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="array_ops._sum_to_numpy: lead = len(src) - len(dst) "
+                   "is negative, no axis is summed and np.reshape turns (4,) into (2, 2) "
+                   "silently (SumTo can only shrink: TF1/its gradient use would refuse)")
+def test_sum_to_never_reshapes_silently():
+    from staticgrad.ops.array_ops import sum_to
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [4])
+        try:
+            y = sum_to(x, [2, 2])
+        except ValueError:
+            return
+        with sg.Session() as s, pytest.raises(InvalidArgumentError):
+            s.run(y, {x: np.arange(4, dtype=np.float32)})
+
+
 @pytest.mark.xfail(strict=True, reason="_unpack_infer never checks num == dims[axis]; with "
                    "num=1 the emitter's np.take(x, 0) returns the first slice silently (TF1 "
                    "raises: Dimension 1 in both shapes must be equal)")
