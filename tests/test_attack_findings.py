@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import zipfile
 
 import numpy as np
@@ -16,7 +15,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.errors import DataLossError, InvalidArgumentError
-from staticgrad.graph_io import GraphFormatError, encode_value
+from staticgrad.graph_io import GraphFormatError
 from staticgrad.ops.registry import create_operation
 
 
@@ -258,7 +257,8 @@ def test_sum_to_a_higher_rank_is_refused_with_a_documented_error():
 
 
 @pytest.mark.xfail(strict=True, reason="Unpack with num above the axis size on a constant: "
-                   "the compiler raises AssertionError ('used before it is computed'; VerificationError 'never computed after pass fold' with verify on)")
+                   "the compiler raises AssertionError ('used before it is computed'; "
+                   "VerificationError 'never computed after pass fold' with verify on)")
 def test_unstack_too_many_from_a_constant_is_not_an_assertion_error():
     with sg.Graph().as_default():
         m = sg.constant(np.ones((2, 3), np.float32))
