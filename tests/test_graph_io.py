@@ -328,7 +328,8 @@ def test_a_graph_dict_nested_200000_levels_deep_is_a_format_error(edit):
 def test_a_graph_file_nested_deep_raises_no_recursion_error(tmp_path, levels):
     """At any depth the file loads or raises GraphFormatError, from a path as from a dict."""
     marker = {"type": "str", "value": "MARK"}
-    text = json.dumps(_doc_with(lambda d: _op(d, "y")["attrs"].update(extra=marker)))
+    # (a collection holds any value: an op's undeclared attr would be refused before depth)
+    text = json.dumps(_doc_with(lambda d: d["collections"].update(deep=[{"value": marker}])))
     nested = ('{"type": "tuple", "value": [' * levels + json.dumps({"type": "int", "value": 1})
               + "]}" * levels)
     path = tmp_path / "deep.json"
@@ -337,7 +338,7 @@ def test_a_graph_file_nested_deep_raises_no_recursion_error(tmp_path, levels):
         with sg.Graph().as_default():
             try:
                 sg.train.import_meta_graph(source or _doc_with(
-                    lambda d: _op(d, "y")["attrs"].update(extra=_tagged_nest(levels))))
+                    lambda d: d["collections"].update(deep=[{"value": _tagged_nest(levels)}])))
             except GraphFormatError as e:
                 assert levels > 64, e
                 assert "deep" in str(e) or "deeper" in str(e), e
