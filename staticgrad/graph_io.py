@@ -169,7 +169,8 @@ def decode_value(enc, where: str, depth: int = 0):
     if tag == "int" and isinstance(value, int) and not isinstance(value, bool):
         return value
     if tag == "float":
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, float) or isinstance(value, int) and not isinstance(value, bool) \
+                and abs(value) < 2 ** 1024:
             return float(value)
         if value in ("inf", "-inf", "nan"):
             return float(value)

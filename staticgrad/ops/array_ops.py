@@ -223,7 +223,14 @@ register("BroadcastTo", _broadcast_to_infer, _broadcast_to_numpy,
 
 
 def _sum_to_infer(ctx):
-    return [(shape_from_vector(ctx, 1), ctx.in_dtypes[0])]
+    target, src = shape_from_vector(ctx, 1), ctx.in_shapes[0]
+    if target.dims is not None and src.dims is not None:
+        lead = len(src.dims) - len(target.dims)
+        if lead < 0 or any(t is not None and s is not None and t not in (1, s)
+                           for t, s in zip(target.dims, src.dims[lead:])):
+            raise ValueError(f"cannot sum shape {src} to {target}: the target must be a shape "
+                             "that broadcasts to it (a sum only removes or shrinks axes)")
+    return [(target, ctx.in_dtypes[0])]
 
 
 def _sum_to_numpy(a, ctx):

@@ -107,6 +107,14 @@ def Axis(**kw) -> Int:  # noqa: N802 - a type, spelled as the others are
     return Int(-MAX_RANK, MAX_RANK - 1, **kw)
 
 
+def _float(value) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"must be a float, got an int too large for one ({show(value)[:20]}"
+                         "...)") from None
+
+
 def float_literal(value: float) -> str:
     """Source for a Python float: `0.5`, `(-2.0)`, `np.inf`, `(-np.inf)`, `np.nan`."""
     if math.isnan(value):
@@ -124,7 +132,7 @@ class Float(AttrType):
         if isinstance(value, bool | np.bool_) or not isinstance(
                 value, int | float | np.integer | np.floating):
             raise TypeError(f"must be a float, got {show(value)}")
-        return float(value)
+        return _float(value)
 
     def literal(self, value) -> str:
         return float_literal(self.check(value))
@@ -162,7 +170,7 @@ class Number(AttrType):
                 raise ValueError(f"must be a number below 2**64 in magnitude, got {value}")
             return value
         if isinstance(value, float | np.floating):
-            return float(value)
+            return _float(value)
         raise TypeError(f"must be a bool, int or float, got {show(value)}")
 
     def literal(self, value) -> str:
@@ -379,8 +387,8 @@ class Array(AttrType):
             raise TypeError(f"must be a NumPy array, got {show(value)}")
         if not any(value.dtype == d.np for d in _dt.ALL):
             raise TypeError(f"must hold one of staticgrad's dtypes, got dtype {value.dtype}")
-        if type(value) is not np.ndarray or value.flags.writeable:
-            value = np.array(value, subok=False)
+        if type(value) is not np.ndarray or value.flags.writeable or not value.flags.owndata:
+            value = np.array(value, subok=False)  # a copy no one else can write to
             value.setflags(write=False)
         return value
 
@@ -453,7 +461,7 @@ class Name(AttrType):
     def check(self, value) -> str:
         if type(value) is not str:
             raise TypeError(f"must be a name (a str), got {show(value)}")
-        if len(value) > 4096 or not _NAME.fullmatch(value):
+        if not _NAME.fullmatch(value):
             raise ValueError(f"is not a valid graph name: {show(value)[4:]}")
         return value
 
@@ -529,7 +537,7 @@ def check_attrs(op_type: str, declared: dict, attrs: dict) -> dict:
             out[key] = kind.check(value)
         except (TypeError, ValueError) as e:
             raise type(e)(f"attribute {key!r} of {op_type} {e}") from None
-    if len(out) < len(declared):
+    if len(out) - sum(key in GLOBAL_ATTRS for key in out) < len(declared):
         for key, kind in declared.items():
             if key not in out:
                 if kind.default is _REQUIRED:

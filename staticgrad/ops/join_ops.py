@@ -103,6 +103,12 @@ def _unpack_infer(ctx):
     if dims is None:
         return [(TensorShape(None), ctx.in_dtypes[0])] * num
     axis = _norm_axis(axis, len(dims))
+    if dims[axis] is not None and dims[axis] != num:
+        raise ValueError(f"num {num} does not match the size {dims[axis]} of axis {axis} of "
+                         f"shape {ctx.in_shapes[0]} (unstack makes one output per slice)")
+    if num == 0:
+        raise ValueError(f"unstack along axis {axis} of shape {ctx.in_shapes[0]} needs its size "
+                         "known and above 0 (num 0 makes no outputs)")
     out = TensorShape(dims[:axis] + dims[axis + 1:])
     return [(out, ctx.in_dtypes[0])] * num
 

@@ -332,14 +332,20 @@ def fold_static(opdef: OpDef, ctx: NodeCtx):
 
 def _shape_value(ctx):
     s = ctx.in_shapes[0]
-    if not s.is_fully_defined():
+    if not s.is_fully_defined() or not _fits(max(s.dims, default=0), ctx.out_dtypes[0]):
         return None
     return [np.array(s.dims, dtype=ctx.out_dtypes[0].np)]
 
 
 def _size_value(ctx):
     n = ctx.in_shapes[0].num_elements()
-    return None if n is None else [np.array(n, dtype=ctx.out_dtypes[0].np)]
+    fits = n is not None and _fits(n, ctx.out_dtypes[0])
+    return [np.array(n, dtype=ctx.out_dtypes[0].np)] if fits else None
+
+
+def _fits(n: int, dtype: _dt.DType) -> bool:
+    """Does n fit dtype? (else the value is left to run time, which reports the overflow)"""
+    return n <= np.iinfo(dtype.np).max
 
 
 def _rank_value(ctx):
