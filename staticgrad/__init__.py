@@ -12,7 +12,17 @@
 
 from __future__ import annotations
 
-from . import dynamic, errors, initializers, layers, losses, runtime, runtime_fast, train  # noqa: F401
+from . import (  # noqa: F401
+    debugging,
+    dynamic,
+    errors,
+    initializers,
+    layers,
+    losses,
+    runtime,
+    runtime_fast,
+    train,
+)
 from .autodiff import (  # noqa: F401
                        NoGradient,
                        NotDifferentiable,
@@ -81,6 +91,11 @@ from .ops.array_ops import (  # noqa: F401
                        zeros_like,
 )
 from .ops.clip_ops import clip_by_global_norm, clip_by_norm, global_norm  # noqa: F401
+from .ops.debug_ops import (  # noqa: F401
+                       add_check_numerics_ops,
+                       check_numerics,
+                       verify_tensor_all_finite,
+)
 from .ops.indexing_ops import eye, gather, lin_space, linspace, one_hot, range, slice  # noqa: F401
 from .ops.join_ops import concat, pad, split, stack, tile, unstack  # noqa: F401
 from .ops.math_ops import (  # noqa: F401

@@ -252,6 +252,15 @@ def _check_divisor(y) -> None:
         raise ZeroDivisionError("integer division by zero")
 
 
+def check_numerics(x, message):
+    """x itself, or FloatingPointError("<message> : Tensor had NaN values") (TF1's words)
+    when it holds a NaN or an infinity."""
+    if not np.isfinite(x).all():
+        kind = "NaN" if np.isnan(x).any() else "Inf"
+        raise FloatingPointError(f"{message} : Tensor had {kind} values")
+    return x
+
+
 def gather(params, indices, axis):
     """np.take(params, indices, axis), where an index outside [0, n) is an error, as in TF1
     (np.take alone would read index -1 as the last slice)."""

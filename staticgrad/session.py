@@ -294,6 +294,11 @@ class Session:
         if isinstance(e, KeyError) and e.args and e.args[0] in plan.var_reads:
             return self._uninitialized(plan)
         op = failing_op(plan, e)
+        if op is not None and op.type == "CheckNumerics" and isinstance(e, FloatingPointError):
+            checked = op.inputs[0]  # name what made the bad values, not the check
+            return InvalidArgumentError(None, checked.op, f"{e}; tensor {checked.name} was made "
+                                                          f"by {checked.op.where()} (checked by "
+                                                          f"{op.name!r})")
         where = op.where() if op is not None else "the generated code"
         return InvalidArgumentError(None, op, f"{where} failed at run time: "
                                               f"{type(e).__name__}: {e}")

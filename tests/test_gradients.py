@@ -69,6 +69,7 @@ CASES = [
     ("LeakyRelu", lambda x: sg.nn.leaky_relu(x, 0.1), [(away0, (2, 3))], True),
     ("Floor", sg.floor, [(lambda s: any_(s) + 0.01, (3,))], True),
     ("Identity", sg.identity, [(any_, (2, 3))], True),
+    ("CheckNumerics", lambda x: sg.check_numerics(x * x, "m"), [(any_, (2, 3))], True),
     # float32 rounding needs a wider finite-difference step (see TOLERANCES)
     ("Cast", lambda x: sg.cast(sg.cast(x, sg.float32), sg.float64), [(any_, (3,))], False),
     ("Add", sg.add, [(any_, (2, 3)), (any_, (3,))], True),

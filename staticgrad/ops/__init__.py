@@ -11,6 +11,7 @@ from ..variables import Variable
 from . import (  # noqa: F401
     array_ops,
     conv_ops,
+    debug_ops,
     indexing_ops,
     join_ops,
     math_ops,
