@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .errors import is_package_code, pinned_location, user_location
+from .errors import format_location, is_package_code, pinned_location, user_location
 from .gcpause import paused_gc
 from .graph import Operation, Tensor
 from .ops import math_ops as M
@@ -120,7 +120,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                         "tensors: use staticgrad.dynamic.grad(ys, xs) or ys.backward()")
     for t in ys + xs:
         if t.graph is not graph:
-            raise ValueError(f"{t.name} is from another graph than {ys[0].name}")
+            raise ValueError(f"{t.name} (made by {t.op.where()}) is from another graph than "
+                             f"{ys[0].name}")
 
     with graph.as_default(), graph.name_scope(name), paused_gc(), \
             pinned_location(user_location()):
@@ -136,7 +137,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                 gy = convert_to_tensor(gy, dtype=y.dtype)
                 if not gy.shape.is_compatible_with(y.shape):
                     raise ValueError(f"grad_ys for {y.name} has shape {gy.shape}, but "
-                                     f"{y.name} has shape {y.shape}")
+                                     f"{y.name} has shape {y.shape} (gradients called at "
+                                     f"{format_location(user_location())})")
             grads.setdefault(y, []).append(gy)
 
         for op in sorted(relevant, key=lambda o: o._id, reverse=True):

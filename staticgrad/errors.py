@@ -87,3 +87,9 @@ def is_package_code(function) -> bool:
 def format_location(loc) -> str:
     filename, lineno = loc
     return f"{filename}:{lineno}"
+
+
+def here() -> str:
+    """'at file:line': where the user's program is now (for errors raised before an op
+    exists, which cannot name one)."""
+    return f"at {format_location(user_location())}"

@@ -388,7 +388,9 @@ class Graph:
                 if not isinstance(c, Operation):
                     raise TypeError(f"control inputs must be operations or tensors, got {c!r}")
                 if c.graph is not self:
-                    raise ValueError(f"control input {c.name} is from another graph")
+                    raise ValueError(f"control input {c.where()} is from another graph than "
+                                     f"the one it was given to, at "
+                                     f"{format_location(user_location())}")
                 entry.append(c)
         self._thread.control_stack.append(entry)
         try:

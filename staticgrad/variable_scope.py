@@ -191,7 +191,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                              f"{format_location(existing.op.location)})")
         if dtype is not None and _dt.as_dtype(dtype) is not existing.dtype:
             raise ValueError(f"Trying to share variable {full_name}, but specified dtype "
-                             f"{_dt.as_dtype(dtype).name} and found dtype {existing.dtype.name}")
+                             f"{_dt.as_dtype(dtype).name} and found dtype {existing.dtype.name} "
+                             f"(created at {format_location(existing.op.location)})")
         return existing
     if scope.reuse is True:
         raise ValueError(f"Variable {full_name} does not exist, or was not created with "

@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 
+from ..errors import UnimplementedError
 from ..graph import Operation
 from ..ir import Node, Program, Value
 from ..ops.attr_types import Name
@@ -196,7 +197,11 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         if into is not None:  # the result goes into a dying input's buffer
             code = render_ufunc(node.opdef, args, expr[id(into)], node.ctx)
         else:
-            code = _code(node, args, shared)
+            try:
+                code = _code(node, args, shared)
+            except ValueError as e:  # an emitter that needs what only a run knows
+                raise UnimplementedError(None, op, f"{op.where()} cannot be compiled: {e}") \
+                    from None
         outs = [names.make(v.name) for v in node.outputs]
         if node.opdef.draws_random:
             random_ops.append(op)

@@ -356,10 +356,11 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
             if v is None:
                 raise TypeError("transpose: perm must be known when the graph is built")
             perm = v
-        perm = tuple(int(p) for p in np.reshape(perm, -1))
-        # a permutation names every axis, so its length is the rank even when a's is unknown
-        perm = tuple(_norm_axis(p, len(perm), "perm entry") for p in perm)
-    return apply1("Transpose", [a], {"perm": perm}, name=name)
+        perm = np.reshape(np.asarray(perm), -1).tolist()
+        if all(isinstance(p, int) and -len(perm) <= p < len(perm) for p in perm):
+            # a permutation names every axis, so its length is the rank even when a's is unknown
+            perm = [p % len(perm) for p in perm]
+    return apply1("Transpose", [a], {"perm": perm}, name=name)  # the shape rule checks it
 
 
 def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002

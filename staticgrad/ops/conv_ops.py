@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import here
 from ..runtime_conv import axis_pads, output_size, resolve_pads
 from ..shapes import TensorShape
 from . import math_ops as M
@@ -335,16 +336,22 @@ def _one_of(value, alias, what: str, alias_name: str, fn: str):
 
 
 def _conv_attrs(fn, strides, padding, dilations, data_format):
-    _check_format(data_format, fn)
-    return {"strides": _spatial(strides, "strides", fn),
-            "padding": _padding(padding, fn, explicit=True),
-            "dilations": _spatial(1 if dilations is None else dilations, "dilations", fn)}
+    try:
+        _check_format(data_format, fn)
+        return {"strides": _spatial(strides, "strides", fn),
+                "padding": _padding(padding, fn, explicit=True),
+                "dilations": _spatial(1 if dilations is None else dilations, "dilations", fn)}
+    except ValueError as e:
+        raise ValueError(f"{e} ({here()})") from None
 
 
 def _pool_attrs(fn, ksize, strides, padding, data_format):
-    _check_format(data_format, fn)
-    return {"ksize": _spatial(ksize, "ksize", fn), "strides": _spatial(strides, "strides", fn),
-            "padding": _padding(padding, fn)}
+    try:
+        _check_format(data_format, fn)
+        return {"ksize": _spatial(ksize, "ksize", fn),
+                "strides": _spatial(strides, "strides", fn), "padding": _padding(padding, fn)}
+    except ValueError as e:
+        raise ValueError(f"{e} ({here()})") from None
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002

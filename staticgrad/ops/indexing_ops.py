@@ -12,6 +12,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import here
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, shape_of
 from .attr_types import MAX_RANK, Axis, DType, IndexSpec, Int, Number
@@ -37,7 +38,7 @@ def normalize_index(key) -> tuple:
                     p = int(v)
                 parts.append(None if p is None else int(p))
             if parts[2] == 0:
-                raise ValueError("slice step cannot be zero")
+                raise ValueError(f"slice step cannot be zero (index {key!r}, {here()})")
             spec.append(("slice", *parts))
         elif isinstance(k, int | np.integer):
             spec.append(int(k))
@@ -122,7 +123,12 @@ def strided_slice_spec(x, spec, name=None):
 
 def getitem(tensor, key):
     """tensor[key] for ints, slices (with negative bounds and strides), None and `...`."""
-    return strided_slice_spec(tensor, normalize_index(key), name="strided_slice")
+    try:
+        spec = normalize_index(key)
+    except (TypeError, ValueError) as e:
+        name = getattr(tensor, "name", "a tensor")
+        raise type(e)(f"cannot index {name}: {e}") from None
+    return strided_slice_spec(tensor, spec, name="strided_slice")
 
 
 # -- slice ---------------------------------------------------------------------------------------
@@ -225,8 +231,6 @@ def gather(params, indices, validate_indices=None, name=None, axis=0):
     """Slices of `params` along `axis` picked by integer `indices`."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices, dtype_hint=_dt.int32)
-    rank = params.shape.ndims
-    axis = _norm_axis(int(axis), rank) if rank is not None else int(axis)
     return apply1("GatherV2", [params, indices], {"axis": axis}, name=name)
 
 
@@ -259,8 +263,15 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     on = 1 if on_value is None else on_value
     off = 0 if off_value is None else off_value
     cast = bool if dtype.is_bool else float if dtype.is_floating else int
-    attrs = {"depth": int(depth), "on_value": cast(on), "off_value": cast(off),
-             "axis": -1 if axis is None else int(axis), "dtype": dtype}
+    if is_tensor_like(depth):  # a tensor whose value is known when the graph is built
+        known = convert_to_tensor(depth)._static
+        if known is None or np.ndim(known) != 0:
+            raise TypeError(f"OneHot of {getattr(indices, 'name', 'indices')}: depth "
+                            f"{convert_to_tensor(depth).name} must be a scalar known when the "
+                            f"graph is built ({here()})")
+        depth = known.item()
+    attrs = {"depth": depth, "on_value": cast(on), "off_value": cast(off),
+             "axis": -1 if axis is None else axis, "dtype": dtype}
     return apply1("OneHot", [convert_to_tensor(indices, dtype_hint=_dt.int32)], attrs, name=name)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import here
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, reshape, shape_of, zeros_like
 from .attr_types import Axis, Choice, Int, Ints, Number
@@ -72,7 +73,7 @@ def concat(values, axis, name="concat"):
     if len(values) == 1:
         from .math_ops import identity
         return identity(values[0], name=name)
-    return apply1("ConcatV2", values, {"axis": int(axis)}, name=name)
+    return apply1("ConcatV2", values, {"axis": axis}, name=name)
 
 
 # -- stack / unstack -----------------------------------------------------------------------------
@@ -139,7 +140,7 @@ def stack(values, axis=0, name="stack"):
         values = [_operands(first, v)[1] for v in values]
     else:
         values = [convert_to_tensor(v) for v in values]
-    return apply1("Pack", values, {"axis": int(axis)}, name=name)
+    return apply1("Pack", values, {"axis": axis}, name=name)
 
 
 pack = stack
@@ -150,10 +151,11 @@ def unstack(value, num=None, axis=0, name="unstack"):
     value = convert_to_tensor(value)
     dims = value.shape.dims
     if num is None:
-        if dims is None or dims[axis] is None:
-            raise ValueError(f"unstack: cannot infer num from shape {value.shape}; pass num=")
+        if dims is None or not -len(dims) <= axis < len(dims) or dims[axis] is None:
+            raise ValueError(f"unstack: cannot infer num from {value.name} of shape "
+                             f"{value.shape} along axis {axis}; pass num= ({here()})")
         num = dims[axis]
-    return list(apply("Unpack", [value], {"num": int(num), "axis": int(axis)}, name=name))
+    return list(apply("Unpack", [value], {"num": num, "axis": axis}, name=name))
 
 
 unpack = unstack
@@ -215,8 +217,9 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
             sizes = stack([part] * n)
         else:
             if total % n:
-                raise ValueError(f"split: axis {ax} of shape {value.shape} (size {total}) "
-                                 f"does not divide into {n} equal parts")
+                raise ValueError(f"split: axis {ax} of {value.name} of shape {value.shape} "
+                                 f"(size {total}) does not divide into {n} equal parts "
+                                 f"({here()})")
             sizes = _shape_arg([total // n] * n)
     else:
         items = list(num_or_size_splits)

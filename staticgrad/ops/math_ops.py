@@ -483,7 +483,7 @@ logical_or = _binary_fn("LogicalOr", "logical_or")
 
 def leaky_relu(features, alpha=0.2, name=None):
     """max(features, alpha * features), elementwise."""
-    return apply1("LeakyRelu", [convert_to_tensor(features)], {"alpha": float(alpha)}, name)
+    return apply1("LeakyRelu", [convert_to_tensor(features)], {"alpha": alpha}, name)
 
 
 def truediv(x, y, name=None):

@@ -57,13 +57,13 @@ register("LogSoftmax", _axis_infer, "rt.log_softmax({0}, axis={axis})", _log_sof
 def softmax(logits, axis=None, name=None, dim=None):
     """exp(logits) / sum(exp(logits)) along `axis` (default: the last)."""
     axis = -1 if axis is None and dim is None else (axis if axis is not None else dim)
-    return apply1("Softmax", [convert_to_tensor(logits)], {"axis": int(axis)}, name=name)
+    return apply1("Softmax", [convert_to_tensor(logits)], {"axis": axis}, name=name)
 
 
 def log_softmax(logits, axis=None, name=None, dim=None):
     """logits - log(sum(exp(logits))) along `axis` (default: the last)."""
     axis = -1 if axis is None and dim is None else (axis if axis is not None else dim)
-    return apply1("LogSoftmax", [convert_to_tensor(logits)], {"axis": int(axis)}, name=name)
+    return apply1("LogSoftmax", [convert_to_tensor(logits)], {"axis": axis}, name=name)
 
 
 def _xent_infer(ctx):
@@ -110,7 +110,7 @@ def softmax_cross_entropy_with_logits_v2(labels=None, logits=None, axis=-1, name
     axis = dim if dim is not None else axis
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels, dtype=logits.dtype)
-    return apply1("SoftmaxCrossEntropyWithLogits", [labels, logits], {"axis": int(axis)},
+    return apply1("SoftmaxCrossEntropyWithLogits", [labels, logits], {"axis": axis},
                   name=name)
 
 

@@ -176,7 +176,7 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices, keep
             if v is None:
                 raise TypeError(f"{op_type}: axis must be known when the graph is built")
             axis = v
-        axis = tuple(int(a) for a in np.reshape(axis, -1))
+        axis = np.reshape(np.asarray(axis), -1).tolist()  # the attr's type checks each
     return apply1(op_type, [x], {"axis": axis, "keepdims": bool(keepdims)}, name=name)
 
 
@@ -204,8 +204,6 @@ def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
     if axis is None:
         axis = dimension if dimension is not None else 0
     x = convert_to_tensor(input)
-    rank = x.shape.ndims
-    axis = _norm_axis(int(axis), rank) if rank is not None else int(axis)
     return apply1(op_type, [x], {"axis": axis, "output_type": _dt.as_dtype(output_type)},
                   name=name)
 

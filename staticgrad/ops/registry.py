@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import runtime
-from ..errors import user_location
+from ..errors import format_location, user_location
 from ..graph import Operation, Tensor, check_op_name, get_default_graph
 from .attr_types import AttrType, check_attrs
 
@@ -187,10 +187,13 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
             hint = ("; it is a dynamic tensor: call graph-API functions on dynamic tensors under "
                     "staticgrad.dynamic.eager_mode(), so that the constants they make are "
                     "dynamic too") if t.graph.eager else ""
-            raise ValueError(f"input {t.name} of {op_type} is from another graph; all inputs of "
+            made = "" if t.graph.eager else f" (created at {format_location(t.op.location)})"
+            raise ValueError(f"input {t.name} of {op_type}{made} is from another graph than "
+                             f"the op's, at {format_location(user_location())}; all inputs of "
                              f"an op must be from the same graph{hint}")
     if graph._finalized:
-        graph._check_not_finalized(f"creating a {op_type} op")
+        graph._check_not_finalized(f"creating a {op_type} op at "
+                                   f"{format_location(user_location())}")
     if name is not None and not isinstance(name, str):
         check_op_name(name)  # TypeError naming what was given
     if name and name.endswith("/"):  # an exact name, from a name scope (TF1 convention)
@@ -365,19 +368,22 @@ STATIC_SOURCES = {"Shape": _shape_value, "Size": _size_value, "Rank": _rank_valu
 
 def constant(value, dtype=None, shape=None, name=None, graph=None) -> Tensor:
     """A constant tensor holding `value` (converted to `dtype`, broadcast to `shape` if given)."""
+    what = f"constant {name!r}" if name else "a constant"
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:  # a ragged list
+        raise ValueError(f"cannot make {what} from {_short_repr(value)} at "
+                         f"{format_location(user_location())}: {e}") from None
+    if arr.dtype == object or (dtype is None and arr.dtype.kind in "USc"):
+        raise TypeError(f"cannot make {what} from {type(value).__name__} {_short_repr(value)} "
+                        f"at {format_location(user_location())}")
     if dtype is not None:
         dtype = _dt.as_dtype(dtype)
-        arr = np.asarray(value)
-        if arr.dtype == object:
-            raise TypeError(f"cannot make a constant from {type(value).__name__} {value!r}")
         if not _dt.can_cast_value(arr, dtype):
             raise TypeError(f"cannot convert {value!r} (dtype {arr.dtype}) to a {dtype.name} "
                             f"constant without losing information")
         arr = arr.astype(dtype.np)
     else:
-        arr = np.asarray(value)
-        if arr.dtype == object or arr.dtype.kind in "USc":
-            raise TypeError(f"cannot make a constant from {type(value).__name__} {value!r}")
         dtype = _dt.infer_dtype(value)
         arr = arr.astype(dtype.np)
     if shape is not None:
@@ -387,11 +393,17 @@ def constant(value, dtype=None, shape=None, name=None, graph=None) -> Tensor:
         elif arr.size == int(np.prod(shape)):
             arr = arr.reshape(shape)
         else:
-            raise TypeError(f"constant of {arr.size} elements cannot take shape {shape}")
+            raise ValueError(f"{what} of {arr.size} elements cannot take shape {shape} (too "
+                             f"many or too few elements) at {format_location(user_location())}")
     arr = np.array(arr, copy=True)
     arr.setflags(write=False)
     g = graph or get_default_graph()
     return apply1("Const", [], {"value": arr, "dtype": dtype}, name=name or "Const", graph=g)
+
+
+def _short_repr(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None) -> Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .. import dtypes as _dt
+from ..errors import here
 from ..graph import get_default_graph
 from ..shapes import TensorShape, as_shape
 from .array_ops import _known, _shape_arg, shape_from_vector
@@ -124,12 +125,21 @@ def _variable_ref(ref):
     return t, t.op.name
 
 
+def _value_for(var: str, value, dtype):
+    """`value` as a tensor of the variable's dtype; a TypeError names the variable."""
+    try:
+        return convert_to_tensor(value, dtype=dtype)
+    except TypeError as e:
+        raise TypeError(f"cannot assign to variable {var} ({dtype.name}) at {here()[3:]}: "
+                        f"{e}") from None
+
+
 def assign(ref, value, validate_shape=True, use_locking=None, name=None):
     """Set variable `ref` to `value` when run; the op's output is the new value. With
     `use_locking`, a run doing it holds the variable's lock from its start to its end, so
     concurrent read-modify-write steps (an optimizer's slot update) are serialized."""
     t, var = _variable_ref(ref)
-    value = convert_to_tensor(value, dtype=t.dtype)
+    value = _value_for(var, value, t.dtype)
     return apply1("Assign", [t, value], {"var": var, "validate_shape": bool(validate_shape),
                                          "use_locking": bool(use_locking)}, name=name)
 
@@ -138,7 +148,7 @@ def assign_add(ref, value, use_locking=None, name=None):
     """Add `value` to variable `ref` when run; the op's output is the new value. With
     `use_locking`, concurrent runs doing it are serialized (no update is lost)."""
     t, var = _variable_ref(ref)
-    return apply1("AssignAdd", [t, convert_to_tensor(value, dtype=t.dtype)],
+    return apply1("AssignAdd", [t, _value_for(var, value, t.dtype)],
                   {"var": var, "validate_shape": True, "use_locking": bool(use_locking)},
                   name=name)
 
@@ -147,7 +157,7 @@ def assign_sub(ref, value, use_locking=None, name=None):
     """Subtract `value` from variable `ref` when run; the op's output is the new value. With
     `use_locking`, concurrent runs doing it are serialized (no update is lost)."""
     t, var = _variable_ref(ref)
-    return apply1("AssignSub", [t, convert_to_tensor(value, dtype=t.dtype)],
+    return apply1("AssignSub", [t, _value_for(var, value, t.dtype)],
                   {"var": var, "validate_shape": True, "use_locking": bool(use_locking)},
                   name=name)
 

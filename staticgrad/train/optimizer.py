@@ -77,8 +77,9 @@ class Optimizer:
                 var_list = trainable_variables()
         var_list = list(var_list.values() if isinstance(var_list, dict) else var_list)
         if not var_list:
-            raise ValueError(f"No variables to optimize: the graph of loss {loss.name} has no "
-                             "trainable variables, and no var_list was given")
+            raise ValueError(f"No variables to optimize: the graph of loss {loss.name} (made by "
+                             f"{loss.op.where()}) has no trainable variables, and no var_list "
+                             "was given")
         for v in var_list:
             if not isinstance(v, Variable):
                 raise TypeError(f"var_list must hold variables, got {v!r}")
