@@ -385,9 +385,6 @@ def test_a_damaged_zip_entry_is_data_loss(tmp_path, damage):
 
 
 # -- file safety ----------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="export._write_atomic writes the .npz, then the .py: "
-                   "when the .py cannot be written the new .npz already replaced the old one, "
-                   "so the old module now loads the new values")
 def test_a_failed_export_leaves_the_previous_pair_intact(tmp_path):
     g = sg.Graph()
     with g.as_default():
