@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Iterable
 
 from .graph import Graph, Operation, Tensor
+from .train.atomic_files import atomic_write
 
 __all__ = ["to_dot", "to_svg", "render"]
 
@@ -229,8 +230,7 @@ def render(graph_or_fetches, path, format: str | None = None, **dot_options) -> 
         suffix = os.path.splitext(path)[1].lower().lstrip(".")
         format = suffix if suffix in _FORMATS else "svg"
     data = _pipe(to_dot(graph_or_fetches, **dot_options), format)
-    with open(path, "wb") as f:
-        f.write(data)
+    atomic_write(path, lambda f: f.write(data))  # a failed write leaves an older file as it was
     return path
 
 

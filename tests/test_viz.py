@@ -211,6 +211,33 @@ def test_missing_graphviz_package_says_what_to_install(model, monkeypatch):
         assert graph._repr_svg_() is None  # Jupyter falls back to the text repr
 
 
+def test_render_replaces_the_file_whole_or_not_at_all(model, monkeypatch, tmp_path):
+    """The picture is made first and written through a temporary file and a rename: a failed
+    render leaves an older picture as it was, and no temporary file."""
+    graph, *_ = model
+    out = tmp_path / "g.svg"
+    out.write_text("<svg>old</svg>")
+
+    def failing_pipe(source, format):
+        raise RuntimeError("dot crashed")
+    monkeypatch.setattr(viz, "_pipe", failing_pipe)
+    with pytest.raises(RuntimeError, match="dot crashed"):
+        viz.render(graph, out)
+    monkeypatch.setattr(viz, "_pipe", lambda source, format: b"<svg>new</svg>")
+
+    def full_disk(fd):
+        raise OSError(28, "disk full")
+    monkeypatch.setattr("os.fsync", full_disk)
+    with pytest.raises(OSError, match="disk full"):
+        viz.render(graph, out)
+    assert [p.name for p in tmp_path.iterdir()] == ["g.svg"]
+    assert out.read_text() == "<svg>old</svg>"
+    monkeypatch.undo()
+    monkeypatch.setattr(viz, "_pipe", lambda source, format: b"<svg>new</svg>")
+    assert viz.render(graph, out) == str(out)
+    assert out.read_text() == "<svg>new</svg>"
+
+
 @needs_graphviz
 def test_missing_dot_program_names_the_os_package(model, monkeypatch, tmp_path):
     graph, *_ = model
