@@ -126,7 +126,6 @@ def test_a_file_with_a_5000_digit_int_is_a_graph_format_error(tmp_path):
         sg.train.import_meta_graph(str(path))
 
 
-@pytest.mark.xfail(strict=True, reason="viz.to_dot's emit() recurses once per name-scope level")
 def test_drawing_a_deeply_scoped_name_does_not_recurse():
     g = sg.Graph()
     with g.as_default():

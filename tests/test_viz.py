@@ -125,6 +125,24 @@ def test_name_scopes_are_nested_clusters(model):
     assert clusters == {}
 
 
+def test_a_name_thousands_of_scopes_deep_draws_as_nested_clusters():
+    """to_dot builds and writes the scope tree without recursion (the limit is 1000 frames)."""
+    depth = 1500
+    graph = sg.Graph()
+    with graph.as_default():
+        x = sg.placeholder(sg.float32, [2], name="/".join(["s"] * depth + ["x"]))
+        sg.identity(x, name="gradients/" + "/".join(["g"] * depth + ["y"]))
+    source = viz.to_dot(graph)
+    nodes, _, clusters = parse_dot(source)  # every brace closes where it should
+    assert len(clusters) == 2 * depth + 1
+    innermost = "cluster_" + "/".join(["s"] * depth)
+    assert clusters[innermost] == [x.op.name]
+    assert clusters["cluster_gradients/" + "/".join(["g"] * depth)] == [
+        "gradients/" + "/".join(["g"] * depth + ["y"])]
+    deep_gradient = 'label="g", style="rounded,filled", fillcolor="#fff5f0"'
+    assert source.count(deep_gradient) == depth  # a gradient scope's style reaches down
+
+
 def test_fetches_draw_only_what_they_need(model):
     graph, x, w, loss, dw, unrelated = model
     nodes, _, _ = parse_dot(viz.to_dot(loss))
