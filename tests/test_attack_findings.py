@@ -430,10 +430,10 @@ def test_a_failed_export_leaves_the_previous_pair_intact(tmp_path):
     assert (tmp_path / "m.npz").read_bytes() == before
 
 
-@pytest.mark.xfail(strict=True, reason="Saver._delete_unless_preserved deletes prefix + .npz "
-                   "for any prefix adopted from an index (recover_last_checkpoints), including "
-                   "'../' paths outside the checkpoint directory")
 def test_max_to_keep_never_deletes_outside_the_checkpoint_directory(tmp_path):
+    """The attacker's index naming "../precious" is refused as damaged by read_index (an index
+    holds plain file names); the same path given to recover_last_checkpoints directly is
+    refused by the next save, before it writes or deletes anything."""
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     victim = tmp_path / "precious.npz"
@@ -449,10 +449,14 @@ def test_max_to_keep_never_deletes_outside_the_checkpoint_directory(tmp_path):
                  "all_model_checkpoint_paths": ["../precious"],
                  "all_model_checkpoint_timestamps": [1.0]}
         (ckpt / "checkpoint.json").write_text(json.dumps(index))
-        state = sg.train.get_checkpoint_state(str(ckpt))
-        saver.recover_last_checkpoints(state.all_model_checkpoint_paths)  # as documented
-        saver.save(sess, str(ckpt / "model"), global_step=2)
+        with pytest.raises(DataLossError, match="never points outside its directory"):
+            sg.train.get_checkpoint_state(str(ckpt))
+        (ckpt / "checkpoint.json").unlink()
+        saver.recover_last_checkpoints([str(ckpt / ".." / "precious")])
+        with pytest.raises(ValueError, match="precious"):
+            saver.save(sess, str(ckpt / "model"), global_step=2)
     assert victim.exists()
+    assert not list(ckpt.iterdir())
 
 
 # -- hardening ------------------------------------------------------------------------------------
