@@ -460,8 +460,6 @@ def test_max_to_keep_never_deletes_outside_the_checkpoint_directory(tmp_path):
 
 
 # -- hardening ------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="dynamic/dispatch._RANDOM_KERNELS is unbounded (the "
-                   "registry's _KERNELS is capped at 4096): one compiled lambda per shape")
 def test_the_dynamic_random_kernel_cache_is_bounded():
     from staticgrad import dynamic as dy
     from staticgrad.dynamic import dispatch
