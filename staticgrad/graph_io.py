@@ -598,6 +598,11 @@ def _rebuild_variables(doc: dict, ops: dict[str, Operation]) -> dict[str, Variab
 
 def _rebuild_collections(graph: Graph, doc: dict, ops: dict[str, Operation],
                          variables: dict[str, Variable]) -> None:
+    # collections whose readers (initializers, Saver, optimizers, get_global_step) call
+    # Variable methods on every item: a file may put only variables in them
+    variables_only = {GraphKeys.GLOBAL_VARIABLES, GraphKeys.TRAINABLE_VARIABLES,
+                      GraphKeys.LOCAL_VARIABLES, GraphKeys.MODEL_VARIABLES,
+                      GraphKeys.GLOBAL_STEP}
     for key, items in doc["collections"].items():
         if not isinstance(items, list):
             raise GraphFormatError(f"collection {key!r}: expected a JSON array")
@@ -608,8 +613,11 @@ def _rebuild_collections(graph: Graph, doc: dict, ops: dict[str, Operation],
                 raise GraphFormatError(f"{where}: expected one of {{\"variable\"|\"tensor\"|"
                                        f"\"operation\"|\"value\": ...}}, got {_short(item)}")
             (kind, ref), = item.items()
+            if key in variables_only and kind in ("tensor", "operation", "value"):
+                raise GraphFormatError(f"{where}: {key!r} holds only variables, but the file "
+                                       f"puts {kind} {_short(ref)} in it")
             if kind == "variable":
-                if ref not in variables:
+                if not isinstance(ref, str) or ref not in variables:
                     raise GraphFormatError(f"{where}: {_short(ref)} is not a saved variable")
                 values.append(variables[ref])
             elif kind == "operation":

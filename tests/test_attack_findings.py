@@ -177,9 +177,6 @@ def test_a_failed_dot_write_leaves_the_existing_dot_file_alone(tmp_path, monkeyp
     assert '"x"' in out.read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="graph_io._rebuild_collections puts any tensor or value "
-                   "into the 'variables' collection; global_variables_initializer then raises "
-                   "AttributeError (the CLI: 'AttributeError: Tensor ...')")
 def test_a_file_putting_a_tensor_in_the_variables_collection_is_refused():
     doc = _doc()
     doc["collections"]["variables"] = [{"tensor": "x:0"}]
