@@ -46,7 +46,7 @@ import numpy as np
 
 from . import runtime
 from .graph import Tensor
-from .session import Session, get_default_session
+from .session import Session, generator_seed, get_default_session
 from .train.atomic_files import atomic_write_all
 
 __all__ = ["export"]
@@ -118,13 +118,7 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
             arrays[f"v{i}"] = np.asarray(session._vars[name])
     for name, value in constants.items():
         arrays[f"c_{name}"] = value
-    seeds = {}
-    for op in plan.random_ops:
-        graph_seed, op_seed = op.attrs["seed"]
-        if graph_seed is None and op_seed is None:
-            seeds[op.name] = None
-        else:
-            seeds[op.name] = [87654321 if graph_seed is None else graph_seed, op_seed or 0]
+    seeds = {op.name: generator_seed(op.attrs["seed"]) for op in plan.random_ops}
     for name in rng_names:
         seeds.setdefault(name, None)
 

@@ -294,9 +294,6 @@ def test_unstack_too_many_from_a_constant_is_not_an_assertion_error():
             s.run(outs[3])
 
 
-@pytest.mark.xfail(strict=True, reason="state_ops._SEED declares seeds down to -2**63, but "
-                   "Session._make_generators passes them to np.random.default_rng, which "
-                   "raises a bare ValueError (no op named); the exported module fails at import")
 def test_a_negative_seed_either_is_refused_at_build_or_runs():
     with sg.Graph().as_default():
         try:

@@ -188,6 +188,20 @@ def test_sgd_training_step_updates_state(tmp_path, width):
     assert want[0][0] != want[2][0]  # the state really moved
 
 
+@pytest.mark.parametrize("graph_seed, op_seed", [(-5, -3), (None, -1), (-(2**63), 2**64 - 1)])
+def test_negative_seeds_draw_what_the_session_draws(tmp_path, graph_seed, op_seed):
+    with sg.Graph().as_default():
+        if graph_seed is not None:
+            sg.set_random_seed(graph_seed)
+        r = sg.random_normal([5], seed=op_seed)
+        with sg.Session() as sess:
+            sg.export(r, [], tmp_path / "draws.py")
+            want = [sess.run(r) for _ in range(2)]
+    got = run_exported(tmp_path, "draws", [], runs=2)
+    assert_same(got["r0_0"], want[0])
+    assert_same(got["r1_0"], want[1])
+
+
 def test_unknown_dimension_names_the_placeholder(tmp_path):
     with sg.Graph().as_default():
         x = sg.placeholder(sg.float32, [None, 3], name="inputs")
