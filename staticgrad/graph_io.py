@@ -75,6 +75,7 @@ import numpy as np
 from . import dtypes as _dt
 from .graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
 from .shapes import TensorShape
+from .train.atomic_files import atomic_write
 from .variables import Variable
 
 FORMAT = "staticgrad-graph"
@@ -385,9 +386,8 @@ def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True
 
 
 def _write_json(path: str, doc: dict, as_text: bool) -> None:
-    from .train.saver import _atomic_write
     text = json.dumps(doc, indent=1 if as_text else None, allow_nan=False) + "\n"
-    _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 # -- import -------------------------------------------------------------------------------------

@@ -96,8 +96,6 @@ from .checkpoint_format import (
     write_npz,
 )
 
-_atomic_write = atomic_write  # graph_io writes graph files through this name
-
 
 @dataclasses.dataclass
 class CheckpointState:
