@@ -174,12 +174,14 @@ def cmd_export(args) -> None:
 
 def cmd_draw(args) -> None:
     from . import viz
+    from .train.atomic_files import atomic_write
     graph, _ = _load_graph(args.graph)
     what = [_element(graph, name, "fetch") for name in args.fetch] if args.fetch else graph
     options = {"rankdir": args.rankdir}
     if args.output.lower().endswith(".dot"):
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(viz.to_dot(what, **options))
+        # the whole text first, then one rename: a failed draw leaves an older file as it was
+        text = viz.to_dot(what, **options)
+        atomic_write(args.output, lambda f: f.write(text.encode("utf-8")))
     else:
         suffix = os.path.splitext(args.output)[1].lower()
         if suffix not in (".svg", ".png"):

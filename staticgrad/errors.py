@@ -85,8 +85,25 @@ def is_package_code(function) -> bool:
 
 
 def format_location(loc) -> str:
+    r"""`file:line` for a message. A location can come from a graph file, so a character that
+    is not printable (a newline, a terminal escape, a bidirectional override) is shown as its
+    escape, as repr() writes it: no location can end a message's line or forge another one.
+    Ordinary paths, non-ASCII letters included, read unchanged.
+
+    >>> format_location(("train.py", 12))
+    'train.py:12'
+    >>> print(format_location(("m.py\n\x1b[2J", 1)))
+    m.py\n\x1b[2J:1
+    """
     filename, lineno = loc
-    return f"{filename}:{lineno}"
+    return f"{_printable(filename)}:{_printable(lineno)}"
+
+
+def _printable(value) -> str:
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def here() -> str:

@@ -15,6 +15,15 @@ variables the code reads or assigns, and the constants of the generated code). T
 - carries a copy of the staticgrad runtime helpers its code calls (the `rt.<name>` calls),
   so it imports no staticgrad.
 
+The two files are a pair: the `.npz` holds an `export_id` (a hash of both files' contents) that
+the module checks whenever it reads it, so it never runs with another export's data. Both are
+written to temporary files first and renamed into place only once both are complete, the
+module first (`atomic_write_all`): a failed export leaves the previous pair as it was. A
+failure or crash between the two renames leaves the new module beside the old data file; the
+new module then refuses to load, naming the mismatch (export again), while a process running
+the old module keeps reading the data file it was exported with. The other order would leave
+the old module with new data, and a running old module's `reset()` would fail instead.
+
 The code is the code `Session.run` executes, specialized to the feed shapes: they come from
 `feed_shapes` or from the placeholders' static shapes. It is compiled with
 `vector_math=False`: where the session computes exp, log, tanh or sigmoid in a float32
@@ -27,24 +36,25 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
 import inspect
 import os
 import sys
-import tempfile
 import types
 
 import numpy as np
 
 from . import runtime
 from .graph import Tensor
-from .session import Session, get_default_session
+from .session import Session, generator_seed, get_default_session
+from .train.atomic_files import atomic_write_all
 
 __all__ = ["export"]
 
 # globals the exported module defines beside the generated code
 _MODULE_NAMES = {"np", "os", "types", "rt", "V", "R", "run", "reset", "FEEDS", "FETCHES",
                  "_compute", "_DIR", "_DATA_FILE", "_VARIABLES", "_CONSTANTS", "_SEEDS",
-                 "_as_feed", "_data", "annotations"}
+                 "_EXPORT_ID", "_open_data", "_as_feed", "_data", "annotations"}
 
 
 def export(fetches, feed_list, path, backend: str = "numpy", session: Session | None = None,
@@ -108,21 +118,19 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
             arrays[f"v{i}"] = np.asarray(session._vars[name])
     for name, value in constants.items():
         arrays[f"c_{name}"] = value
-    seeds = {}
-    for op in plan.random_ops:
-        graph_seed, op_seed = op.attrs["seed"]
-        if graph_seed is None and op_seed is None:
-            seeds[op.name] = None
-        else:
-            seeds[op.name] = [87654321 if graph_seed is None else graph_seed, op_seed or 0]
+    seeds = {op.name: generator_seed(op.attrs["seed"]) for op in plan.random_ops}
     for name in rng_names:
         seeds.setdefault(name, None)
 
-    source = _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_keys,
-                            sorted(constants), seeds)
+    pieces = (stem, plan, feeds, shapes, imports, helpers, rt_names, var_keys, sorted(constants),
+              seeds)
+    export_id = _export_id(_module_source(*pieces, export_id=""), arrays)
+    source = _module_source(*pieces, export_id=export_id)
+    arrays["export_id"] = np.array(export_id)
     compile(source, path, "exec")  # a bug here should fail before anything is written
-    _write_atomic(os.path.join(folder, stem + ".npz"), lambda f: np.savez(f, **arrays))
-    _write_atomic(os.path.join(folder, filename), lambda f: f.write(source.encode()))
+    # the module first: see the module docstring for what a crash between the renames leaves
+    atomic_write_all([(os.path.join(folder, filename), lambda f: f.write(source.encode())),
+                      (os.path.join(folder, stem + ".npz"), lambda f: np.savez(f, **arrays))])
     return os.path.join(folder, filename)
 
 
@@ -256,8 +264,19 @@ def _top_level_names(helpers: list[str]) -> set[str]:
     return names
 
 
+def _export_id(source: str, arrays: dict) -> str:
+    """A hash of the module's source (without its id) and of the arrays of its data file: the
+    same export gives the same id, and files from different exports do not pass for a pair."""
+    digest = hashlib.sha256(source.encode())
+    for key in sorted(arrays):
+        value = np.ascontiguousarray(arrays[key])
+        digest.update(f"\0{key}\0{value.dtype.str}\0{value.shape}\0".encode())
+        digest.update(value.data if value.size else b"")
+    return digest.hexdigest()[:16]
+
+
 def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_keys, constants,
-                   seeds) -> str:
+                   seeds, export_id: str) -> str:
     tree = ast.parse(plan.source)
     doc_end = tree.body[0].end_lineno  # the generated module's docstring
     generated = plan.source.splitlines()[doc_end:]
@@ -300,6 +319,7 @@ def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_ke
         "",
         "_DIR = os.path.dirname(os.path.abspath(__file__))",
         f"_DATA_FILE = os.path.join(_DIR, {stem + '.npz'!r})",
+        f"_EXPORT_ID = {export_id!r}  # the export_id of the .npz written with this module",
         f"_VARIABLES = {var_keys!r}  # variable name -> key in the .npz",
         f"_SEEDS = {seeds!r}  # random op -> seed (None: unseeded)",
         f"FEEDS = {[t.name for t in feeds]!r}",
@@ -310,9 +330,21 @@ def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_ke
           if plan.locks else []),
         "",
         "",
+        "def _open_data():",
+        '    """The .npz, checked to be the one exported with this module."""',
+        "    data = np.load(_DATA_FILE, allow_pickle=False)",
+        "    if 'export_id' not in data.files or str(data['export_id']) != _EXPORT_ID:",
+        "        data.close()",
+        "        raise RuntimeError(f'{_DATA_FILE} is not the data file exported with this '",
+        f"                           'module ({stem}.py): an export was interrupted between '",
+        "                           'writing the two files, or one of them was replaced; '",
+        "                           'export again')",
+        "    return data",
+        "",
+        "",
         "def reset():",
         '    """Reload the exported variable values and restart the random generators."""',
-        "    with np.load(_DATA_FILE, allow_pickle=False) as data:",
+        "    with _open_data() as data:",
         "        V.clear()",
         "        V.update((name, data[key]) for name, key in _VARIABLES.items())",
         "    R.clear()",
@@ -320,7 +352,7 @@ def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_ke
         "",
         "",
         "reset()",
-        "with np.load(_DATA_FILE, allow_pickle=False) as _data:",
+        "with _open_data() as _data:",
     ]
     lines += [f"    {name} = _data[{'c_' + name!r}]" for name in constants] or ["    pass"]
     lines += [
@@ -358,19 +390,3 @@ def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_ke
         lines.pop()
     lines += ["", "", f"rt = types.SimpleNamespace({', '.join(f'{n}={n}' for n in rt_names)})", ""]
     return "\n".join(lines)
-
-
-def _write_atomic(path: str, write) -> None:
-    """Write `path` through a temporary file in the same folder and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as open() would make it, not mkstemp's private 0600
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-

@@ -75,6 +75,7 @@ import numpy as np
 from . import dtypes as _dt
 from .graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
 from .shapes import TensorShape
+from .train.atomic_files import atomic_write
 from .variables import Variable
 
 FORMAT = "staticgrad-graph"
@@ -386,9 +387,8 @@ def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True
 
 
 def _write_json(path: str, doc: dict, as_text: bool) -> None:
-    from .train.saver import _atomic_write
     text = json.dumps(doc, indent=1 if as_text else None, allow_nan=False) + "\n"
-    _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 # -- import -------------------------------------------------------------------------------------
@@ -599,6 +599,11 @@ def _rebuild_variables(doc: dict, ops: dict[str, Operation]) -> dict[str, Variab
 
 def _rebuild_collections(graph: Graph, doc: dict, ops: dict[str, Operation],
                          variables: dict[str, Variable]) -> None:
+    # collections whose readers (initializers, Saver, optimizers, get_global_step) call
+    # Variable methods on every item: a file may put only variables in them
+    variables_only = {GraphKeys.GLOBAL_VARIABLES, GraphKeys.TRAINABLE_VARIABLES,
+                      GraphKeys.LOCAL_VARIABLES, GraphKeys.MODEL_VARIABLES,
+                      GraphKeys.GLOBAL_STEP}
     for key, items in doc["collections"].items():
         if not isinstance(items, list):
             raise GraphFormatError(f"collection {key!r}: expected a JSON array")
@@ -609,8 +614,11 @@ def _rebuild_collections(graph: Graph, doc: dict, ops: dict[str, Operation],
                 raise GraphFormatError(f"{where}: expected one of {{\"variable\"|\"tensor\"|"
                                        f"\"operation\"|\"value\": ...}}, got {_short(item)}")
             (kind, ref), = item.items()
+            if key in variables_only and kind in ("tensor", "operation", "value"):
+                raise GraphFormatError(f"{where}: {key!r} holds only variables, but the file "
+                                       f"puts {kind} {_short(ref)} in it")
             if kind == "variable":
-                if ref not in variables:
+                if not isinstance(ref, str) or ref not in variables:
                     raise GraphFormatError(f"{where}: {_short(ref)} is not a saved variable")
                 values.append(variables[ref])
             elif kind == "operation":

@@ -371,12 +371,7 @@ class Session:
     def _make_generators(self, plan: Plan) -> None:
         for op in plan.random_ops:
             if op.name not in self._rngs:
-                graph_seed, op_seed = op.attrs["seed"]
-                if graph_seed is None and op_seed is None:
-                    self._rngs[op.name] = np.random.default_rng()
-                else:
-                    seq = [87654321 if graph_seed is None else graph_seed, op_seed or 0]
-                    self._rngs[op.name] = np.random.default_rng(seq)
+                self._rngs[op.name] = np.random.default_rng(generator_seed(op.attrs["seed"]))
 
     # -- extras ---------------------------------------------------------------------------------
     def make_callable(self, fetches, feed_list=None, accept_options=False):
@@ -495,6 +490,24 @@ class InteractiveSession(Session):
         super().close()
         if self in _interactive:
             _interactive.remove(self)
+
+
+def generator_seed(seed) -> list[int] | None:
+    """What seeds a random op's NumPy generator, from its (graph seed, op seed) attribute: None
+    (fresh entropy) when neither is set. The session and the modules `export` writes both seed
+    from here, so they draw the same numbers.
+
+    Seeds may be negative, as in TF1, and NumPy takes none: each part is taken modulo 2**64,
+    its 64 bits read as unsigned (so -1 and 2**64 - 1 are one seed), which leaves every
+    non-negative seed as it was.
+
+    >>> generator_seed((-3, None))
+    [18446744073709551613, 0]
+    """
+    graph_seed, op_seed = seed
+    if graph_seed is None and op_seed is None:
+        return None
+    return [(87654321 if graph_seed is None else graph_seed) % 2**64, (op_seed or 0) % 2**64]
 
 
 def _last_index(items: list, test):

@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Iterable
 
 from .graph import Graph, Operation, Tensor
+from .train.atomic_files import atomic_write
 
 __all__ = ["to_dot", "to_svg", "render"]
 
@@ -124,6 +125,40 @@ def _node_attrs(op: Operation, fetched: bool) -> dict:
     return attrs
 
 
+def _clusters(ops: list[Operation], fetched: set[Operation], clusters: bool) -> list[str]:
+    """The node statements, each inside the nested clusters of its name scopes (with
+    `clusters`). Built and written without recursion: a name may be thousands of scopes deep."""
+    # A tree of name scopes, each node (its ops, {scope part: child node}), children in the
+    # order they were first seen.
+    root: tuple[list, dict] = ([], {})
+    for op in ops:
+        node = root
+        for part in _scope(op) if clusters else ():
+            node = node[1].setdefault(part, ([], {}))
+        node[0].append(op)
+    lines = []
+    # Depth first: a stack of (node, its cluster's name, in a gradient scope, indent), and the
+    # closing brace of each cluster, pushed before its contents.
+    stack: list = [(root, "", False, "  ")]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            lines.append(item)
+            continue
+        (scope_ops, children), name, gradient, indent = item
+        for op in scope_ops:
+            lines.append(f"{indent}{_quote(op.name)} {_attrs(_node_attrs(op, op in fetched))};")
+        for part, child in reversed(children.items()):
+            child_name = f"{name}/{part}" if name else part
+            child_gradient = gradient or _GRADIENT_SCOPE.fullmatch(part) is not None
+            style = CLUSTER_GRADIENT if child_gradient else CLUSTER_FORWARD
+            stack.append(f"{indent}}}")
+            stack.append((child, child_name, child_gradient, indent + "  "))
+            stack.append(f"{indent}  graph {_attrs({'label': part, **style})};")
+            stack.append(f"{indent}subgraph {_quote('cluster_' + child_name)} {{")
+    return lines
+
+
 def to_dot(graph_or_fetches, *, rankdir: str = "TB", edge_labels: bool = True,
            dtypes: bool = True, clusters: bool = True, title: str | None = None) -> str:
     """DOT source for a graph, or for the ops that `graph_or_fetches` (a tensor, operation,
@@ -146,30 +181,7 @@ def to_dot(graph_or_fetches, *, rankdir: str = "TB", edge_labels: bool = True,
     if title:
         lines.append(f"  graph {_attrs({'label': title, 'labelloc': 't'})};")
 
-    # A tree of name scopes: scope tuple -> (its ops, its child scopes), emitted depth first.
-    tree: dict[tuple, tuple[list, list]] = {(): ([], [])}
-    for op in ops:
-        scope = _scope(op) if clusters else ()
-        for depth in range(1, len(scope) + 1):
-            if scope[:depth] not in tree:
-                tree[scope[:depth]] = ([], [])
-                tree[scope[:depth - 1]][1].append(scope[:depth])
-        tree[scope][0].append(op)
-
-    def emit(scope: tuple, indent: str) -> None:
-        scope_ops, children = tree[scope]
-        for op in scope_ops:
-            lines.append(f"{indent}{_quote(op.name)} {_attrs(_node_attrs(op, op in fetched))};")
-        for child in children:
-            style = CLUSTER_GRADIENT if any(map(_GRADIENT_SCOPE.fullmatch, child)) \
-                else CLUSTER_FORWARD
-            name = "cluster_" + "/".join(child)
-            lines.append(f"{indent}subgraph {_quote(name)} {{")
-            lines.append(f"{indent}  graph {_attrs({'label': child[-1], **style})};")
-            emit(child, indent + "  ")
-            lines.append(f"{indent}}}")
-
-    emit((), "  ")
+    lines += _clusters(ops, fetched, clusters)
     drawn = set(ops)
     for op in ops:
         for t in op.inputs:
@@ -229,8 +241,7 @@ def render(graph_or_fetches, path, format: str | None = None, **dot_options) -> 
         suffix = os.path.splitext(path)[1].lower().lstrip(".")
         format = suffix if suffix in _FORMATS else "svg"
     data = _pipe(to_dot(graph_or_fetches, **dot_options), format)
-    with open(path, "wb") as f:
-        f.write(data)
+    atomic_write(path, lambda f: f.write(data))  # a failed write leaves an older file as it was
     return path
 
 

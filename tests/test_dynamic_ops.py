@@ -3,6 +3,8 @@ PyTorch's argument conventions and type promotion, and gradients through them.""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -75,6 +77,18 @@ def test_random_tensors_and_manual_seed():
     with dy.no_grad():
         w.uniform_(-0.1, 0.1)
     assert abs(w.item()) <= 0.1
+
+
+
+def test_random_kernels_are_cached_least_recently_used_first(monkeypatch):
+    """One compiled draw per shape, as for the registry's kernels: bounded, oldest out."""
+    from staticgrad.dynamic import dispatch
+    monkeypatch.setattr(dispatch, "_RANDOM_KERNELS", type(dispatch._RANDOM_KERNELS)())
+    monkeypatch.setattr(dispatch, "KERNEL_CACHE_SIZE", 3)
+    for n in (1, 2, 3, 1, 4):  # 1 is used again, so 2 is the least recently used
+        assert dy.rand(n).shape == (n,)
+    shapes = [re.search(r"\((\d+),\)", expr)[1] for expr, _ in dispatch._RANDOM_KERNELS]
+    assert shapes == ["3", "1", "4"]
 
 
 # -- elementwise ops and promotion -------------------------------------------------------------

@@ -188,6 +188,20 @@ def test_sgd_training_step_updates_state(tmp_path, width):
     assert want[0][0] != want[2][0]  # the state really moved
 
 
+@pytest.mark.parametrize("graph_seed, op_seed", [(-5, -3), (None, -1), (-(2**63), 2**64 - 1)])
+def test_negative_seeds_draw_what_the_session_draws(tmp_path, graph_seed, op_seed):
+    with sg.Graph().as_default():
+        if graph_seed is not None:
+            sg.set_random_seed(graph_seed)
+        r = sg.random_normal([5], seed=op_seed)
+        with sg.Session() as sess:
+            sg.export(r, [], tmp_path / "draws.py")
+            want = [sess.run(r) for _ in range(2)]
+    got = run_exported(tmp_path, "draws", [], runs=2)
+    assert_same(got["r0_0"], want[0])
+    assert_same(got["r1_0"], want[1])
+
+
 def test_unknown_dimension_names_the_placeholder(tmp_path):
     with sg.Graph().as_default():
         x = sg.placeholder(sg.float32, [None, 3], name="inputs")
@@ -223,3 +237,82 @@ def test_fetch_that_the_feeds_cannot_compute(tmp_path):
         with sg.Session(), pytest.raises(ValueError, match="no value"):
             sg.export(x * v, [x], tmp_path / "m.py")
     assert not list(tmp_path.iterdir())
+
+
+# -- the .py and .npz are a pair -----------------------------------------------------------------
+def _import_exported(path):
+    """The exported module at `path`, imported in this process (it needs only NumPy)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _scaled_export(tmp_path, sess, w, y, x, value):
+    sess.run(w.assign(np.full(3, value, np.float32)))
+    return sg.export(y, [x], str(tmp_path / "m.py"), session=sess)
+
+
+@pytest.fixture
+def scaling_model():
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [3], name="x")
+        w = sg.Variable(np.ones(3, np.float32), name="w")
+        y = x * w
+        sess = sg.Session(graph=g)
+        sess.run(sg.global_variables_initializer())
+        yield sess, w, y, x
+
+
+def test_a_failed_data_write_leaves_the_previous_pair_and_no_temp_file(tmp_path, monkeypatch,
+                                                                      scaling_model):
+    _scaled_export(tmp_path, *scaling_model, 2.0)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(np, "savez", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        _scaled_export(tmp_path, *scaling_model, 5.0)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    np.testing.assert_array_equal(_import_exported(str(tmp_path / "m.py")).run(np.ones(3))[0],
+                                  [2.0, 2.0, 2.0])
+
+
+def test_an_export_stopped_between_its_renames_leaves_a_module_that_refuses_the_old_data(
+        tmp_path, monkeypatch, scaling_model):
+    """The module is renamed into place first; should the data file's rename then fail (or
+    the process die), the new module finds the old data file and says so, by name."""
+    _scaled_export(tmp_path, *scaling_model, 2.0)
+    old = _import_exported(str(tmp_path / "m.py"))
+    real_replace = os.replace
+    renamed = []
+
+    def replace(src, dst):
+        renamed.append(os.path.basename(dst))
+        if dst.endswith(".npz"):
+            raise OSError(5, "Input/output error")
+        return real_replace(src, dst)
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match="Input/output"):
+        _scaled_export(tmp_path, *scaling_model, 5.0)
+    monkeypatch.undo()
+    assert renamed == ["m.py", "m.npz"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["m.npz", "m.py"]
+    with pytest.raises(RuntimeError, match=r"m\.npz is not the data file exported with this "
+                                           r"module \(m\.py\).*export again"):
+        _import_exported(str(tmp_path / "m.py"))
+    old.reset()  # a process running the old module keeps its own data
+    np.testing.assert_array_equal(old.run(np.ones(3))[0], [2.0, 2.0, 2.0])
+
+
+def test_the_export_id_depends_on_the_contents_only(tmp_path, scaling_model):
+    first = _import_exported(_scaled_export(tmp_path, *scaling_model, 2.0))
+    again = _import_exported(_scaled_export(tmp_path, *scaling_model, 2.0))
+    changed = _import_exported(_scaled_export(tmp_path, *scaling_model, 3.0))
+    assert first._EXPORT_ID == again._EXPORT_ID != changed._EXPORT_ID
+    with pytest.raises(RuntimeError, match="export again"):
+        first.reset()  # the data file now belongs to another export

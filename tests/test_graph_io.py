@@ -204,6 +204,47 @@ def test_malformed_files_name_what_is_wrong(edit, message):
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize("key", ["variables", "trainable_variables", "local_variables",
+                                 "model_variables", "global_step"])
+@pytest.mark.parametrize("item, shown", [
+    ({"tensor": "x:0"}, 'puts tensor "x:0" in it'),
+    ({"operation": "y"}, 'puts operation "y" in it'),
+    ({"value": {"type": "int", "value": 3}}, 'puts value {"type": "int", "value": 3} in it'),
+])
+def test_a_variable_collection_holds_only_variables(key, item, shown):
+    """Their readers (initializers, Saver, optimizers) call Variable methods on every item."""
+    doc = _broken(lambda d: d["collections"].setdefault(key, []).append(item))
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError) as info:
+        sg.train.import_meta_graph(doc)
+    assert f"collection {key!r} item #" in str(info.value)
+    assert f"{key!r} holds only variables, but the file {shown}" in str(info.value)
+
+
+def test_a_variable_reference_that_is_not_a_name_is_a_format_error():
+    doc = _broken(lambda d: d["collections"].update(c=[{"variable": ["w"]}]))
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match="not a saved variable"):
+        sg.train.import_meta_graph(doc)
+
+
+def test_variable_collections_round_trip():
+    g = sg.Graph()
+    with g.as_default():
+        w = sg.Variable(1.0, name="w")
+        sg.Variable(2.0, name="frozen", trainable=False)
+        sg.add_to_collection("model_variables", w)
+        sg.train.create_global_step()
+        doc = sg.train.export_meta_graph()
+    with sg.Graph().as_default() as g2:
+        sg.train.import_meta_graph(doc)
+        names = {key: [v.op.name for v in g2.get_collection(key)]
+                 for key in ("variables", "trainable_variables", "model_variables")}
+        assert names == {"variables": ["w", "frozen", "global_step"],
+                         "trainable_variables": ["w"], "model_variables": ["w"]}
+        assert sg.train.get_global_step().op.name == "global_step"
+        with sg.Session() as sess:
+            sess.run(sg.global_variables_initializer())
+
+
 def test_truncated_file(tmp_path):
     sg.train.write_graph(_small_graph(), str(tmp_path), "g.json")
     text = (tmp_path / "g.json").read_text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -313,6 +314,70 @@ def test_recover_last_checkpoints_lets_a_new_saver_count_old_ones(g, tmp_path):
     assert second.last_checkpoints == [base + "-1", base + "-2"]
     second.save(sess, base, global_step=3)
     assert dir_listing(tmp_path) == ["checkpoint.json", "model-2.npz", "model-3.npz"]
+
+
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlinked-directory", "set-with-time"])
+def test_a_given_checkpoint_outside_the_save_directory_is_refused_before_writing(g, tmp_path,
+                                                                                 how):
+    """max_to_keep would delete it: the save raises ValueError naming it, and writes nothing."""
+    _, sess = _initialized_w()
+    ckpt, elsewhere = tmp_path / "ckpt", tmp_path / "elsewhere"
+    ckpt.mkdir()
+    elsewhere.mkdir()
+    sg.train.Saver().save(sess, str(elsewhere / "precious"), write_state=False)
+    given = {"dotdot": str(ckpt / ".." / "elsewhere" / "precious"),
+             "absolute": str(elsewhere / "precious"),
+             "symlinked-directory": str(ckpt / "link" / "precious"),
+             "set-with-time": str(elsewhere / "precious")}[how]
+    if how == "symlinked-directory":
+        (ckpt / "link").symlink_to(elsewhere, target_is_directory=True)
+    saver = sg.train.Saver(max_to_keep=1)
+    if how == "set-with-time":
+        saver.set_last_checkpoints_with_time([(given, 1.0)])
+    else:
+        saver.recover_last_checkpoints([given])
+    assert saver.last_checkpoints == [given]
+    with pytest.raises(ValueError, match=rf"checkpoint '{re.escape(given)}' .* is not in "
+                                         rf"'{re.escape(str(ckpt))}'.*nothing was written"):
+        saver.save(sess, str(ckpt / "model"), global_step=2)
+    assert dir_listing(elsewhere) == ["precious.npz"]
+    assert dir_listing(ckpt) == (["link"] if how == "symlinked-directory" else [])
+    saver.save(sess, str(ckpt / "model"), global_step=2, write_state=False)  # deletes nothing
+    assert dir_listing(elsewhere) == ["precious.npz"]
+
+
+def test_a_given_checkpoint_in_the_save_directory_however_spelled_is_counted(g, tmp_path):
+    _, sess = _initialized_w()
+    first = sg.train.Saver(max_to_keep=5)
+    first.save(sess, str(tmp_path / "model"), global_step=1)
+    saver = sg.train.Saver(max_to_keep=1)
+    saver.recover_last_checkpoints([str(tmp_path / "sub" / ".." / "model-1")])
+    saver.save(sess, str(tmp_path / "model"), global_step=2)
+    assert dir_listing(tmp_path) == ["checkpoint.json", "model-2.npz"]
+
+
+def test_recovered_checkpoints_must_share_one_directory(g, tmp_path):
+    _, sess = _initialized_w()
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        sg.train.Saver().save(sess, str(tmp_path / folder / "model"), global_step=1)
+    saver = sg.train.Saver(max_to_keep=1)
+    with pytest.raises(ValueError, match=r"different directories: '.*/b/model-1'"):
+        saver.recover_last_checkpoints([str(tmp_path / "a" / "model-1"),
+                                        str(tmp_path / "b" / "model-1")])
+    assert saver.last_checkpoints == []
+
+
+def test_a_savers_own_checkpoints_are_deleted_wherever_it_wrote_them(g, tmp_path):
+    """As in TF1: what the saver wrote itself it may delete, in any directory."""
+    _, sess = _initialized_w()
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    saver = sg.train.Saver(max_to_keep=1)
+    saver.save(sess, str(tmp_path / "a" / "model"), global_step=1)
+    saver.save(sess, str(tmp_path / "b" / "model"), global_step=2)
+    assert dir_listing(tmp_path / "a") == ["checkpoint.json"]
+    assert dir_listing(tmp_path / "b") == ["checkpoint.json", "model-2.npz"]
 
 
 def test_latest_filename_and_write_state(g, tmp_path):

@@ -891,3 +891,32 @@ def test_generated_names_are_identifiers_made_as_the_regex_makes_them(texts):
         got = names.make(text)
         assert got == want
         assert got.isidentifier() and got.isascii() and not keyword.iskeyword(got)
+
+
+# -- random generators --------------------------------------------------------------------------
+def _two_draws(graph_seed, op_seed):
+    with sg.Graph().as_default():
+        if graph_seed is not None:
+            sg.set_random_seed(graph_seed)
+        r = sg.random_uniform([4], seed=op_seed)
+        with sg.Session() as sess:
+            return sess.run(r), sess.run(r)
+
+
+def test_negative_seeds_run_as_their_64_bits_read_unsigned():
+    """TF1 takes negative seeds; NumPy's generators take none: each part is taken modulo
+    2**64 (the same bits), and non-negative seeds seed as they always did."""
+    first, second = _two_draws(-5, -3)
+    assert first.shape == (4,) and not np.array_equal(first, second)  # the generator goes on
+    np.testing.assert_array_equal(first, _two_draws(2**64 - 5, 2**64 - 3)[0])
+    assert not np.array_equal(first, _two_draws(5, 3)[0])
+    np.testing.assert_array_equal(_two_draws(None, -7)[0], _two_draws(None, 2**64 - 7)[0])
+
+
+def test_generator_seed_leaves_non_negative_seeds_as_they_were():
+    from staticgrad.session import generator_seed
+    assert generator_seed((None, None)) is None
+    assert generator_seed((5, 3)) == [5, 3]
+    assert generator_seed((5, None)) == [5, 0]
+    assert generator_seed((None, 7)) == [87654321, 7]
+    assert generator_seed((2**64 - 1, -(2**63))) == [2**64 - 1, 2**63]

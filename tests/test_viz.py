@@ -125,6 +125,24 @@ def test_name_scopes_are_nested_clusters(model):
     assert clusters == {}
 
 
+def test_a_name_thousands_of_scopes_deep_draws_as_nested_clusters():
+    """to_dot builds and writes the scope tree without recursion (the limit is 1000 frames)."""
+    depth = 1500
+    graph = sg.Graph()
+    with graph.as_default():
+        x = sg.placeholder(sg.float32, [2], name="/".join(["s"] * depth + ["x"]))
+        sg.identity(x, name="gradients/" + "/".join(["g"] * depth + ["y"]))
+    source = viz.to_dot(graph)
+    nodes, _, clusters = parse_dot(source)  # every brace closes where it should
+    assert len(clusters) == 2 * depth + 1
+    innermost = "cluster_" + "/".join(["s"] * depth)
+    assert clusters[innermost] == [x.op.name]
+    assert clusters["cluster_gradients/" + "/".join(["g"] * depth)] == [
+        "gradients/" + "/".join(["g"] * depth + ["y"])]
+    deep_gradient = 'label="g", style="rounded,filled", fillcolor="#fff5f0"'
+    assert source.count(deep_gradient) == depth  # a gradient scope's style reaches down
+
+
 def test_fetches_draw_only_what_they_need(model):
     graph, x, w, loss, dw, unrelated = model
     nodes, _, _ = parse_dot(viz.to_dot(loss))
@@ -209,6 +227,33 @@ def test_missing_graphviz_package_says_what_to_install(model, monkeypatch):
     monkeypatch.setattr(viz, "_warned", False)
     with pytest.warns(UserWarning, match="staticgrad\\[viz\\]"):
         assert graph._repr_svg_() is None  # Jupyter falls back to the text repr
+
+
+def test_render_replaces_the_file_whole_or_not_at_all(model, monkeypatch, tmp_path):
+    """The picture is made first and written through a temporary file and a rename: a failed
+    render leaves an older picture as it was, and no temporary file."""
+    graph, *_ = model
+    out = tmp_path / "g.svg"
+    out.write_text("<svg>old</svg>")
+
+    def failing_pipe(source, format):
+        raise RuntimeError("dot crashed")
+    monkeypatch.setattr(viz, "_pipe", failing_pipe)
+    with pytest.raises(RuntimeError, match="dot crashed"):
+        viz.render(graph, out)
+    monkeypatch.setattr(viz, "_pipe", lambda source, format: b"<svg>new</svg>")
+
+    def full_disk(fd):
+        raise OSError(28, "disk full")
+    monkeypatch.setattr("os.fsync", full_disk)
+    with pytest.raises(OSError, match="disk full"):
+        viz.render(graph, out)
+    assert [p.name for p in tmp_path.iterdir()] == ["g.svg"]
+    assert out.read_text() == "<svg>old</svg>"
+    monkeypatch.undo()
+    monkeypatch.setattr(viz, "_pipe", lambda source, format: b"<svg>new</svg>")
+    assert viz.render(graph, out) == str(out)
+    assert out.read_text() == "<svg>new</svg>"
 
 
 @needs_graphviz

@@ -12,6 +12,9 @@ The same three steps as building a graph node, then one more:
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
+
 import numpy as np
 
 from .. import runtime
@@ -19,6 +22,7 @@ from ..errors import InternalError, InvalidArgumentError, format_location, user_
 from ..graph import get_default_graph
 from ..ops.attr_types import check_attrs
 from ..ops.registry import (
+    KERNEL_CACHE_SIZE,
     KERNEL_NAMESPACE,
     REGISTRY,
     NodeCtx,
@@ -135,15 +139,22 @@ class Generator:
 
 GENERATOR = Generator()
 _RANDOM_NAMESPACE = {**KERNEL_NAMESPACE, "np": np, "rt": runtime, "R": GENERATOR}
-_RANDOM_KERNELS: dict[str, object] = {}
+# (expression, arity) -> compiled function, least recently used first; bounded as the
+# registry's kernels are: the shape is in the expression, so each new shape makes one.
+_RANDOM_KERNELS: OrderedDict[tuple, Callable] = OrderedDict()
 
 
 def _random_kernel(opdef, ctx, arrays) -> list:
     """Run a random op's emitter with `R[...]` bound to the dynamic mode's generator."""
     args = [f"a{i}" for i in range(len(arrays))]
     expr = render_numpy(opdef, args, ctx)
-    fn = _RANDOM_KERNELS.get(expr)
+    key = (expr, len(args))
+    # popped and put back, to be the most recently used: unlike get and move_to_end, this
+    # cannot raise when another thread evicts the entry in between
+    fn = _RANDOM_KERNELS.pop(key, None)
     if fn is None:
         fn = eval(f"lambda {', '.join(args)}: {expr}", _RANDOM_NAMESPACE)  # noqa: S307
-        _RANDOM_KERNELS[expr] = fn
+    _RANDOM_KERNELS[key] = fn
+    while len(_RANDOM_KERNELS) > KERNEL_CACHE_SIZE:
+        _RANDOM_KERNELS.popitem(last=False)
     return [np.asarray(fn(*arrays), dtype=ctx.out_dtypes[0].np)]

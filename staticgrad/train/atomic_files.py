@@ -18,6 +18,8 @@ nor could an age (a huge checkpoint on a slow disk takes long). Where locks are 
 costs disk space, a wrong removal would cost a checkpoint. The pid in the name only tells a
 person which process left the file.
 
+`atomic_write_all` writes several files so: none is renamed into place until all are written.
+
 >>> atomic_write("ckpt/notes.txt", lambda f: f.write(b"hello"))   # doctest: +SKIP
 >>> remove_orphaned_temp_files("ckpt")                              # doctest: +SKIP
 []
@@ -52,23 +54,47 @@ def is_temp_name(name: str) -> bool:
 def atomic_write(path: str, write) -> None:
     """Call `write(f)` on a binary file that replaces `path` once complete and on disk. A
     failure leaves whatever was at `path` untouched and removes the temporary file."""
-    directory = os.path.dirname(path) or os.curdir
-    tmp = os.path.join(directory, temp_name(path))
-    with _directory_lock(directory):
-        f = open(tmp, "xb")  # noqa: SIM115 (closed below, after the rename)
-        _lock(f.fileno(), blocking=True)
+    atomic_write_all([(path, write)])
+
+
+def atomic_write_all(files) -> None:
+    """Write several files, each as `atomic_write` does, renaming none into place until every
+    one is complete and on disk: `files` is a list of (path, write). A failure while writing
+    leaves every path untouched and removes every temporary file.
+
+    The renames follow the order of `files`, one at a time (no file system renames two files
+    as one step): a rename that fails, or a crash between two renames, leaves the files before
+    it new and the rest old. List first the file whose new version is safest beside the
+    others' old versions; `export` writes its module first, and the module checks that its
+    data file is the one written with it.
+
+    >>> atomic_write_all([("m.py", write_code), ("m.npz", write_data)])  # doctest: +SKIP
+    """
+    files = list(files)
+    staged = []  # (open, locked file, its temporary path, the path it replaces): not renamed
     try:
-        with f:  # the lock is held until the file is in place
+        for path, write in files:
+            directory = os.path.dirname(path) or os.curdir
+            tmp = os.path.join(directory, temp_name(path))
+            with _directory_lock(directory):
+                f = open(tmp, "xb")  # noqa: SIM115 (closed below, after the rename)
+                _lock(f.fileno(), blocking=True)
+            staged.append((f, tmp, path))
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        while staged:  # every file is complete: rename them, in order
+            f, tmp, path = staged[0]
             os.replace(tmp, path)
-            tmp = None
-        _fsync_directory(directory)  # make the rename itself durable
+            staged.pop(0)
+            f.close()  # the lock is held until the file is in place
     finally:
-        if tmp is not None:
+        for f, tmp, _ in staged:
+            f.close()
             with contextlib.suppress(FileNotFoundError):
                 os.remove(tmp)
+    for directory in dict.fromkeys(os.path.dirname(path) or os.curdir for path, _ in files):
+        _fsync_directory(directory)  # make the renames themselves durable
 
 
 def remove_orphaned_temp_files(directory: str) -> list[str]:

@@ -51,6 +51,10 @@ Departures from TF1:
 - TF1's Saver counts only the checkpoints it wrote; a previous run's stay on disk forever unless
   the program calls `recover_last_checkpoints` (which works here too). Here a Saver adopts its
   series from the index on its first save, as above (TF2's CheckpointManager does the same).
+- A checkpoint given to `recover_last_checkpoints` or `set_last_checkpoints_with_time` must lie
+  in the directory of the next save (TF1 would delete it wherever it is): that save raises
+  ValueError naming it, before writing anything. So max_to_keep deletes only what the saver
+  wrote and what it adopted from the directory it saves into.
 - No `.meta` file: `write_meta_graph` and `meta_graph_suffix` are accepted and ignored;
   rebuild the graph in code (with the same names) and restore into it.
 - One `.npz` file per checkpoint and a JSON index named "checkpoint.json", in place of TF1's
@@ -91,8 +95,6 @@ from .checkpoint_format import (
     read_index,
     write_npz,
 )
-
-_atomic_write = atomic_write  # graph_io writes graph files through this name
 
 
 @dataclasses.dataclass
@@ -136,6 +138,9 @@ class Saver:
         self._next_preserved_time = time.time() + self._keep_every_s
         self._pad_step_number = pad_step_number
         self._last_checkpoints: list[tuple[str, float]] = []  # (prefix, time), oldest first
+        # prefixes the caller gave (recover_last_checkpoints, set_last_checkpoints_with_time),
+        # not yet checked to lie in the directory of a save
+        self._unchecked: set[str] = set()
         self._adopted: set[str] = set()  # the index files whose series this saver has adopted
         self._lock = threading.Lock()
 
@@ -146,14 +151,27 @@ class Saver:
         return [p for p, _ in self._last_checkpoints]
 
     def set_last_checkpoints_with_time(self, last_checkpoints_with_time) -> None:
-        """Replace the list of kept checkpoints with [(prefix, timestamp)], oldest first."""
+        """Replace the list of kept checkpoints with [(prefix, timestamp)], oldest first.
+
+        The next save refuses (ValueError, before it writes anything) a prefix that does not
+        lie in the directory it saves into: it would delete it once max_to_keep drops it."""
         self._last_checkpoints = [(str(p), float(t)) for p, t in last_checkpoints_with_time]
+        self._unchecked = {p for p, _ in self._last_checkpoints}
 
     def recover_last_checkpoints(self, checkpoint_paths) -> None:
         """Adopt the existing checkpoints among `checkpoint_paths` (e.g. a previous run's
-        `get_checkpoint_state(d).all_model_checkpoint_paths`), so `max_to_keep` counts them."""
-        found = [(p, os.path.getmtime(p + DATA_SUFFIX)) for p in checkpoint_paths
-                 if checkpoint_exists(p)]
+        `get_checkpoint_state(d).all_model_checkpoint_paths`), so `max_to_keep` counts them.
+
+        They must lie in one directory (ValueError naming a path that does not), and the next
+        save must be into that directory: it refuses, before writing anything, to count a
+        checkpoint elsewhere (`../`, a symlinked directory), which it would later delete."""
+        paths = [os.fspath(p) for p in checkpoint_paths]
+        for path in paths[1:]:
+            if not _in_directory(path, os.path.dirname(paths[0]) or os.curdir):
+                raise ValueError(f"recover_last_checkpoints was given checkpoints in different "
+                                 f"directories: {path!r} is not in the directory of "
+                                 f"{paths[0]!r}; a Saver counts one directory's checkpoints")
+        found = [(p, os.path.getmtime(p + DATA_SUFFIX)) for p in paths if checkpoint_exists(p)]
         self.set_last_checkpoints_with_time(sorted(found, key=lambda pt: pt[1]))
 
     # -- saving ---------------------------------------------------------------------------------
@@ -184,6 +202,8 @@ class Saver:
                              f"of save_path {prefix!r}")
         arrays = self._values(sess)
         with self._lock:
+            if write_state:
+                self._check_given_checkpoints(save_dir)
             remove_orphaned_temp_files(save_dir)
             if write_state:
                 self._save_recorded(prefix, index_path, os.path.basename(save_path), arrays)
@@ -214,6 +234,20 @@ class Saver:
         for old_prefix in doomed:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(old_prefix + DATA_SUFFIX)
+
+    def _check_given_checkpoints(self, save_dir: str) -> None:
+        """Refuse, before anything is written, a checkpoint that the caller gave this saver to
+        count and that lies outside `save_dir`: max_to_keep would delete it there. Once a save
+        has checked them, they count as this saver's own."""
+        for prefix in self.last_checkpoints:
+            if prefix in self._unchecked and not _in_directory(prefix, save_dir):
+                raise ValueError(
+                    f"checkpoint {prefix!r} (given to recover_last_checkpoints or "
+                    f"set_last_checkpoints_with_time) is not in {save_dir!r}, the directory "
+                    f"this save writes into: it is at {os.path.realpath(prefix)!r}. A Saver "
+                    "deletes old checkpoints only in the directory it saves into; nothing was "
+                    "written")
+        self._unchecked.clear()
 
     def _adopt(self, index: Index | None, index_path: str, prefix: str, base: str) -> None:
         """On this saver's first save into `index_path`: count (for max_to_keep) the existing
@@ -453,7 +487,8 @@ def _prefix_of(ckpt_dir_or_file: str) -> str:
 
 
 def _in_directory(prefix: str, directory: str) -> bool:
-    return os.path.dirname(os.path.abspath(prefix)) == os.path.abspath(directory)
+    """Whether `prefix` names a file in `directory`, once `..` and symlinks are resolved."""
+    return os.path.realpath(os.path.dirname(prefix) or os.curdir) == os.path.realpath(directory)
 
 
 def _index_for_saving(index_path: str) -> Index | None:
