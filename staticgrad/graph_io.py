@@ -433,6 +433,7 @@ def import_meta_graph(path_or_dict, import_scope: str | None = None, clear_devic
 def _load(path_or_dict) -> dict:
     """The checked top level of a graph file (a path) or of its parsed dict. Any damage, from
     bad UTF-8 to nesting deeper than the JSON parser can follow, is a GraphFormatError."""
+    where = ""  # the file, in messages, when there is one
     if isinstance(path_or_dict, dict):
         doc = path_or_dict
     else:
@@ -440,24 +441,29 @@ def _load(path_or_dict) -> dict:
         with open(path, "rb") as f:
             raw = f.read()
         try:
-            doc = json.loads(raw, parse_constant=_refuse_constant)
+            text = raw.decode("utf-8")  # (json.loads would guess UTF-16 or -32 from bytes)
+        except UnicodeDecodeError as e:
+            raise GraphFormatError(f"{path} is not UTF-8 text (damaged?): {e}") from None
+        try:
+            doc = json.loads(text, parse_constant=_refuse_constant)
         except RecursionError:
             raise GraphFormatError(f"{path} nests its JSON deeper than the parser can follow "
                                    "(damaged or hostile)") from None
         except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, a 5000-digit number
             raise GraphFormatError(f"{path} is not valid JSON (truncated or damaged?): {e}") \
                 from None
+        where = f"{path}: "
     if not isinstance(doc, dict):
-        raise GraphFormatError(f"a graph file holds a JSON object, got {type(doc).__name__}")
+        raise GraphFormatError(f"{where}a graph file holds a JSON object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT:
-        raise GraphFormatError(f"field \"format\" is {_short(doc.get('format'))}, not "
+        raise GraphFormatError(f"{where}field \"format\" is {_short(doc.get('format'))}, not "
                                f"{FORMAT!r}: this is not a staticgrad graph file")
     if doc.get("version") != VERSION:
-        raise GraphFormatError(f"field \"version\" is {_short(doc.get('version'))}; this "
+        raise GraphFormatError(f"{where}field \"version\" is {_short(doc.get('version'))}; this "
                                f"staticgrad reads version {VERSION}")
     for key, kind in (("ops", list), ("variables", list), ("collections", dict)):
         if not isinstance(doc.get(key), kind):
-            raise GraphFormatError(f"field {key!r} is missing or not a JSON "
+            raise GraphFormatError(f"{where}field {key!r} is missing or not a JSON "
                                    f"{'array' if kind is list else 'object'}")
     return doc
 

@@ -53,14 +53,19 @@ def get_default_session():
     return _interactive[-1] if _interactive else None
 
 
+class FeedKeyError(TypeError, ValueError):
+    """A feed_dict key that names no tensor of the graph: TF1's TypeError ('Cannot interpret
+    feed_dict key as Tensor'), and a ValueError as staticgrad raised before."""
+
+
 def _session_for(session, element):
     session = session or get_default_session()
     if session is None:
         raise ValueError(f"cannot evaluate {element.name}: no default session is registered; "
                          "use `with sess.as_default():` or pass session=sess")
     if session.graph is not element.graph:
-        raise ValueError(f"cannot evaluate {element.name}: it is from another graph than the "
-                         "session's")
+        raise ValueError(f"cannot evaluate {element.name} (made by {element.op.where()}): it "
+                         "is from another graph than the session's")
     return session
 
 
@@ -316,8 +321,8 @@ class Session:
     def _feed_tensor(self, key) -> Tensor:
         if isinstance(key, Tensor):
             if key.graph is not self.graph:
-                raise ValueError(f"cannot feed {key.name}: it is from another graph than the "
-                                 "session's")
+                raise ValueError(f"cannot feed {key.name} (made by {key.op.where()}): it is "
+                                 "from another graph than the session's")
             return key
         if isinstance(key, Variable):
             return key._tensor
@@ -325,7 +330,8 @@ class Session:
             try:
                 el = self.graph.as_graph_element(key, allow_operation=False)
             except (KeyError, ValueError, TypeError) as e:
-                raise ValueError(f"cannot feed {key!r}: {e}") from None
+                raise FeedKeyError(f"Cannot interpret feed_dict key as Tensor: cannot feed "
+                                   f"{key!r}: {e}") from None
             return el
         raise TypeError(f"feed_dict keys must be tensors or tensor names, got {key!r}")
 
@@ -341,8 +347,8 @@ class Session:
                 _resolve_fetch(f, self.graph)
             for t, a in zip(feeds, arrays):
                 if t.graph is not self.graph:
-                    raise ValueError(f"cannot feed {t.name}: it is from another graph than the "
-                                     "session's")
+                    raise ValueError(f"cannot feed {t.name} (made by {t.op.where()}): it is "
+                                     "from another graph than the session's")
                 if not t.shape.is_compatible_with(a.shape):
                     raise InvalidArgumentError(
                         None, t.op, f"cannot feed a value of shape {a.shape} for {t.name}, "

@@ -203,20 +203,13 @@ def feed_ragged_list(tmp_path):
     _run(x * 2.0, {x: [[1.0, 2.0], [3.0]]})
 
 
-@row(TypeError, "'ghost:0'",
-     xfail="ValueError; TF1 raises TypeError('Cannot interpret feed_dict key as Tensor: ...') "
-           "for any key it cannot resolve. Fix session.py:322 (_feed_tensor): raise a "
-           "FeedKeyError(TypeError, ValueError), as saver.CheckpointNotFoundError does, so "
-           "test_session.py's ValueError check still holds")
+@row(TypeError, "'ghost:0'")
 def feed_name_that_does_not_exist(tmp_path):
     x = _ph([2], "pixels")
     _run(x * 2.0, {"ghost:0": [1.0, 2.0]})
 
 
-@row(TypeError, "'pixels'",
-     xfail="ValueError; TF1's session_test asserts TypeError('Cannot interpret feed_dict') "
-           "for a key naming an operation ('a', not 'a:0'). Fix session.py:322 as for "
-           "feed-name-that-does-not-exist")
+@row(TypeError, "'pixels'")
 def feed_name_of_an_operation(tmp_path):
     x = _ph([2], "pixels")
     _run(x * 2.0, {"pixels": [1.0, 2.0]})
@@ -240,9 +233,7 @@ def feed_value_that_is_a_tensor(tmp_path):
     _run(x * 2.0, {x: sg.constant([1.0, 2.0], name="mean")})
 
 
-@row(ValueError, "pixels:0", HERE,
-     xfail="names the tensor but not where it was created; fix session.py:313 and :338: add "
-           "the key's op.where(), as _resolve_fetch does for a fetch (session.py:104)")
+@row(ValueError, "pixels:0", HERE)
 def feed_tensor_of_another_graph(tmp_path):
     x = _other_graph_tensor(lambda: _ph([2], "pixels"))
     y = _ph([2], "y")
@@ -324,9 +315,7 @@ def eval_without_a_default_session(tmp_path):
     sg.constant(1.0, name="mean").eval()
 
 
-@row(ValueError, "mean:0", HERE,
-     xfail="names the tensor but not where it was created; fix session.py:62 (_session_for): "
-           "add element.op.where() (or element.where() for an op)")
+@row(ValueError, "mean:0", HERE)
 def eval_in_a_session_of_another_graph(tmp_path):
     mean = _other_graph_tensor(lambda: sg.constant(1.0, name="mean"))
     with sg.Session():
@@ -392,18 +381,13 @@ def closed_session_variable_load(tmp_path):
     w.load(2.0, _closed_session())
 
 
-@row(RuntimeError, "closed Session", "save", HERE,
-     xfail="says only 'attempted to use a closed Session': not what was called, nor where the "
-           "session was created and closed; fix saver.py:263 (_check_session): call "
-           "sess._check_open('Saver.save(...)' / 'Saver.restore(...)') as Session's own "
-           "methods do")
+@row(RuntimeError, "closed Session", "save", HERE)
 def closed_session_saver_save(tmp_path):
     sg.Variable(1.0, name="weights")
     sg.train.Saver().save(_closed_session(), str(tmp_path / "model"))
 
 
-@row(RuntimeError, "closed Session", "restore", HERE,
-     xfail="as closed-session-saver-save; fix saver.py:263 (_check_session)")
+@row(RuntimeError, "closed Session", "restore", HERE)
 def closed_session_saver_restore(tmp_path):
     saver, prefix = _checkpoint(tmp_path)
     saver.restore(_closed_session(), prefix)
@@ -1000,31 +984,22 @@ def graph_file_not_json(tmp_path):
     _import_text(tmp_path, "hello")
 
 
-@row(GraphFormatError, "g.json", "UTF-8",
-     xfail="UnicodeDecodeError escapes, naming neither the file nor GraphFormatError; fix "
-           "graph_io.py:402 (_load): read bytes and catch UnicodeDecodeError with the JSON "
-           "errors")
+@row(GraphFormatError, "g.json", "UTF-8")
 def graph_file_not_utf8(tmp_path):
     _import_text(tmp_path, b"\xff\xfe\x00 not text")
 
 
-@row(GraphFormatError, "g.json", "JSON object", "list",
-     xfail="does not name the file; fix graph_io.py:397 (_load): prefix its messages with "
-           "the path when it read one")
+@row(GraphFormatError, "g.json", "JSON object", "list")
 def graph_file_holding_a_json_array(tmp_path):
     _import_text(tmp_path, "[1, 2]")
 
 
-@row(GraphFormatError, "g.json", '"format"', "tensorflow-metagraph",
-     xfail="does not name the file; fix graph_io.py:412 (_load) as for "
-           "graph-file-holding-a-json-array")
+@row(GraphFormatError, "g.json", '"format"', "tensorflow-metagraph")
 def graph_file_of_another_format(tmp_path):
     _import_edited(tmp_path, lambda doc, ops: doc.update(format="tensorflow-metagraph"))
 
 
-@row(GraphFormatError, "g.json", '"version"', "99",
-     xfail="does not name the file; fix graph_io.py:415 (_load) as for "
-           "graph-file-holding-a-json-array")
+@row(GraphFormatError, "g.json", '"version"', "99")
 def graph_file_of_another_version(tmp_path):
     _import_edited(tmp_path, lambda doc, ops: doc.update(version=99))
 

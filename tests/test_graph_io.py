@@ -395,7 +395,7 @@ def test_a_graph_file_nested_200000_levels_deep_is_a_format_error(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    (b'{"format": "\xff"}', "not valid JSON"),
+    (b'{"format": "\xff"}', "not UTF-8 text"),
     (b'{"format": "staticgrad-graph", "version": NaN}', "NaN is not JSON"),
     (b'{"format": "staticgrad-graph", "version": -Infinity}', "-Infinity is not JSON"),
     (b'{"format": "staticgrad-graph", "version": ' + b"9" * 5000 + b"}", "not valid JSON"),

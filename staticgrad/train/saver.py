@@ -186,7 +186,7 @@ class Saver:
         `write_state=False` the index is left alone and nothing is deleted. Every save first
         removes the temporary files that killed saves left in the directory.
         """
-        self._check_session(sess)
+        self._check_session(sess, "save")
         if not self._vars:
             return None
         prefix = os.fspath(save_path)
@@ -338,7 +338,7 @@ class Saver:
         """
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
-        self._check_session(sess)
+        self._check_session(sess, "restore")
         if not self._vars:
             return
         path = _data_path(os.fspath(save_path))
@@ -366,11 +366,10 @@ class Saver:
                               f"but checkpoint {path} holds shape {tuple(value.shape)}")
         return value
 
-    def _check_session(self, sess) -> None:
+    def _check_session(self, sess, what: str) -> None:
         if not isinstance(sess, Session):
             raise TypeError(f"'sess' must be a Session, got {sess!r}")
-        if sess._closed:
-            raise RuntimeError("attempted to use a closed Session")
+        sess._check_open(f"Saver.{what}")
         if self._graph is not None and sess.graph is not self._graph:
             raise ValueError("the session's graph is not the graph of the Saver's variables")
 
