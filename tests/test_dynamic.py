@@ -654,3 +654,10 @@ def test_grad_runs_only_the_hooks_of_the_leaves_asked_for():
     (ga,) = dy.grad((a * b).sum(), [a])
     assert fired == ["a"] and ga.tolist() == [2.0]
     assert b.grad is None
+
+
+def test_manual_seed_takes_a_negative_seed_as_pytorch_does():
+    dy.manual_seed(-1)
+    a = dy.rand(3)
+    dy.manual_seed(2 ** 64 - 1)
+    assert dy.rand(3).tolist() == a.tolist()

@@ -920,3 +920,14 @@ def test_generator_seed_leaves_non_negative_seeds_as_they_were():
     assert generator_seed((5, None)) == [5, 0]
     assert generator_seed((None, 7)) == [87654321, 7]
     assert generator_seed((2**64 - 1, -(2**63))) == [2**64 - 1, 2**63]
+
+
+def test_a_missing_feed_error_prints_a_file_location_escaped():
+    with sg.Graph().as_default() as g:
+        x = sg.placeholder(sg.float32, [2], name="x")
+        x.op.location = ("m.py\n\x1b[2J", 3)  # as a hostile graph file could set it
+        y = x * 2.0
+    with sg.Session(graph=g) as sess, pytest.raises(sg.errors.InvalidArgumentError) as info:
+        sess.run(y)
+    assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
+    assert r"m.py\n\x1b[2J:3" in str(info.value)

@@ -156,8 +156,9 @@ def linspace(start, end, steps, dtype=None, requires_grad=False) -> Tensor:
 # Random tensors are the registry's random ops, drawing from one generator (`manual_seed`);
 # `trace` records them as random ops, so a traced graph draws fresh values at every run.
 def manual_seed(seed) -> None:
-    """Seed the generator of rand, randn, randint, dropout..."""
-    GENERATOR.rng = np.random.default_rng(builtins.int(seed))
+    """Seed the generator of rand, randn, randint, dropout... (any int: a negative seed is
+    taken modulo 2**64, as PyTorch takes it)."""
+    GENERATOR.rng = np.random.default_rng(builtins.int(seed) % (1 << 64))
 
 
 def _random(op_type, size, dtype, requires_grad, **attrs) -> Tensor:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, format_location
 from ..graph import Operation, Tensor
 
 
@@ -33,7 +33,7 @@ def prune(fetches, fed) -> list[Operation]:
                 None, op,
                 f"you must feed a value for placeholder {op.name!r} (dtype "
                 f"{op.outputs[0].dtype.name}, shape {op.outputs[0].shape}), created at "
-                f"{op.location[0]}:{op.location[1]}; it is needed by "
+                f"{format_location(op.location)}; it is needed by "
                 f"{_needing(fetches, op, fed)}")
     return ops
 
