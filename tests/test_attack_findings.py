@@ -118,17 +118,22 @@ def test_drawing_a_deeply_scoped_name_does_not_recurse():
     assert "digraph" in viz.to_dot(g)
 
 
+def _graph_file_and_old_dot(tmp_path):
+    """g.json (a one-placeholder graph) and old.dot, an earlier drawing to keep intact."""
+    with sg.Graph().as_default():
+        sg.placeholder(sg.float32, [2], name="x")
+        sg.train.export_meta_graph(str(tmp_path / "g.json"))
+    out = tmp_path / "old.dot"
+    out.write_text("digraph old {}\n")
+    return out
+
+
 def test_a_failed_draw_leaves_the_existing_dot_file_alone(tmp_path, monkeypatch):
     """cli.cmd_draw opened (truncated) the .dot output before to_dot ran. The attacker's
     to_dot failure was a 1200-level scope (a RecursionError, fixed since): any failure will do."""
     from staticgrad import viz
     from staticgrad.cli import main
-    g = sg.Graph()
-    with g.as_default():
-        sg.placeholder(sg.float32, [2], name="x")
-        sg.train.export_meta_graph(str(tmp_path / "g.json"))
-    out = tmp_path / "old.dot"
-    out.write_text("digraph old {}\n")
+    out = _graph_file_and_old_dot(tmp_path)
 
     def failing_to_dot(*args, **kwargs):
         raise RuntimeError("to_dot failed")
@@ -142,12 +147,7 @@ def test_a_failed_dot_write_leaves_the_existing_dot_file_alone(tmp_path, monkeyp
     import os
 
     from staticgrad.cli import main
-    g = sg.Graph()
-    with g.as_default():
-        sg.placeholder(sg.float32, [2], name="x")
-        sg.train.export_meta_graph(str(tmp_path / "g.json"))
-    out = tmp_path / "old.dot"
-    out.write_text("digraph old {}\n")
+    out = _graph_file_and_old_dot(tmp_path)
 
     def failing_fsync(fd):
         raise OSError(28, "No space left on device")
