@@ -25,6 +25,10 @@ from fuzz_spec import (
 )
 from hypothesis import strategies as st
 
+def _elu(t):
+    return t if t > 0 else math.expm1(t)
+
+
 # name: (expr, kinds, needs, interval, exact-preserving)
 #   needs: "" any, "exact" exact input, "pos" >= 0.25, "small" |x| <= 2, "unit" |x| <= 1
 UNARY = {
@@ -42,8 +46,7 @@ UNARY = {
     "Erf": ("sg.erf({x})", "f", "", lambda lo, hi: (math.erf(lo), math.erf(hi)), False),
     "Relu6": ("sg.nn.relu6({x})", "fi", "", lambda lo, hi: (min(max(lo, 0), 6),
                                                           min(max(hi, 0), 6)), True),
-    "Elu": ("sg.nn.elu({x})", "f", "", lambda lo, hi: (min(lo, 0) if lo >= 0 else
-                                                       math.expm1(lo), max(hi, -1)), False),
+    "Elu": ("sg.nn.elu({x})", "f", "", lambda lo, hi: (_elu(lo), _elu(hi)), False),
     "LeakyRelu": ("sg.nn.leaky_relu({x}, alpha=0.25)", "f", "",
                   lambda lo, hi: (min(lo, lo * 0.25), max(hi, hi * 0.25)), True),
     "Identity": ("sg.identity({x})", "fib", "", lambda lo, hi: (lo, hi), True),
@@ -379,13 +382,12 @@ def cross_entropy(pool: Pool) -> bool:
                  f"logits={logits.name})", shape, logits.dtype, 0, 2 * logits.bound +
                  math.log(n) + 1, False, [idx, logits], "SparseSoftmaxCrossEntropyWithLogits")
         return True
-    labels = pool.pick(lambda v: v.dtype == logits.dtype and v.shape == logits.shape and
-                       v.lo >= 0 and v.hi <= 1)
-    if labels is None:
-        src = pool.pick(lambda v: v.dtype == logits.dtype and v.shape == logits.shape)
-        src = pool.squash(src, 30.0)
-        labels = pool.add(f"sg.nn.softmax({src.name})", src.shape, src.dtype, 0, 1, False,
-                          [src], "Softmax")
+    # labels: a distribution along the last axis, as TF1 requires (its gradient w.r.t. the
+    # logits, softmax - labels, holds only where each row of labels sums to 1)
+    src = pool.pick(lambda v: v.dtype == logits.dtype and v.shape == logits.shape)
+    src = pool.squash(src, 30.0)
+    labels = pool.add(f"sg.nn.softmax({src.name})", src.shape, src.dtype, 0, 1, False, [src],
+                      "Softmax")
     hi = labels.hi * n * (2 * logits.bound + math.log(n) + 1)
     pool.add(f"sg.nn.softmax_cross_entropy_with_logits_v2(labels={labels.name}, "
              f"logits={logits.name})", shape, logits.dtype, 0, hi, False, [labels, logits],
