@@ -53,6 +53,7 @@ from fuzz_ops_math import (
     cast_op,
     clip,
     compare,
+    conv_pool,
     cross_entropy,
     logical,
     matmul,
@@ -68,7 +69,8 @@ __all__ = ["FAMILIES", "OP_TYPES", "GraphSpec", "build", "feed_values", "graph_s
 
 FAMILIES = [unary, binary, reduce, matmul, reshape, transpose, getitem, compare, select, clip,
             add_n, expand_squeeze, broadcast_tile, pad, slice_, gather, one_hot, concat, stack,
-            unstack_split, softmax, cross_entropy, cast_op, logical, like, duplicate, leaf_op]
+            unstack_split, softmax, cross_entropy, cast_op, logical, like, duplicate, leaf_op,
+            conv_pool]
 
 # the registry types the families can make (the fuzzing test checks it reaches them)
 OP_TYPES = sorted(set(UNARY) | {"Add", "Sub", "Mul", "Maximum", "Minimum", "RealDiv", "Pow",
@@ -79,7 +81,7 @@ OP_TYPES = sorted(set(UNARY) | {"Add", "Sub", "Mul", "Maximum", "Minimum", "Real
     "StridedSlice", "Slice", "GatherV2", "OneHot", "ConcatV2", "Pack", "Unpack", "Split",
     "Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits", "Cast", "ZerosLike", "OnesLike", "Fill", "Range",
-    "Const", "Placeholder"})
+    "Const", "Placeholder", "Conv2D", "MaxPool", "AvgPool"})
 
 
 @st.composite

@@ -25,6 +25,7 @@ from fuzz_spec import (
 )
 from hypothesis import strategies as st
 
+
 def _elu(t):
     return t if t > 0 else math.expm1(t)
 
@@ -414,4 +415,47 @@ def cast_op(pool: Pool) -> bool:
             return False
         x = pool.pick(lambda v: v.kind == "f")
         cast(pool, x, "float64" if x.dtype == "float32" else "float32")
+    return True
+
+
+def conv_pool(pool: Pool) -> bool:
+    """conv2d, max_pool or avg_pool on an NHWC value (a rank-4 one, or one reshaped to
+    [1, h, w, c]), with 'SAME' or 'VALID' padding and strides 1 or 2."""
+    x = pool.pick(lambda v: v.kind == "f" and len(v.shape) == 4)
+    if x is None:
+        x = pool.pick(lambda v: v.kind == "f")
+        n = x.size
+        h = pool.choice([d for d in range(1, n + 1) if n % d == 0])
+        w = pool.choice([d for d in range(1, n // h + 1) if (n // h) % d == 0])
+        x = reshape_to(pool, x, (1, h, w, n // (h * w)))
+    batch, h, w, c = x.shape
+    op = pool.choice(["Conv2D", "MaxPool", "AvgPool"])
+    kh, kw = pool.draw(st.integers(1, 3)), pool.draw(st.integers(1, 3))
+    sh, sw = pool.draw(st.integers(1, 2)), pool.draw(st.integers(1, 2))
+    padding = pool.choice(["SAME", "VALID"])
+    if padding == "VALID" and (kh > h or kw > w):
+        padding = "SAME"
+    if padding == "SAME":
+        oh, ow = -(-h // sh), -(-w // sw)
+    else:
+        oh, ow = -(-(h - kh + 1) // sh), -(-(w - kw + 1) // sw)
+    strides = f"[1, {sh}, {sw}, 1]"
+    if op == "Conv2D":
+        cout = pool.draw(st.integers(1, 3))
+        if batch * oh * ow * cout > MAX_ELEMENTS:
+            return False
+        x = pool.squash(x, 4.0)
+        kernel = pool.pick(lambda v: v.dtype == x.dtype and v.shape == (kh, kw, c, cout))
+        if kernel is None or pool.flag():
+            kernel = pool.leaf((kh, kw, c, cout), x.dtype)
+        kernel = pool.squash(kernel, 4.0)
+        bound = kh * kw * c * x.bound * kernel.bound
+        pool.add(f"sg.nn.conv2d({x.name}, {kernel.name}, {strides}, {padding!r})",
+                 (batch, oh, ow, cout), x.dtype, -bound, bound, False, [x, kernel], op)
+        return True
+    if batch * oh * ow * c > MAX_ELEMENTS:
+        return False
+    fn = "sg.nn.max_pool" if op == "MaxPool" else "sg.nn.avg_pool"
+    pool.add(f"{fn}({x.name}, [1, {kh}, {kw}, 1], {strides}, {padding!r})", (batch, oh, ow, c),
+             x.dtype, x.lo, x.hi, x.exact and op == "MaxPool", [x], op)
     return True

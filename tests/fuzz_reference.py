@@ -111,6 +111,18 @@ def _top_gap(x, axes):
     return np.minimum(s[:, -1] - s[:, -2], s[:, 1] - s[:, 0])
 
 
+def _any_gap(x, axes):
+    """The smallest gap between two elements of a slice over `axes` (any two may meet in a
+    window of a max pool)."""
+    x = np.asarray(x, np.float64)
+    rest = [i for i in range(x.ndim) if i not in axes]
+    flat = np.transpose(x, rest + list(axes)).reshape(
+        int(np.prod([x.shape[i] for i in rest], dtype=int)), -1)
+    if flat.shape[1] < 2:
+        return np.array([np.inf])
+    return np.diff(np.sort(flat, axis=1), axis=1)
+
+
 def _kinks(op, ins) -> np.ndarray | None:
     t = op.type
     if t in ("Abs", "Relu", "Sign", "Elu", "LeakyRelu"):
@@ -129,6 +141,8 @@ def _kinks(op, ins) -> np.ndarray | None:
         return np.minimum(_pairwise(ins[0], ins[1]), _pairwise(ins[0], ins[2]))
     if t in ("Max", "Min"):
         return _top_gap(ins[0], op.attrs["axis"])
+    if t == "MaxPool":
+        return _any_gap(ins[0], [1, 2])
     if t in ("ArgMax", "ArgMin"):
         return _top_gap(ins[0], [op.attrs["axis"]])
     return None

@@ -51,6 +51,11 @@ from fuzz_reference import (
     kink_distance,
 )
 from hypothesis import HealthCheck, event, given, settings
+from test_fuzz_regressions import (
+    large_runtime_path_fails_on_0d,
+    memory_plan_frees_held_scalar,
+    one_element_relu_gradient_is_float64,
+)
 
 import staticgrad as sg
 from staticgrad import compiler
@@ -80,15 +85,24 @@ STATS = {"examples": collections.Counter(), "op_types": collections.Counter(),
 # Size thresholds below which the compiler and runtime take their simple paths; the fuzzed
 # graphs are small, so some configurations lower them (as tests/test_compiler_passes.py's
 # fuse_small_arrays fixture does). A threshold that has been renamed is skipped (reported).
+# 16 and 2, not 0, while the bugs their regression tests describe are open: a one-element
+# value must not be planned or take a large-array runtime path (see test_fuzz_regressions.py)
+_ONE_ELEMENT_OK = memory_plan_frees_held_scalar() is None
+_ZERO_D_OK = large_runtime_path_fails_on_0d() is None
 SMALL = [("staticgrad.passes.fuse", "FUSE_MIN_ELEMENTS", 1),
          ("staticgrad.runtime_blocks", "BLOCK", 4),
          ("staticgrad.runtime_blocks", "THREADS", 2),
-         # 16, not 0: no one-element value is planned (see the regression test
-         # test_memory_plan_never_frees_a_value_held_as_a_scalar)
-         ("staticgrad.passes.memory", "MIN_BYTES", 16),
-         ("staticgrad.runtime", "SELECT_MIN_SIZE", 0),
-         # 2, not 0: see test_softplus_large_path_takes_a_zero_dimensional_input
-         ("staticgrad.runtime", "SOFTPLUS_MIN_SIZE", 2)]
+         ("staticgrad.passes.memory", "MIN_BYTES", 0 if _ONE_ELEMENT_OK else 16),
+         ("staticgrad.runtime", "SELECT_MIN_SIZE", 0 if _ZERO_D_OK else 2),
+         ("staticgrad.runtime", "SOFTPLUS_MIN_SIZE", 0 if _ZERO_D_OK else 2)]
+
+# Known open bugs that would hide others, each waived as narrowly as it shows, and only while
+# its regression check still reproduces it: {name: predicate(tensor, got, want)}.
+WAIVERS = {}
+if one_element_relu_gradient_is_float64() is not None:
+    WAIVERS["one_element_relu_gradient_keeps_float32"] = lambda t, got, want: (
+        t.op.type == "ReluGrad" and got.size == 1 and got.dtype == np.float64
+        and want.dtype == np.float32)
 
 
 @contextlib.contextmanager
@@ -204,6 +218,10 @@ def assert_matches(case: Case, path: str, got: list, source=None) -> None:
     for i, (g, w, t) in enumerate(zip(got, case.want, case.fetches)):
         what = f"{path}: fetch {i} ({t.name}, {t.op.type}, {t.dtype.name} {w.shape})"
         g = np.asarray(g)
+        for name, waived in WAIVERS.items():
+            if g.dtype != w.dtype and waived(t, g, w):
+                event(f"waived: {name}")
+                g = g.astype(w.dtype)
         if g.shape != w.shape or g.dtype != w.dtype:
             raise AssertionError(f"{what}: got {g.dtype} {g.shape}, the reference made "
                                  f"{w.dtype} {w.shape}" + case.report(path, source))
