@@ -442,7 +442,7 @@ def conv_pool(pool: Pool) -> bool:
     strides = f"[1, {sh}, {sw}, 1]"
     if op == "Conv2D":
         cout = pool.draw(st.integers(1, 3))
-        if batch * oh * ow * cout > MAX_ELEMENTS:
+        if batch * oh * ow * cout > MAX_ELEMENTS or kh * kw * c * cout > MAX_ELEMENTS:
             return False
         x = pool.squash(x, 4.0)
         kernel = pool.pick(lambda v: v.dtype == x.dtype and v.shape == (kh, kw, c, cout))
