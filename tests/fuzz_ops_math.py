@@ -289,7 +289,7 @@ def matmul(pool: Pool) -> bool:
     bbatch = tuple(d if pool.flag() else 1 for d in bbatch)
     bshape = (*bbatch, n, k) if tb else (*bbatch, k, n)
     out = (*broadcast_shape(batch, bbatch), m, n)
-    if math.prod(out) > MAX_ELEMENTS:
+    if math.prod(out) > MAX_ELEMENTS or math.prod(bshape) > MAX_ELEMENTS:
         return False
     b = pool.pick(lambda v: v.dtype == a.dtype and v.shape == bshape)
     if b is None or pool.draw(st.integers(0, 2)) == 0:

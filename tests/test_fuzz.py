@@ -38,7 +38,6 @@ import importlib.util
 import itertools
 import json
 import os
-import sys
 import tempfile
 import time
 
@@ -84,10 +83,10 @@ STATS = {"examples": collections.Counter(), "op_types": collections.Counter(),
          "waived": collections.Counter()}
 
 
-# -- small-array thresholds
+# -- small-array thresholds -----------------------------------------------------------------------
 # Size thresholds below which the compiler and runtime take their simple paths; the fuzzed
 # graphs are small, so some configurations lower them (as tests/test_compiler_passes.py's
-# fuse_small_arrays fixture does). A threshold that has been renamed is skipped (reported).
+# fuse_small_arrays fixture does). test_small_array_thresholds_exist fails if one is renamed.
 # 16 and 2, not 0, while the bugs their regression tests describe are open: a one-element
 # value must not be planned or take a large-array runtime path (see test_fuzz_regressions.py)
 _ONE_ELEMENT_OK = memory_plan_frees_held_scalar() is None
@@ -103,10 +102,10 @@ SMALL = [("staticgrad.passes.fuse", "FUSE_MIN_ELEMENTS", 1),
 # its regression check still reproduces it: {name: predicate(tensor, got, want)}.
 WAIVERS = {}
 if one_element_relu_gradient_is_float64() is not None:
-    # a one-element float32 value that a ReluGrad on the scalar path made float64, and what
-    # was computed from it
+    # a float32 value that a ReluGrad on the scalar path made float64, and what was computed
+    # from it (broadcast back to larger shapes by the gradients of reductions)
     WAIVERS["one_element_relu_gradient_keeps_float32"] = lambda t, got, want: (
-        got.size == 1 and got.dtype == np.float64 and want.dtype == np.float32
+        got.dtype == np.float64 and want.dtype == np.float32
         and any(op.type == "ReluGrad" for op in topo_ops([t])))
 
 
@@ -116,10 +115,9 @@ def small_thresholds(enabled=True):
     try:
         if enabled:
             for module, name, value in SMALL:
-                mod = sys.modules.get(module) or importlib.import_module(module)
-                if hasattr(mod, name):
-                    saved.append((mod, name, getattr(mod, name)))
-                    setattr(mod, name, value)
+                mod = importlib.import_module(module)
+                saved.append((mod, name, getattr(mod, name)))
+                setattr(mod, name, value)
         yield
     finally:
         for mod, name, value in reversed(saved):
@@ -137,7 +135,7 @@ def configurations():
     yield "no passes", compiler.CompileOptions(disable=every, verify=True), False
 
 
-# -- one fuzzed case
+# -- one fuzzed case ------------------------------------------------------------------------------
 @dataclasses.dataclass
 class Case:
     spec: object
@@ -215,7 +213,7 @@ def _name_of(built, tensor):
     return next(k for k, t in built.tensors.items() if t is tensor)
 
 
-# -- comparing
+# -- comparing ------------------------------------------------------------------------------------
 def assert_matches(case: Case, path: str, got: list, source=None) -> None:
     """`got` (one value per fetch) against the reference, within the dtype's tolerance."""
     assert len(got) == len(case.want), f"{path}: {len(got)} results for {len(case.want)} " \
@@ -261,7 +259,7 @@ def run_path(case: Case, path: str, run, source=None) -> list:
     return got
 
 
-# -- the paths
+# -- the paths ------------------------------------------------------------------------------------
 def check_sessions(case: Case) -> None:
     """Each configuration runs the case, then again on other feeds of the same shapes (the
     cached plan): the second results must be right, and the first ones unchanged (no buffer
@@ -385,7 +383,7 @@ def check_gradients(case: Case) -> None:
                         + case.report("gradients", lambda: sess.source(case.grads)))
 
 
-# -- the tests
+# -- the tests ------------------------------------------------------------------------------------
 def _timed(kind):
     def wrap(fn):
         def timed(*args, **kw):
@@ -431,6 +429,13 @@ def test_generator_reaches_at_least_35_op_kinds():
         seen.update(op.type for op in build(spec).graph.get_operations())
     collect()
     assert len(set(seen) & set(OP_TYPES)) >= 35, sorted(seen)
+
+
+def test_small_array_thresholds_exist():
+    """The thresholds the small-array configurations lower are still where they were."""
+    for module, name, _ in SMALL:
+        assert isinstance(getattr(importlib.import_module(module), name, None), int), \
+            f"{module}.{name} is gone: update SMALL in tests/test_fuzz.py"
 
 
 @pytest.fixture(scope="module", autouse=True)
