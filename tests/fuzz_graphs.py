@@ -81,7 +81,8 @@ OP_TYPES = sorted(set(UNARY) | {"Add", "Sub", "Mul", "Maximum", "Minimum", "Real
     "StridedSlice", "Slice", "GatherV2", "OneHot", "ConcatV2", "Pack", "Unpack", "Split",
     "Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits", "Cast", "ZerosLike", "OnesLike", "Fill", "Range",
-    "Const", "Placeholder", "Conv2D", "MaxPool", "AvgPool"})
+    "Const", "Placeholder", "Conv2D", "MaxPool", "AvgPool", "Shape", "Size", "Rank", "Eye",
+    "LinSpace", "PlaceholderWithDefault"})
 
 
 @st.composite

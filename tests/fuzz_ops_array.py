@@ -347,11 +347,21 @@ def unstack_split(pool: Pool) -> bool:
 
 
 def like(pool: Pool) -> bool:
+    """What only x's shape decides: zeros_like, ones_like, shape, size, rank."""
     x = pool.pick(lambda v: True)
-    if pool.flag():
+    style = pool.choice(["zeros", "ones", "shape", "size", "rank"])
+    if style == "zeros":
         pool.add(f"sg.zeros_like({x.name})", x.shape, x.dtype, 0, 0, True, [x], "ZerosLike")
-    else:
+    elif style == "ones":
         pool.add(f"sg.ones_like({x.name})", x.shape, x.dtype, 1, 1, True, [x], "OnesLike")
+    elif style == "shape" and x.shape:  # (no empty values: a scalar's shape is [])
+        pool.add(f"sg.shape({x.name})", (len(x.shape),), "int32", min(x.shape, default=0),
+                 max(x.shape, default=0), True, [x], "Shape")
+    elif style in ("size", "shape"):
+        pool.add(f"sg.size({x.name})", (), "int32", x.size, x.size, True, [x], "Size")
+    else:
+        pool.add(f"sg.rank({x.name})", (), "int32", len(x.shape), len(x.shape), True, [x],
+                 "Rank")
     return True
 
 
@@ -366,8 +376,25 @@ def duplicate(pool: Pool) -> bool:
 
 
 def leaf_op(pool: Pool) -> bool:
-    """A value made from nothing: fill, range, or a constant/placeholder."""
-    style = pool.choice(["leaf", "fill", "range"])
+    """A value made from nothing: a constant or placeholder, fill, range, eye, linspace, or a
+    placeholder_with_default (never fed here)."""
+    style = pool.choice(["leaf", "fill", "range", "eye", "linspace", "with_default"])
+    if style == "eye":
+        n, m = pool.draw(st.integers(1, 4)), pool.draw(st.integers(1, 4))
+        pool.add(f"sg.eye({n}, {m}, dtype=sg.{pool.fdtype})", (n, m), pool.fdtype, 0, 1, True,
+                 [], "Eye")
+        return True
+    if style == "linspace":
+        n = pool.draw(st.integers(1, 6))
+        f = f"sg.{pool.fdtype}"
+        pool.add(f"sg.linspace(sg.constant(-1.0, dtype={f}), sg.constant(2.0, dtype={f}), {n})",
+                 (n,), pool.fdtype, -1.0, 2.0, True, [], "LinSpace")
+        return True
+    if style == "with_default":
+        c = pool.constant(pool.shape(), pool.fdtype)
+        pool.add(f"sg.placeholder_with_default({c.name}, {list(c.shape)!r})", c.shape, c.dtype,
+                 c.lo, c.hi, True, [c], "PlaceholderWithDefault")
+        return True
     if style == "fill":
         shape = pool.shape(min_rank=1)
         v = pool.choice([0.5, -1.25])
