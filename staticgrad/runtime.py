@@ -123,7 +123,8 @@ def select(cond, x, y):
     to np.where."""
     if not isinstance(cond, np.ndarray) or cond.dtype != np.bool_ or \
             not (isinstance(x, _NUMBERS) and isinstance(y, _NUMBERS)) or \
-            max(cond.size, np.size(x), np.size(y)) < SELECT_MIN_SIZE:
+            max(cond.size, np.size(x), np.size(y)) < SELECT_MIN_SIZE or \
+            max(cond.ndim, np.ndim(x), np.ndim(y)) == 0:  # 0-d: bit ops give scalars
         return np.where(cond, x, y)
     dtype = np.result_type(x, y)
     if dtype.itemsize not in _BITS or dtype.kind not in "biuf" or \
@@ -158,7 +159,8 @@ def softplus(x, out=None):
     +inf, -inf 0, NaN NaN, and nothing is reported (a signalling NaN aside), even under
     np.errstate: exp(-|x|) underflowing (|x| > 87 in float32) is expected. `out` may be x."""
     x = np.asarray(x)
-    if x.size < SOFTPLUS_MIN_SIZE:  # (which flags NaN inputs as invalid: NaN gives NaN)
+    if x.size < SOFTPLUS_MIN_SIZE or x.ndim == 0:  # (it flags NaN inputs as invalid: NaN
+        #                                             gives NaN; a 0-d x has no out= arrays)
         with np.errstate(under="ignore", invalid="ignore"):
             return np.logaddexp(0, x, out=out)
     with np.errstate(under="ignore"):  # exp(-|x|) and the correction may be subnormal

@@ -13,7 +13,6 @@ import contextlib
 import functools
 
 import numpy as np
-import pytest
 
 import staticgrad as sg
 from staticgrad import compiler
@@ -80,29 +79,13 @@ def one_element_relu_gradient_is_float64() -> str | None:
     return ", ".join(problems) or None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: with memory.MIN_BYTES at most 8 (so one-element buffers are planned), render() "
-    "raises KeyError in free(): the memory plan frees values that the scalars pass holds as "
-    "NumPy scalars (they are in `scal`, never in `expr`). Repro: y = negative(negative(x)) for "
-    "a float32 placeholder x of shape [], fetch reduce_sum(y), simplify off"))
 def test_memory_plan_never_frees_a_value_held_as_a_scalar():
     assert memory_plan_frees_held_scalar() is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: the large-array paths of runtime.softplus and runtime.select (taken from "
-    "SOFTPLUS_MIN_SIZE / SELECT_MIN_SIZE elements up) fail on 0-d inputs: np.abs(x) or a "
-    "bitwise op of 0-d arrays gives a NumPy scalar, and the next ufunc's out= raises "
-    "TypeError 'return arrays must be of ArrayType'. Latent with the default thresholds; "
-    "reached by a fused group's one-element (reshaped to 0-d) inputs once they are lowered"))
 def test_large_runtime_paths_take_zero_dimensional_inputs():
     assert large_runtime_path_fails_on_0d() is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: a float32 one-element relu gradient comes back as float64. For x of shape [] or [1], "
-    "d reduce_sum(relu(x) * 0.75) / dx runs on the scalar path; the NumPy backend inlines the "
-    "seed 0.75 as a weak Python literal (_weak_ok: another operand, relu(x), is float32), but "
-    "ReluGrad's expression '{0} * ({1} > 0)' multiplies it by a bool, so NEP 50 makes float64"))
 def test_one_element_relu_gradient_keeps_float32():
     assert one_element_relu_gradient_is_float64() is None

@@ -146,7 +146,9 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
 
     def free(node: Node) -> None:
         """`del` the values whose last use is `node` (the memory plan)."""
-        dead = [expr[id(v)] for v in memory.free_after.get(id(node), ())] if memory else []
+        # (a value held as a NumPy scalar, scal, has no array name to free)
+        dead = [expr[id(v)] for v in memory.free_after.get(id(node), ()) if id(v) in expr] \
+            if memory else []
         if dead:
             body.append(f"del {', '.join(dead)}")
 
@@ -308,9 +310,14 @@ def _constant_name(v: Value, literal: str) -> str:
     return f"{kind}_{text.replace('.', '_')}"
 
 
+# Elementwise ops whose NumPy form does not combine each input with an array of its own dtype:
+# ReluGrad's g * (y > 0) multiplies g by a bool array, so a Python-float g would give float64.
+_NO_WEAK_LITERALS = frozenset({"ReluGrad"})
+
+
 def _weak_ok(consumer: Node, v: Value) -> bool:
     """May the scalar constant v be inlined as a Python literal in consumer without changing
     the result dtype? Yes when consumer is elementwise and another operand has v's dtype."""
-    if not consumer.opdef.elementwise:
+    if not consumer.opdef.elementwise or consumer.type in _NO_WEAK_LITERALS:
         return False
     return any(o is not v and o.dtype is v.dtype and o.const is None for o in consumer.inputs)
