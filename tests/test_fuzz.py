@@ -14,9 +14,9 @@ values and gradients (`sg.gradients` of a weighted sum of the fetches w.r.t. the
 placeholders) alike; then float64 gradients are checked against central differences.
 
 How many examples:
-- CI (the default): `CI_EXAMPLES` per test, derandomized (`derandomize=True`, no example
-  database), so a run is reproducible and a change elsewhere can never make CI fail on a
-  case it did not try before; the whole file runs in well under 60 s.
+- CI (the default): 200 examples of the paths test and 300 of the gradient test, derandomized
+  (`derandomize=True`, no example database), so a run is reproducible and a change elsewhere
+  can never make CI fail on a case it did not try before; the file runs in well under 60 s.
 - Long campaigns: `STATICGRAD_FUZZ_EXAMPLES=5000 python -m pytest tests/test_fuzz.py`. Then
   the search is random (a new seed each run, printed by hypothesis with any failure), and
   failures are kept in hypothesis's example database (.hypothesis/) and replayed first on the
@@ -62,16 +62,18 @@ import staticgrad as sg
 from staticgrad import compiler
 from staticgrad.ops.registry import REGISTRY
 
-CI_EXAMPLES = 25
 CAMPAIGN = int(os.environ.get("STATICGRAD_FUZZ_EXAMPLES", "0") or 0)
-FUZZ = settings(
-    max_examples=CAMPAIGN or CI_EXAMPLES,
-    deadline=None,
-    derandomize=not CAMPAIGN,
-    database=settings.default.database if CAMPAIGN else None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=True,
-)
+
+
+def fuzz_settings(ci_examples: int) -> settings:
+    """`ci_examples` derandomized examples (CI), or a random campaign of
+    STATICGRAD_FUZZ_EXAMPLES examples with hypothesis's example database."""
+    return settings(max_examples=CAMPAIGN or ci_examples, deadline=None,
+                    derandomize=not CAMPAIGN,
+                    database=settings.default.database if CAMPAIGN else None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+                    print_blob=True)
+
 
 # (rtol, atol as a fraction of the largest float magnitude the reference computed)
 TOLERANCE = {"float64": (1e-9, 1e-12), "float32": (2e-4, 2e-6)}
@@ -405,7 +407,7 @@ def _timed(kind):
     return wrap
 
 
-@FUZZ
+@fuzz_settings(ci_examples=200)
 @given(spec=graph_specs())
 @_timed("paths")
 def test_every_path_agrees_with_the_reference_interpreter(spec):
@@ -417,7 +419,7 @@ def test_every_path_agrees_with_the_reference_interpreter(spec):
     check_graph_file(case, not small)
 
 
-@FUZZ
+@fuzz_settings(ci_examples=300)
 @given(spec=graph_specs(fdtypes=("float64",)))
 @_timed("gradients")
 def test_float64_gradients_agree_with_central_differences(spec):
