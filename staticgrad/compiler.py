@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import linecache
+import types
 import weakref
 from collections.abc import Callable
 
@@ -121,12 +122,46 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
         linecache.cache[filename] = (len(rendered.source), None, lines, filename)
         namespace = {"np": np, "rt": runtime, "fast": runtime_fast, "V": state, "R": rngs,
                      **rendered.constants}
-        exec(compile(rendered.source, filename, "exec"), namespace)  # noqa: S102
+        for code in compile_module(rendered.source, filename):
+            exec(code, namespace)  # noqa: S102
     plan = Plan(namespace["run"], rendered.source, filename, rendered.line_ops,
                 rendered.var_reads, rendered.random_ops, fetches, feeds)
     # tracebacks show generated lines while the plan lives; the text goes with it
     weakref.finalize(plan, linecache.cache.pop, filename, None)
     return plan
+
+
+# A module longer than this is compiled a top-level definition at a time (see compile_module).
+PIECE_CHARS = 1 << 18
+
+
+def compile_module(source: str, filename: str) -> list[types.CodeType]:
+    """The code objects that, run in order in one namespace, do what the module `source`
+    does: the whole module, or when it is long, each of its top-level definitions apart
+    (with the line numbers they have in `source`). CPython's compiler holds all of a unit's
+    tokens and syntax tree at once, and a long unit costs more a line than a short one: the
+    250,000 lines of a 100,000-op chain's run() split into parts (codegen/parts.py) took 650
+    MB compiled as one module, a few MB a definition at a time, and half the time."""
+    if len(source) <= PIECE_CHARS:
+        return [compile(source, filename, "exec")]
+    codes, start, line = [], 0, 0
+    while start < len(source):
+        cut = source.find("\n\n\ndef ", start)  # the next top-level definition
+        end = len(source) if cut < 0 else cut + 3
+        piece = source[start:end]
+        codes.append(_moved(compile(piece, filename, "exec"), line))
+        line += piece.count("\n")
+        start = end
+    return codes
+
+
+def _moved(code: types.CodeType, lines: int) -> types.CodeType:
+    """`code` (and the functions it defines) as if it began `lines` lines further down."""
+    if not lines:
+        return code
+    consts = tuple(_moved(c, lines) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
 
 
 def failing_op(plan: Plan, exc: BaseException) -> Operation | None:

@@ -20,6 +20,7 @@ from ..graph import Operation
 from ..ir import Node, Program, Value
 from ..ops.registry import render_numpy, render_ufunc, scalar_literal
 from ..ops.state_ops import Store
+from . import parts
 from .fused import render_group
 from .templates import render_template
 
@@ -44,6 +45,7 @@ _UNPRINTABLE = re.compile(r"[^A-Za-z0-9_.:/<>()?, *+=%-]")
 class _Names:
     def __init__(self):
         self.used = set(RESERVED)
+        self.made = []  # every name made, in order (codegen/parts.py reads which are whose)
 
     def make(self, text: str) -> str:
         base = text.replace("/", "_")  # op names: letters, digits, _ . - / > (scope/Op_1)
@@ -57,6 +59,7 @@ class _Names:
             name = f"{base}_{i}"
             i += 1
         self.used.add(name)
+        self.made.append(name)
         return name
 
 
@@ -151,7 +154,10 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
+    marks, made = [], []  # where each node's lines and names begin (codegen/parts.py)
     for node in program.nodes:
+        marks.append(len(body))
+        made.append(len(names.made))
         op = node.origin
         if node.opdef.numpy is None and not node.members:
             continue  # a NoOp: nothing to compute
@@ -218,6 +224,8 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
                 node.opdef.view and bool(node.inputs) and alias.get(id(node.inputs[0]), False))
         free(node)
 
+    marks.append(len(body))  # then the lines made for the fetches, which stay in run()
+    made.append(len(names.made))
     returns, fetch_names = [], []
     for f in program.fetches:
         if not isinstance(f, Value):
@@ -232,21 +240,59 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             returns.append(f"np.array({e})")
         else:
             returns.append(e)
+    split = None
+    if len(body) > parts.SPLIT_ABOVE:
+        split = parts.split_run(program, body, marks, names.made, made, expr, scal,
+                                memory.free_after if memory else {}, constants, params)
     source = render_template("numpy/module.py.j2", title=_printable(title), params=params,
-                             body=body, returns=returns, constants=sorted(constants),
+                             body=split[0] if split else body, returns=returns,
+                             parts=split[1] if split else [], constants=sorted(constants),
                              kernels=[lines for lines, _ in kernels],
                              feeds=[(expr[id(v)], _printable(v.tensor.name), v.dtype.name,
                                      _printable(v.shape)) for v in program.feeds],
                              fetches=[_printable(n) for n in fetch_names],
                              fast=uses_fast)
-    header_lines = source.split("\n")
-    # Map body line numbers (1-based within body) to source line numbers.
-    first = next(i for i, line in enumerate(header_lines) if line.startswith("def run(")) + 2
-    line_map = {first + k - 1: op for k, op in line_ops.items()}
-    for lines, ops in kernels:  # a kernel's lines map to the ops they compute
-        start = header_lines.index(lines[0]) + 1
-        line_map.update((start + i, op) for i, op in enumerate(ops) if op is not None)
-    return Rendered(source, constants, line_map, var_reads, random_ops)
+    return Rendered(source, constants, _line_map(source, line_ops, split, kernels), var_reads,
+                    random_ops)
+
+
+def _line_map(source: str, line_ops: dict, split, kernels) -> dict:
+    """{line number in source: the op its line computes}, from `line_ops` (1-based lines of
+    run()'s unsplit body) and the op of each line of each kernel."""
+    lines = _Lines(source)
+    line_map = {}
+    if split is None:
+        first = lines.find("\ndef run(") + 1
+        line_map.update((first + k - 1, op) for k, op in line_ops.items())
+    else:
+        ops = sorted(line_ops.items())
+        i = 0
+        for part in split[1]:
+            first = lines.find(f"\ndef {part.name}(") + len(part.head)
+            end = part.first + len(part.body)
+            while i < len(ops) and ops[i][0] <= end:
+                k, op = ops[i]
+                line_map[first + k - 1 - part.first] = op
+                i += 1
+    for kernel, kernel_ops in kernels:  # a kernel's lines map to the ops they compute
+        start = lines.find("\n" + kernel[0] + "\n")
+        line_map.update((start + i, op) for i, op in enumerate(kernel_ops) if op is not None)
+    return line_map
+
+
+class _Lines:
+    """Line numbers of texts found in `source`, searched in order from the last one found
+    (one pass over the source, however many parts and kernels it has)."""
+
+    def __init__(self, source: str):
+        self.source, self.pos, self.line = source, 0, 1
+
+    def find(self, text: str) -> int:
+        """The line number of the line after the "\\n" that `text` starts with."""
+        at = self.source.index(text, self.pos)
+        self.line += self.source.count("\n", self.pos, at + 1)
+        self.pos = at + 1
+        return self.line
 
 
 class _Shared:
