@@ -261,15 +261,15 @@ def _may_be_broadcast(op: Operation, x: Tensor, g: Tensor) -> bool:
 def _between(xs, ys, stops) -> set:
     """Ops on some path from an x to a y (not passing through a stop tensor's producer)."""
     from_x, stack_ = set(), []
-    for x in xs:
-        stack_.extend(x._consumers)
+    for t in xs:
+        _push_readers(stack_, t)
     while stack_:
         op = stack_.pop()
         if op in from_x:
             continue
         from_x.add(op)
         for t in op.outputs:
-            stack_.extend(c for c in t._consumers if c not in from_x)
+            _push_readers(stack_, t)
     to_y, stack_ = set(), [y.op for y in ys if y not in stops]
     while stack_:
         op = stack_.pop()
@@ -278,6 +278,17 @@ def _between(xs, ys, stops) -> set:
         to_y.add(op)
         stack_.extend(t.op for t in op.inputs if t not in stops and t.op not in to_y)
     return from_x & to_y
+
+
+def _push_readers(stack: list, t: Tensor) -> None:
+    """Push the ops that read t (Tensor._consumers: None, one op, or a list)."""
+    readers = t._consumers
+    if readers is None:
+        return
+    if type(readers) is list:
+        stack.extend(readers)
+    else:
+        stack.append(readers)
 
 
 # -- derived helpers ------------------------------------------------------------------------------
