@@ -33,12 +33,13 @@ def cse(program: Program) -> Program:
         return first
 
     def visit(node):
-        inputs = tuple([canonical(v) for v in node.inputs])
+        inputs = tuple([id(v) if v.const is None else id(canonical(v)) for v in node.inputs])
         if (node.opdef.stateful or node.opdef.reads_state or node.controls or node.members
                 or node.opdef.numpy is None
                 or (assigns and any(reads_variable(v) for v in node.inputs))):
             return node
-        key = (node.type, _hashable(node.attrs), tuple(map(id, inputs)), node.static_uses)
+        key = (node.type, _hashable(node.attrs) if node.attrs else (), inputs,
+               node.static_uses)
         first = seen.setdefault(key, node)
         return node if first is node else list(first.outputs)
 
