@@ -73,9 +73,15 @@ def _short_file(filename: str) -> str:
     return _printable(filename.rsplit("/", 1)[-1])
 
 
+@functools.lru_cache(maxsize=1024)
+def _where(location: tuple) -> str:
+    """'model.py:12' (the ops of one line share their location tuple: errors.user_location)."""
+    filename, lineno = location
+    return f"{_short_file(filename)}:{lineno}"
+
+
 def _comment(op: Operation) -> str:
-    filename, lineno = op.location
-    return f"# {op.type} {_printable(op.name)!r} at {_short_file(filename)}:{lineno}"
+    return f"# {op.type} {_printable(op.name)!r} at {_where(op.location)}"
 
 
 def render(program: Program, title: str = "", vector_math: bool = True) -> Rendered:
@@ -95,6 +101,16 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
 
     scal: dict[int, str] = {}      # id(Value) -> its NumPy scalar (the scalar fast path)
     uses_fast = False              # a fused kernel calls runtime_fast (`fast`)
+    literals: dict[tuple, str | None] = {}  # (dtype, bytes) -> scalar_literal of that number
+
+    def literal(c: np.ndarray) -> str | None:
+        """scalar_literal of the 0-d array c, once per distinct number (a chain's thousands
+        of `* 1.0001` are as many constants of one number)."""
+        key = (c.dtype, c.tobytes())
+        text = literals.get(key, literals)
+        if text is literals:
+            text = literals[key] = scalar_literal(c[()])
+        return text
 
     def ref(v: Value, consumer: Node | None) -> str:
         known = expr.get(id(v))
@@ -108,7 +124,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             return expr[id(v)]
         if v.const is None:
             raise AssertionError(f"{v!r} is used before it is computed")
-        lit = scalar_literal(v.const[()]) if v.const.ndim == 0 else None
+        lit = literal(v.const) if v.const.ndim == 0 else None
         if lit is not None and consumer is not None and _weak_ok(consumer, v):
             return lit
         gname = names.make(v.name)
@@ -146,7 +162,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
 
     def free(node: Node) -> None:
         """`del` the values whose last use is `node` (the memory plan)."""
-        dead = [expr[id(v)] for v in memory.free_after.get(id(node), ())] if memory else []
+        dead = [expr[id(v)] for v in free_after.get(id(node), ())] if free_after else []
         if dead:
             body.append(f"del {', '.join(dead)}")
 
@@ -154,7 +170,10 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
     body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
+    free_after = memory.free_after if memory else {}
+    write_into = memory.write_into if memory else {}
     marks, made = [], []  # where each node's lines and names begin (codegen/parts.py)
+    known = expr.get
     for node in program.nodes:
         marks.append(len(body))
         made.append(len(names.made))
@@ -194,8 +213,8 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             continue
         args = ["None" if i in node.static_uses else ref(v, node)
                 for i, v in enumerate(node.inputs)] if node.static_uses else \
-            [ref(v, node) for v in node.inputs]
-        into = memory.write_into.get(id(node)) if memory else None
+            [known(id(v)) or ref(v, node) for v in node.inputs]  # (most: a name made already)
+        into = write_into.get(id(node)) if write_into else None
         if into is not None:  # the result goes into a dying input's buffer
             code = render_ufunc(node.opdef, args, expr[id(into)])
         else:
@@ -217,12 +236,14 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         else:
             body.append(f"{', '.join(outs)} = {code}")
         line_ops[len(body)] = op
+        # an assignment's output is the variable's new value itself (V[...] = out = ...)
+        aliased = isinstance(code, Store) or (
+            node.opdef.view and bool(node.inputs) and alias.get(id(node.inputs[0]), False))
         for v, name in zip(node.outputs, outs):
             expr[id(v)] = name
-            # an assignment's output is the variable's new value itself (V[...] = out = ...)
-            alias[id(v)] = isinstance(code, Store) or (
-                node.opdef.view and bool(node.inputs) and alias.get(id(node.inputs[0]), False))
-        free(node)
+            alias[id(v)] = aliased
+        if free_after:
+            free(node)
 
     marks.append(len(body))  # then the lines made for the fetches, which stay in run()
     made.append(len(names.made))
@@ -243,7 +264,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
     split = None
     if len(body) > parts.SPLIT_ABOVE:
         split = parts.split_run(program, body, marks, names.made, made, expr, scal,
-                                memory.free_after if memory else {}, constants, params)
+                                free_after, constants, params)
     source = render_template("numpy/module.py.j2", title=_printable(title), params=params,
                              body=split[0] if split else body, returns=returns,
                              parts=split[1] if split else [], constants=sorted(constants),
