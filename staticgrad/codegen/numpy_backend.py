@@ -8,11 +8,13 @@ do the numbers of a fused kernel's blocks (0-d arrays named by dtype and value, 
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import dataclasses
 import functools
 import keyword
 import re
+from array import array
 
 import numpy as np
 
@@ -32,7 +34,7 @@ RESERVED = {"np", "rt", "V", "R", "run", "lo", "hi"} | set(dir(builtins))
 class Rendered:
     source: str
     constants: dict        # global name -> NumPy value
-    line_ops: dict         # line number in source -> Operation (for error messages)
+    line_ops: LineMap      # line number in source -> Operation (for error messages)
     var_reads: list        # variable names read before any assignment in this plan
     random_ops: list       # random Operations the plan draws from
 
@@ -90,13 +92,14 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
     sigmoid) where that works here (the module then uses the global `fast`)."""
     names = _Names()
     expr: dict[int, str] = {}      # id(Value) -> how the code refers to it
-    alias: dict[int, bool] = {}    # id(Value) -> may share memory with a feed or a variable
+    alias: set[int] = set()        # id(Value) of those that may share memory with a feed,
+    #                                a variable or a constant (a set: most values do not)
     constants: dict[str, np.ndarray] = {}
     by_value: dict[tuple, str] = {}  # (dtype, bytes) -> a fused block's number (number())
     params = []
     for v in program.feeds:
         expr[id(v)] = names.make(v.name)
-        alias[id(v)] = True
+        alias.add(id(v))
         params.append(expr[id(v)])
 
     scal: dict[int, str] = {}      # id(Value) -> its NumPy scalar (the scalar fast path)
@@ -130,7 +133,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         gname = names.make(v.name)
         constants[gname] = np.asarray(v.const, dtype=v.dtype.np)
         expr[id(v)] = gname
-        alias[id(v)] = True  # a constant is shared by every run: never handed out or written
+        alias.add(id(v))  # a constant is shared by every run: never handed out or written
         return gname
 
     def number(v: Value) -> str:
@@ -167,12 +170,13 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             body.append(f"del {', '.join(dead)}")
 
     shared = _Shared(program, alias)
-    body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
+    body, var_reads, assigned, random_ops = [], [], set(), []
+    line_at, line_op = array("l"), []  # the body's lines (1-based) that compute ops, the ops
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
     free_after = memory.free_after if memory else {}
     write_into = memory.write_into if memory else {}
-    marks, made = [], []  # where each node's lines and names begin (codegen/parts.py)
+    marks, made = array("l"), array("l")  # where each node's lines and names begin (parts.py)
     known = expr.get
     for node in program.nodes:
         marks.append(len(body))
@@ -191,9 +195,10 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             uses_fast = uses_fast or vector
             kernels.append((kernel, kernel_ops))
             body.extend(run_lines)
-            line_ops[len(body)] = op
+            line_at.append(len(body))
+            line_op.append(op)
             for v in node.outputs:
-                alias[id(v)] = False
+                alias.discard(id(v))
             free(node)
             continue
         if id(node) in program.scalars:  # the scalar fast path: computed on NumPy scalars
@@ -203,11 +208,12 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             scal[id(out)] = names.make(out.name)
             body.append(_comment(op))
             body.append(f"{scal[id(out)]} = {_code(node, args)}")
-            line_ops[len(body)] = op
+            line_at.append(len(body))
+            line_op.append(op)
             continue
         if node.opdef.reads_state:  # e.g. V['w']: evaluated where each consumer runs
             expr[id(node.outputs[0])] = _code(node, [])
-            alias[id(node.outputs[0])] = True
+            alias.add(id(node.outputs[0]))
             if op.name not in assigned and op.name not in var_reads:
                 var_reads.append(op.name)
             continue
@@ -226,7 +232,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         if isinstance(code, Store):
             value = code.in_place if memory and id(node) in memory.in_place else code.value
             body.append(f"{code.target} = {outs[0]} = {value}")
-            alias[id(node.inputs[1])] = True  # the value now is the variable's: copy to fetch
+            alias.add(id(node.inputs[1]))  # the value now is the variable's: copy to fetch
             var = node.attrs["var"]
             if code.reads_target and var not in assigned and var not in var_reads:
                 var_reads.append(var)
@@ -235,13 +241,17 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             body.append(f"{outs[0]} = {code}")
         else:
             body.append(f"{', '.join(outs)} = {code}")
-        line_ops[len(body)] = op
+        line_at.append(len(body))
+        line_op.append(op)
         # an assignment's output is the variable's new value itself (V[...] = out = ...)
         aliased = isinstance(code, Store) or (
-            node.opdef.view and bool(node.inputs) and alias.get(id(node.inputs[0]), False))
+            node.opdef.view and bool(node.inputs) and id(node.inputs[0]) in alias)
         for v, name in zip(node.outputs, outs):
             expr[id(v)] = name
-            alias[id(v)] = aliased
+            if aliased:
+                alias.add(id(v))
+            elif alias:
+                alias.discard(id(v))
         if free_after:
             free(node)
 
@@ -257,7 +267,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         e = ref(f, None)
         if f.shape.ndims == 0:
             returns.append(f"{e}[()]")
-        elif alias.get(id(f), False) or e in constants:
+        elif id(f) in alias or e in constants:
             returns.append(f"np.array({e})")
         else:
             returns.append(e)
@@ -273,32 +283,69 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
                                      _printable(v.shape)) for v in program.feeds],
                              fetches=[_printable(n) for n in fetch_names],
                              fast=uses_fast)
-    return Rendered(source, constants, _line_map(source, line_ops, split, kernels), var_reads,
-                    random_ops)
+    return Rendered(source, constants, _line_map(source, line_at, line_op, split, kernels),
+                    var_reads, random_ops)
 
 
-def _line_map(source: str, line_ops: dict, split, kernels) -> dict:
-    """{line number in source: the op its line computes}, from `line_ops` (1-based lines of
-    run()'s unsplit body) and the op of each line of each kernel."""
+def _line_map(source: str, line_at, line_op: list, split, kernels) -> LineMap:
+    """The op of each line of `source` that computes one, from `line_at` (1-based lines of
+    run()'s unsplit body, ascending) and `line_op`, and the op of each line of each kernel."""
     lines = _Lines(source)
-    line_map = {}
+    numbers = array("l")
     if split is None:
         first = lines.find("\ndef run(") + 1
-        line_map.update((first + k - 1, op) for k, op in line_ops.items())
+        numbers.extend(first + k - 1 for k in line_at)
+        ops = list(line_op)
     else:
-        ops = sorted(line_ops.items())
-        i = 0
+        ops, i = [], 0
         for part in split[1]:
             first = lines.find(f"\ndef {part.name}(") + len(part.head)
             end = part.first + len(part.body)
-            while i < len(ops) and ops[i][0] <= end:
-                k, op = ops[i]
-                line_map[first + k - 1 - part.first] = op
+            start = i
+            while i < len(line_at) and line_at[i] <= end:
                 i += 1
+            numbers.extend(first + k - 1 - part.first for k in line_at[start:i])
+            ops += line_op[start:i]
     for kernel, kernel_ops in kernels:  # a kernel's lines map to the ops they compute
         start = lines.find("\n" + kernel[0] + "\n")
-        line_map.update((start + i, op) for i, op in enumerate(kernel_ops) if op is not None)
-    return line_map
+        for i, op in enumerate(kernel_ops):
+            if op is not None:
+                numbers.append(start + i)
+                ops.append(op)
+    return LineMap(numbers, ops)
+
+
+class LineMap:
+    """{line number: op}, read-only, as two parallel sequences sorted by line (a dict of
+    250,000 int keys took 20 MB for the 100,000-op chain); `get` by bisection."""
+
+    def __init__(self, lines, ops: list):
+        self.lines, self.ops = lines, ops
+
+    def get(self, line: int, default=None):
+        i = bisect.bisect_left(self.lines, line)
+        return self.ops[i] if i < len(self.lines) and self.lines[i] == line else default
+
+    def __getitem__(self, line: int):
+        op = self.get(line, _MISSING)
+        if op is _MISSING:
+            raise KeyError(line)
+        return op
+
+    def __contains__(self, line) -> bool:
+        return self.get(line, _MISSING) is not _MISSING
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __iter__(self):
+        return iter(self.lines)
+
+    def items(self):
+        return zip(self.lines, self.ops)
+
+
+_MISSING = object()
 
 
 class _Lines:
@@ -324,11 +371,11 @@ class _Shared:
     variable's array is thus the session's alone, which updates written into it
     (passes/memory.py) rely on."""
 
-    def __init__(self, program: Program, alias: dict):
+    def __init__(self, program: Program, alias: set):
         self.program, self.alias, self.sole = program, alias, None
 
     def __call__(self, v: Value) -> bool:
-        if self.alias.get(id(v), False):
+        if id(v) in self.alias:
             return True
         if self.sole is None:
             uses: dict[int, int] = {}
