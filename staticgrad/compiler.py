@@ -24,7 +24,7 @@ from . import runtime, runtime_fast
 from .codegen.numpy_backend import render
 from .gcpause import paused_gc
 from .graph import Operation, Tensor
-from .ir import lower, verify
+from .ir import lower, release, verify
 from .passes.cse import cse
 from .passes.dce import eliminate_dead_code
 from .passes.expand import expand_composites
@@ -91,13 +91,18 @@ class Plan:
     feeds: list
 
 
-def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS):
-    """`program` through every enabled pass of PIPELINE, in order."""
+def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool = False):
+    """`program` through every enabled pass of PIPELINE, in order. With `consume`, the
+    program given and each one a pass replaces are not used again: their nodes are
+    released (`ir.release`) as they are replaced."""
     if options.verify:
         verify(program, "lower")
     for name, run in PIPELINE:
         if name not in options.disable:
-            program = run(program)
+            new = run(program)
+            if consume and new is not program:
+                release(program, keep=new)
+            program = new
             if options.verify:
                 verify(program, name)
     return program
@@ -115,8 +120,11 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
         ops = prune(fetches, set(feeds))
         spec = specialize(ops, dict(zip(feeds, feed_sig)))
         program = lower(ops, fetches, feeds, spec)
-        program = run_passes(program, options)
+        del ops, spec
+        program = run_passes(program, options, consume=True)
         rendered = render(program, title=title, vector_math=options.vector_math)
+        release(program)  # the IR is freed here, before the code is compiled
+        del program
         filename = f"<staticgrad-{next(_counter)}>"
         lines = rendered.source.splitlines(keepends=True)
         linecache.cache[filename] = (len(rendered.source), None, lines, filename)
