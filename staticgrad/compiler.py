@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import linecache
+import operator
 import types
 import weakref
 from collections.abc import Callable
@@ -100,12 +101,18 @@ def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool
     for name, run in PIPELINE:
         if name not in options.disable:
             new = run(program)
-            if consume and new is not program:
+            if consume and not _same_nodes(new, program):
                 release(program, keep=new)
             program = new
             if options.verify:
                 verify(program, name)
     return program
+
+
+def _same_nodes(a, b) -> bool:
+    """Do programs a and b have the very same nodes (a pass that changed nothing)?"""
+    return a.nodes is b.nodes or (len(a.nodes) == len(b.nodes)
+                                  and all(map(operator.is_, a.nodes, b.nodes)))
 
 
 def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], state: dict,

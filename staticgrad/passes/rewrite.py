@@ -85,3 +85,10 @@ def assigns_variables(program: Program) -> bool:
     """Does the program write a variable (so that reads of it must not move or merge)?"""
     return any(n.opdef.stateful and isinstance(n.attrs, dict) and "var" in n.attrs
                for n in program.nodes)
+
+
+def output_kinds(program: Program) -> list[Value]:
+    """One output value for each distinct (shape object, dtype) that the program's nodes
+    make: enough for a pass to know whether any value is large, or holds one element,
+    without testing each of 250,000 values (most share a few shape objects)."""
+    return list({(id(v.shape), v.dtype): v for n in program.nodes for v in n.outputs}.values())
