@@ -271,16 +271,26 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             returns.append(f"np.array({e})")
         else:
             returns.append(e)
+    feeds = [(expr[id(v)], _printable(v.tensor.name), v.dtype.name, _printable(v.shape))
+             for v in program.feeds]
     split = None
     if len(body) > parts.SPLIT_ABOVE:
         split = parts.split_run(program, body, marks, names.made, made, expr, scal,
                                 free_after, constants, params)
+    # the source is put together from here on: the names of values are no longer needed,
+    # and each part's lines are joined into one text as their list is dropped (a 100,000-op
+    # chain's lines, names and texts at once were a fifth of its peak memory)
+    for table in (expr, scal, alias, names.used, names.made):
+        table.clear()
+    if split:
+        body.clear()  # the parts and run()'s new body hold the lines now
+        body = split[0]
+        for part in split[1]:
+            part.join()
     source = render_template("numpy/module.py.j2", title=_printable(title), params=params,
-                             body=split[0] if split else body, returns=returns,
+                             body="\n    ".join(body), returns=returns,
                              parts=split[1] if split else [], constants=sorted(constants),
-                             kernels=[lines for lines, _ in kernels],
-                             feeds=[(expr[id(v)], _printable(v.tensor.name), v.dtype.name,
-                                     _printable(v.shape)) for v in program.feeds],
+                             kernels=[lines for lines, _ in kernels], feeds=feeds,
                              fetches=[_printable(n) for n in fetch_names],
                              fast=uses_fast)
     return Rendered(source, constants, _line_map(source, line_at, line_op, split, kernels),
@@ -300,7 +310,7 @@ def _line_map(source: str, line_at, line_op: list, split, kernels) -> LineMap:
         ops, i = [], 0
         for part in split[1]:
             first = lines.find(f"\ndef {part.name}(") + len(part.head)
-            end = part.first + len(part.body)
+            end = part.first + part.size
             start = i
             while i < len(line_at) and line_at[i] <= end:
                 i += 1

@@ -49,6 +49,15 @@ class Part:
     body: list[str]     # its lines, as run() would have had them (indented by the template)
     tail: list[str]     # the return line(s), indented
     first: int          # index in the unsplit body of its first line
+    size: int = 0       # how many lines its body has
+    text: str = ""      # its body's lines joined, for the template (see join)
+
+    def __post_init__(self):
+        self.size = len(self.body)
+
+    def join(self) -> None:
+        """Its lines as one text (indented for the template), the list of lines dropped."""
+        self.text, self.body = "\n    ".join(self.body), []
 
 
 def split_run(program, body: list[str], marks: list[int], made: list[str],
