@@ -250,8 +250,6 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             expr[id(v)] = name
             if aliased:
                 alias.add(id(v))
-            elif alias:
-                alias.discard(id(v))
         if free_after:
             free(node)
 

@@ -85,12 +85,12 @@ def split_run(program, body: list[str], marks: list[int], made: list[str],
     fetch_part = len(starts)
 
     made_in = dict.fromkeys(params, -1)  # local name -> the part that assigns it (-1: run's)
-    for p in range(fetch_part + 1):
+    for p in range(fetch_part + 1):  # (names are made once each: no name is made twice)
         first = made_marks[bounds[p]]
         last = made_marks[bounds[p + 1]] if p < fetch_part else len(made)
-        for name in made[first:last]:
-            if name not in constants:
-                made_in.setdefault(name, p)
+        made_in.update(dict.fromkeys(made[first:last], p))
+    for name in constants:  # module constants are no locals
+        made_in.pop(name, None)
     takes = [{} for _ in starts]        # part -> {name it reads from before it}, in order
     gives = [set() for _ in starts]     # part -> the names it makes that later lines read
     last_part = {}                      # name -> the last part reading it (fetch_part: run's)
@@ -104,15 +104,22 @@ def split_run(program, body: list[str], marks: list[int], made: list[str],
                            for v in free_after.get(id(node), ())]
         else:
             values = [f for f in program.fetches if isinstance(f, Value)]
-        for v in values:
-            for name in (get_name(id(v)), get_scalar(id(v)) if scalars else None):
-                q = get_part(name) if name is not None else None
-                if q is None or q >= p:
-                    continue  # not a local, or made in this part (or later: not read here)
+        for v in values:  # (once per input of every node: no tuple, no call)
+            name = get_name(id(v))
+            q = get_part(name) if name is not None else None
+            if q is not None and q < p:  # made before this part: handed over
                 if q >= 0:
                     gives[q].add(name)
                 reads[name] = None
                 last_part[name] = p
+            if scalars:  # held as a scalar too (passes/scalars.py)
+                name = get_scalar(id(v))
+                q = get_part(name) if name is not None else None
+                if q is not None and q < p:
+                    if q >= 0:
+                        gives[q].add(name)
+                    reads[name] = None
+                    last_part[name] = p
 
     run_body, parts = [], []
     width = WIDTH - 4  # run()'s lines are indented by the template
