@@ -164,7 +164,10 @@ def compile_module(source: str, filename: str) -> list[types.CodeType]:
         cut = source.find("\n\n\ndef ", start)  # the next top-level definition
         end = len(source) if cut < 0 else cut + 3
         piece = source[start:end]
-        codes.append(_moved(compile(piece, filename, "exec"), line))
+        try:
+            codes.append(_moved(compile(piece, filename, "exec"), line))
+        except SyntaxError:  # not cut between statements after all (inside a string?):
+            return [compile(source, filename, "exec")]  # the module as one unit
         line += piece.count("\n")
         start = end
     return codes

@@ -156,20 +156,27 @@ def to_dot(graph_or_fetches, *, rankdir: str = "TB", edge_labels: bool = True,
                 tree[scope[:depth - 1]][1].append(scope[:depth])
         tree[scope][0].append(op)
 
-    def emit(scope: tuple, indent: str) -> None:
+    # Depth first with a stack of what is left to write, not a recursion: name scopes may
+    # nest deeper than Python's recursion limit. An entry: (scope, its indent, whether
+    # to open it as a cluster first), or (None, indent, _) for a cluster's closing brace.
+    todo = [((), "  ", False)]
+    while todo:
+        scope, indent, opening = todo.pop()
+        if scope is None:
+            lines.append(f"{indent}}}")
+            continue
+        if opening:
+            style = CLUSTER_GRADIENT if any(map(_GRADIENT_SCOPE.match, scope)) \
+                else CLUSTER_FORWARD
+            name = "cluster_" + "/".join(scope)
+            lines.append(f"{indent[:-2]}subgraph {_quote(name)} {{")
+            lines.append(f"{indent}graph {_attrs({'label': scope[-1], **style})};")
         scope_ops, children = tree[scope]
         for op in scope_ops:
             lines.append(f"{indent}{_quote(op.name)} {_attrs(_node_attrs(op, op in fetched))};")
-        for child in children:
-            style = CLUSTER_GRADIENT if any(map(_GRADIENT_SCOPE.match, child)) \
-                else CLUSTER_FORWARD
-            name = "cluster_" + "/".join(child)
-            lines.append(f"{indent}subgraph {_quote(name)} {{")
-            lines.append(f"{indent}  graph {_attrs({'label': child[-1], **style})};")
-            emit(child, indent + "  ")
-            lines.append(f"{indent}}}")
-
-    emit((), "  ")
+        for child in reversed(children):  # popped in order: each opened, filled, closed
+            todo.append((None, indent, False))
+            todo.append((child, indent + "  ", True))
     drawn = set(ops)
     for op in ops:
         for t in op.inputs:

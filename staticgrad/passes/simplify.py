@@ -229,16 +229,16 @@ def _producer_type(v: Value):
 
 def _is(v: Value, number) -> bool:
     """Is v known to hold `number` everywhere (a constant, or ones_like/zeros_like)?"""
-    c = v.const
-    if c is not None:
-        if c.size == 1:  # most constants: compared as one Python number (NaN is no number)
-            return c.item() == number
-        return c.size > 0 and bool(np.all(c == number))
-    kind = _producer_type(v)
-    if kind in ("BroadcastTo", "Fill"):  # a known number spread over a shape
-        source = v.producer.inputs[0 if kind == "BroadcastTo" else 1]
-        return _is(source, number)
-    return (kind == "OnesLike" and number == 1) or (kind == "ZerosLike" and number == 0)
+    while True:  # (through any chain of spreads: a loop, not a recursion)
+        c = v.const
+        if c is not None:
+            if c.size == 1:  # most constants: compared as one Python number (NaN is none)
+                return c.item() == number
+            return c.size > 0 and bool(np.all(c == number))
+        kind = _producer_type(v)
+        if kind not in ("BroadcastTo", "Fill"):
+            return (kind == "OnesLike" and number == 1) or (kind == "ZerosLike" and number == 0)
+        v = v.producer.inputs[0 if kind == "BroadcastTo" else 1]  # a number spread over a shape
 
 
 def _perm(node, rank):
