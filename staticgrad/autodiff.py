@@ -141,19 +141,38 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                                      f"{format_location(user_location())})")
             grads.setdefault(y, []).append(gy)
 
+        thread = graph._thread
         for op in sorted(relevant, key=lambda o: o._id, reverse=True):
-            out_grads = [None if t in stops else _sum(grads.get(t)) for t in op.outputs]
-            if all([g is None for g in out_grads]):
-                continue
+            # (once per op of the forward graph: one output, the common case, without loops)
+            if len(op.outputs) == 1:
+                t = op.outputs[0]
+                g = None if stops and t in stops else _sum(grads.get(t))
+                if g is None:
+                    continue
+                out_grads = [g]
+            else:
+                out_grads = [None if t in stops else _sum(grads.get(t)) for t in op.outputs]
+                if all([g is None for g in out_grads]):
+                    continue
             # only inputs that lead back to an x need a gradient (not x * 1.0001's constant)
             wanted = [t in xs_set or t.op in relevant for t in op.inputs]
-            in_grads = backward_step(op, out_grads, graph.name_scope(f"{op.name}_grad"),
-                                     wanted)
+            # the rule's nodes go in the scope "<op name>_grad" (what graph.name_scope does,
+            # without its context manager: the op's name is a valid scope name already)
+            outer = thread.name_stack
+            thread.name_stack = graph.unique_name(f"{op.name}_grad")
+            try:
+                in_grads = backward_step(op, out_grads, None, wanted)
+            finally:
+                thread.name_stack = outer
             if in_grads is None:
                 continue
             for x, g in zip(op.inputs, in_grads):
                 if g is not None and x.dtype.is_floating:
-                    grads.setdefault(x, []).append(g)
+                    parts = grads.get(x)
+                    if parts is None:
+                        grads[x] = [g]
+                    else:
+                        parts.append(g)
 
         result = []
         for x in xs:
@@ -186,10 +205,13 @@ def backward_step(op, out_grads: list, scope=None, wanted=None) -> list | None:
     # a rule of the user's own: its nodes point at its lines, not at the gradients() call;
     # and it is not told which gradients are wanted (see registry.wants), so that a rule
     # wrapping a built-in one (op.opdef.grad) gets every gradient from it
-    ours = is_package_code(rule)
-    with scope if scope is not None else _NO_CONTEXT, \
-            _NO_CONTEXT if ours else pinned_location(None):
-        return _checked(op, run_rule(rule, op, out_grads, wanted if ours else None), wanted)
+    if is_package_code(rule):
+        if scope is None:
+            return _checked(op, run_rule(rule, op, out_grads, wanted), wanted)
+        with scope:
+            return _checked(op, run_rule(rule, op, out_grads, wanted), wanted)
+    with scope if scope is not None else _NO_CONTEXT, pinned_location(None):
+        return _checked(op, run_rule(rule, op, out_grads, None), wanted)
 
 
 def _sum(parts):
@@ -209,14 +231,18 @@ def _checked(op: Operation, in_grads: list, wanted=None) -> list:
         raise ValueError(f"the gradient rule of {op.where()} returned {len(in_grads)} "
                          f"gradients for {len(op.inputs)} inputs")
     out = []
+    broadcasts = op.opdef.broadcasts
     for i, (x, g) in enumerate(zip(op.inputs, in_grads)):
-        if g is None or not x.dtype.is_floating or (wanted is not None and not wanted[i]):
+        if g is None or (wanted is not None and not wanted[i]) or not x.dtype.is_floating:
             out.append(None)
             continue
         if type(g) is not Tensor:
             g = convert_to_tensor(g, dtype_hint=x.dtype)
-        if op.opdef.broadcasts and _may_be_broadcast(op, x, g):
-            g = sum_to(g, shape_of(x))
+        if broadcasts:
+            dims = x._shape.dims  # equal, fully known shapes: provably not broadcast
+            if (dims is None or g._shape.dims != dims or None in dims) \
+                    and _may_be_broadcast(op, x, g):
+                g = sum_to(g, shape_of(x))
         if g.dtype is not x.dtype:
             raise TypeError(f"the gradient rule of {op.where()} returned a {g.dtype.name} "
                             f"gradient for input {i} of dtype {x.dtype.name}")
@@ -262,25 +288,41 @@ def _may_be_broadcast(op: Operation, x: Tensor, g: Tensor) -> bool:
 
 
 def _between(xs, ys, stops) -> set:
-    """Ops on some path from an x to a y (not passing through a stop tensor's producer)."""
+    """Ops on some path from an x to a y (not passing through a stop tensor's producer): the
+    ops reachable from an x, then those of them from which a y is reachable (every op on
+    such a path is reachable from the x, so the second walk stays among the first's)."""
     from_x, stack_ = set(), []
-    for x in xs:
-        stack_.extend(x._consumers)
+    for t in xs:
+        _push_readers(stack_, t)
     while stack_:
         op = stack_.pop()
         if op in from_x:
             continue
         from_x.add(op)
         for t in op.outputs:
-            stack_.extend(c for c in t._consumers if c not in from_x)
-    to_y, stack_ = set(), [y.op for y in ys if y not in stops]
+            _push_readers(stack_, t)
+    between, stack_ = set(), [y.op for y in ys if y not in stops]
     while stack_:
         op = stack_.pop()
-        if op in to_y:
+        if op in between or op not in from_x:
             continue
-        to_y.add(op)
-        stack_.extend(t.op for t in op.inputs if t not in stops and t.op not in to_y)
-    return from_x & to_y
+        between.add(op)
+        if stops:
+            stack_.extend([t.op for t in op.inputs if t not in stops])
+        else:
+            stack_.extend([t.op for t in op.inputs])
+    return between
+
+
+def _push_readers(stack: list, t: Tensor) -> None:
+    """Push the ops that read t (Tensor._consumers: None, one op, or a list)."""
+    readers = t._consumers
+    if readers is None:
+        return
+    if type(readers) is list:
+        stack.extend(readers)
+    else:
+        stack.append(readers)
 
 
 # -- derived helpers ------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import linecache
+import operator
 import threading
+import types
 import weakref
 from collections.abc import Callable
 
@@ -24,7 +26,7 @@ from . import runtime, runtime_fast
 from .codegen.numpy_backend import render
 from .gcpause import paused_gc
 from .graph import Operation, Tensor
-from .ir import lower, verify
+from .ir import lower, release, verify
 from .passes.cse import cse
 from .passes.dce import eliminate_dead_code
 from .passes.expand import expand_composites
@@ -92,16 +94,27 @@ class Plan:
     locks: list = dataclasses.field(default_factory=list)  # variables a run holds locked
 
 
-def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS):
-    """`program` through every enabled pass of PIPELINE, in order."""
+def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool = False):
+    """`program` through every enabled pass of PIPELINE, in order. With `consume`, the
+    program given and each one a pass replaces are not used again: their nodes are
+    released (`ir.release`) as they are replaced."""
     if options.verify:
         verify(program, "lower")
     for name, run in PIPELINE:
         if name not in options.disable:
-            program = run(program)
+            new = run(program)
+            if consume and not _same_nodes(new, program):
+                release(program, keep=new)
+            program = new
             if options.verify:
                 verify(program, name)
     return program
+
+
+def _same_nodes(a, b) -> bool:
+    """Do programs a and b have the very same nodes (a pass that changed nothing)?"""
+    return a.nodes is b.nodes or (len(a.nodes) == len(b.nodes)
+                                  and all(map(operator.is_, a.nodes, b.nodes)))
 
 
 def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], state: dict,
@@ -119,8 +132,11 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
         ops = prune(fetches, set(feeds))
         spec = specialize(ops, dict(zip(feeds, feed_sig)))
         program = lower(ops, fetches, feeds, spec)
-        program = run_passes(program, options)
+        del ops, spec
+        program = run_passes(program, options, consume=True)
         rendered = render(program, title=title, vector_math=options.vector_math)
+        release(program)  # the IR is freed here, before the code is compiled
+        del program
         filename = f"<staticgrad-{next(_counter)}>"
         lines = rendered.source.splitlines(keepends=True)
         linecache.cache[filename] = (len(rendered.source), None, lines, filename)
@@ -128,12 +144,49 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
             locks.setdefault(name, threading.Lock())
         namespace = {"np": np, "rt": runtime, "fast": runtime_fast, "V": state, "R": rngs,
                      "L": locks, **rendered.constants}
-        exec(compile(rendered.source, filename, "exec"), namespace)  # noqa: S102
+        for code in compile_module(rendered.source, filename):
+            exec(code, namespace)  # noqa: S102
     plan = Plan(namespace["run"], rendered.source, filename, rendered.line_ops,
                 rendered.var_reads, rendered.random_ops, fetches, feeds, rendered.locks)
     # tracebacks show generated lines while the plan lives; the text goes with it
     weakref.finalize(plan, linecache.cache.pop, filename, None)
     return plan
+
+
+# A module longer than this is compiled a top-level definition at a time (see compile_module).
+PIECE_CHARS = 1 << 18
+
+
+def compile_module(source: str, filename: str) -> list[types.CodeType]:
+    """The code objects that, run in order in one namespace, do what the module `source`
+    does: the whole module, or when it is long, each of its top-level definitions apart
+    (with the line numbers they have in `source`). CPython's compiler holds all of a unit's
+    tokens and syntax tree at once, and a long unit costs more a line than a short one: the
+    250,000 lines of a 100,000-op chain's run() split into parts (codegen/parts.py) took 650
+    MB compiled as one module, a few MB a definition at a time, and half the time."""
+    if len(source) <= PIECE_CHARS:
+        return [compile(source, filename, "exec")]
+    codes, start, line = [], 0, 0
+    while start < len(source):
+        cut = source.find("\n\n\ndef ", start)  # the next top-level definition
+        end = len(source) if cut < 0 else cut + 3
+        piece = source[start:end]
+        try:
+            codes.append(_moved(compile(piece, filename, "exec"), line))
+        except SyntaxError:  # not cut between statements after all (inside a string?):
+            return [compile(source, filename, "exec")]  # the module as one unit
+        line += piece.count("\n")
+        start = end
+    return codes
+
+
+def _moved(code: types.CodeType, lines: int) -> types.CodeType:
+    """`code` (and the functions it defines) as if it began `lines` lines further down."""
+    if not lines:
+        return code
+    consts = tuple(_moved(c, lines) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
 
 
 def failing_op(plan: Plan, exc: BaseException) -> Operation | None:

@@ -13,7 +13,16 @@ import sys
 import threading
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_pinned = threading.local()  # .location: what user_location() answers, while pinned
+
+
+class _Pinned(threading.local):
+    location = None  # what user_location() answers, while pinned (a class default: reading
+    #                  a threading.local's missing attribute raises inside getattr, 1 us)
+
+
+_pinned = _Pinned()
+_LOCATIONS: dict = {}  # (filename, lineno) -> the one tuple for it: the ops of a line share it
+LOCATIONS_KEPT = 1 << 16
 
 
 class OpError(Exception):
@@ -53,8 +62,10 @@ UnauthenticatedError = _make("UnauthenticatedError", 16, "Not authenticated.")
 
 
 def user_location(skip_package: str = _PACKAGE_DIR):
-    """(filename, lineno) of the innermost frame outside staticgrad: the line the user wrote."""
-    pinned = getattr(_pinned, "location", None)
+    """(filename, lineno) of the innermost frame outside staticgrad: the line the user wrote.
+    One tuple for each line (a loop's ops share theirs), and a walk over the frames, never
+    a recursion: any depth of calls is fine."""
+    pinned = _pinned.location
     if pinned is not None and skip_package is _PACKAGE_DIR:
         return pinned
     frame = sys._getframe(1)
@@ -62,7 +73,10 @@ def user_location(skip_package: str = _PACKAGE_DIR):
         frame = frame.f_back
     if frame is None:
         return ("<unknown>", 0)
-    return (frame.f_code.co_filename, frame.f_lineno)
+    location = (frame.f_code.co_filename, frame.f_lineno)
+    if len(_LOCATIONS) > LOCATIONS_KEPT:
+        _LOCATIONS.clear()
+    return _LOCATIONS.setdefault(location, location)
 
 
 @contextlib.contextmanager
@@ -70,7 +84,7 @@ def pinned_location(location):
     """Within: user_location() answers `location` (None: it looks again) on this thread.
     `sg.gradients` pins the user's line once for the thousands of nodes its built-in rules
     make, all of which would find that same line."""
-    before = getattr(_pinned, "location", None)
+    before = _pinned.location
     _pinned.location = location
     try:
         yield

@@ -45,6 +45,7 @@ import types
 import numpy as np
 
 from . import runtime
+from .compiler import compile_module
 from .graph import Tensor
 from .session import Session, generator_seed, get_default_session
 from .train.atomic_files import atomic_write_all
@@ -92,10 +93,7 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
 
     namespace = plan.fn.__globals__
     tree = ast.parse(plan.source)
-    var_names = _subscripted(tree, "V")
-    rng_names = _subscripted(tree, "R")
-    rt_names = sorted({n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
-                       and isinstance(n.value, ast.Name) and n.value.id == "rt"})
+    var_names, rng_names, rt_names = _references(tree)
     imports, helpers = _runtime_source(rt_names)
     constants = {k: v for k, v in namespace.items() if isinstance(v, np.ndarray)
                  and k not in ("V", "R")}
@@ -122,12 +120,13 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     for name in rng_names:
         seeds.setdefault(name, None)
 
-    pieces = (stem, plan, feeds, shapes, imports, helpers, rt_names, var_keys, sorted(constants),
-              seeds)
+    pieces = (stem, plan, tree, feeds, shapes, imports, helpers, rt_names, var_keys,
+              sorted(constants), seeds)
     export_id = _export_id(_module_source(*pieces, export_id=""), arrays)
     source = _module_source(*pieces, export_id=export_id)
+    del tree, pieces
     arrays["export_id"] = np.array(export_id)
-    compile(source, path, "exec")  # a bug here should fail before anything is written
+    compile_module(source, path)  # a bug here should fail before anything is written
     # the module first: see the module docstring for what a crash between the renames leaves
     atomic_write_all([(os.path.join(folder, filename), lambda f: f.write(source.encode())),
                       (os.path.join(folder, stem + ".npz"), lambda f: np.savez(f, **arrays))])
@@ -172,14 +171,21 @@ def _feed_shapes(graph, feeds, feed_shapes) -> list[tuple]:
     return shapes
 
 
-def _subscripted(tree, name: str) -> list[str]:
-    """The string keys of `name[...]` in the generated code, in first-use order."""
-    keys = []
+def _references(tree) -> tuple[list[str], list[str], list[str]]:
+    """What the generated code reads of its globals V, R and rt: the string keys of V[...]
+    and of R[...] in first-use order, and the sorted names of rt.<name>; in one walk over
+    the syntax tree (a 30,000-op chain's has millions of nodes)."""
+    keys = {"V": {}, "R": {}}
+    rt_names = set()
     for n in ast.walk(tree):
-        if (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name
-                and isinstance(n.slice, ast.Constant) and n.slice.value not in keys):
-            keys.append(n.slice.value)
-    return keys
+        if isinstance(n, ast.Subscript):
+            if isinstance(n.value, ast.Name) and n.value.id in keys \
+                    and isinstance(n.slice, ast.Constant):
+                keys[n.value.id].setdefault(n.slice.value)
+        elif isinstance(n, ast.Attribute):
+            if isinstance(n.value, ast.Name) and n.value.id == "rt":
+                rt_names.add(n.attr)
+    return list(keys["V"]), list(keys["R"]), sorted(rt_names)
 
 
 def _runtime_source(rt_names: list[str]) -> tuple[list[str], list[str]]:
@@ -275,9 +281,8 @@ def _export_id(source: str, arrays: dict) -> str:
     return digest.hexdigest()[:16]
 
 
-def _module_source(stem, plan, feeds, shapes, imports, helpers, rt_names, var_keys, constants,
-                   seeds, export_id: str) -> str:
-    tree = ast.parse(plan.source)
+def _module_source(stem, plan, tree, feeds, shapes, imports, helpers, rt_names, var_keys,
+                   constants, seeds, export_id: str) -> str:
     doc_end = tree.body[0].end_lineno  # the generated module's docstring
     generated = plan.source.splitlines()[doc_end:]
     generated = "\n".join(generated).replace("\ndef run(", "\ndef _compute(", 1).strip("\n")

@@ -58,7 +58,9 @@ class Tensor:
         self.dtype = dtype
         self._shape = shape
         self._static = None  # a NumPy value when known before running (see ops.registry)
-        self._consumers = []
+        # the ops that read it: None, the one Operation, or a list of them (a list for each
+        # tensor of a 100,000-op chain was 30 MB, and its garbage collector's work)
+        self._consumers = None
 
     @property
     def name(self) -> str:
@@ -89,7 +91,11 @@ class Tensor:
         return ""
 
     def consumers(self) -> list[Operation]:
-        return list(self._consumers)
+        """The operations that read this tensor, in the order they were created."""
+        readers = self._consumers
+        if readers is None:
+            return []
+        return list(readers) if type(readers) is list else [readers]
 
     def eval(self, feed_dict=None, session=None):
         """Run this tensor in `session` (default: the default session) and return its value."""
@@ -207,11 +213,18 @@ class Graph:
 
     def _add_op(self, op: Operation) -> None:
         with self._lock:
-            op._id = len(self._ops)
-            self._ops.append(op)
+            ops = self._ops
+            op._id = len(ops)
+            ops.append(op)
             self._by_name[op.name] = op
             for t in op.inputs:
-                t._consumers.append(op)
+                readers = t._consumers
+                if readers is None:
+                    t._consumers = op
+                elif type(readers) is list:
+                    readers.append(op)
+                else:
+                    t._consumers = [readers, op]
 
     def finalize(self) -> None:
         """Make the graph read-only: adding an operation afterwards raises RuntimeError."""
@@ -232,17 +245,18 @@ class Graph:
         if stack:
             name = stack + "/" + name
         key = name.lower()
+        in_use = self._names_in_use
         with self._lock:
-            i = self._names_in_use.get(key, 0)
+            i = in_use.get(key, 0)
             if mark_as_used:
-                self._names_in_use[key] = i + 1
+                in_use[key] = i + 1
             if i > 0:
                 base = key
-                while key in self._names_in_use:
+                while key in in_use:
                     key = f"{base}_{i}"
                     i += 1
                 if mark_as_used:
-                    self._names_in_use[key] = 1
+                    in_use[key] = 1
                 name = f"{name}_{i - 1}"
         return name
 

@@ -139,6 +139,24 @@ def test_benchmark_suite_quick(tmp_path):
             assert (target.parent / png).read_bytes().startswith(b"\x89PNG")
 
 
+def test_scale_benchmark_quick(tmp_path):
+    """The scale benchmark of issue 21 in its smoke mode: both chains, in fresh processes,
+    match hand NumPy, and the JSON holds each phase's times and memory; no timing asserted."""
+    target = tmp_path / "results" / "scale.json"
+    out = run_script("benchmarks/bench_scale.py", "--quick", "--out", str(target))
+    assert "target (issue 21)" in out
+    data = json.loads(target.read_text())
+    assert set(data["workloads"]) == {"chain", "w4"}
+    for name, workload in data["workloads"].items():
+        assert len(workload["runs"]) == 1 and workload["runs"][0]["check"] is None, name
+        for phase in ("build", "gradients", "compile", "run", "total"):
+            median = workload["median"][phase]
+            assert median["wall_s"] > 0 and median["cpu_s"] >= 0, (name, phase)
+            assert median["peak_rss_mb"] > 0, (name, phase)
+            assert workload["traced"][phase]["traced_peak_mb"] > 0, (name, phase)
+    assert data["workloads"]["chain"]["runs"][0]["ops"] == 1 + 6 * 200 + 1  # x, 200 steps, L
+
+
 @pytest.fixture(scope="module")
 def quadratic(tmp_path_factory):
     """The quadratic regression's output, with its plot and checkpoint in a temporary folder."""

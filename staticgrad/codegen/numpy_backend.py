@@ -8,11 +8,13 @@ do the numbers of a fused kernel's blocks (0-d arrays named by dtype and value, 
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import dataclasses
 import functools
 import keyword
 import re
+from array import array
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from ..ir import Node, Program, Value
 from ..ops.attr_types import Name
 from ..ops.registry import render_format, render_numpy, render_ufunc, scalar_literal
 from ..ops.state_ops import Store
+from . import parts
 from .fused import render_group
 from .templates import render_template
 
@@ -33,7 +36,7 @@ RESERVED = {"np", "rt", "fast", "V", "R", "L", "run", "lo", "hi"} | set(dir(buil
 class Rendered:
     source: str
     constants: dict        # global name -> NumPy value
-    line_ops: dict         # line number in source -> Operation (for error messages)
+    line_ops: LineMap      # line number in source -> Operation (for error messages)
     var_reads: list        # variable names read before any assignment in this plan
     random_ops: list       # random Operations the plan draws from
     locks: list            # variables whose lock a run holds throughout (use_locking updates)
@@ -47,6 +50,7 @@ _UNPRINTABLE = re.compile(r"[^A-Za-z0-9_.:/<>()?, *+=%-]")
 class _Names:
     def __init__(self):
         self.used = set(RESERVED)
+        self.made = []  # every name made, in order (codegen/parts.py reads which are whose)
 
     def make(self, text: str) -> str:
         base = text.replace("/", "_")  # op names: letters, digits, _ . - / > (scope/Op_1)
@@ -60,6 +64,7 @@ class _Names:
             name = f"{base}_{i}"
             i += 1
         self.used.add(name)
+        self.made.append(name)
         return name
 
 
@@ -73,9 +78,15 @@ def _short_file(filename: str) -> str:
     return _printable(filename.rsplit("/", 1)[-1])
 
 
+@functools.lru_cache(maxsize=1024)
+def _where(location: tuple) -> str:
+    """'model.py:12' (the ops of one line share their location tuple: errors.user_location)."""
+    filename, lineno = location
+    return f"{_short_file(filename)}:{lineno}"
+
+
 def _comment(op: Operation) -> str:
-    filename, lineno = op.location
-    return f"# {op.type} {_printable(op.name)!r} at {_short_file(filename)}:{lineno}"
+    return f"# {op.type} {_printable(op.name)!r} at {_where(op.location)}"
 
 
 def render(program: Program, title: str = "", vector_math: bool = True) -> Rendered:
@@ -84,17 +95,28 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
     sigmoid) where that works here (the module then uses the global `fast`)."""
     names = _Names()
     expr: dict[int, str] = {}      # id(Value) -> how the code refers to it
-    alias: dict[int, bool] = {}    # id(Value) -> may share memory with a feed or a variable
+    alias: set[int] = set()        # id(Value) of those that may share memory with a feed,
+    #                                a variable or a constant (a set: most values do not)
     constants: dict[str, np.ndarray] = {}
     by_value: dict[tuple, str] = {}  # (dtype, bytes) -> a fused block's number (number())
     params = []
     for v in program.feeds:
         expr[id(v)] = names.make(v.name)
-        alias[id(v)] = True
+        alias.add(id(v))
         params.append(expr[id(v)])
 
     scal: dict[int, str] = {}      # id(Value) -> its NumPy scalar (the scalar fast path)
     uses_fast = False              # a fused kernel calls runtime_fast (`fast`)
+    literals: dict[tuple, str | None] = {}  # (dtype, bytes) -> scalar_literal of that number
+
+    def literal(c: np.ndarray) -> str | None:
+        """scalar_literal of the 0-d array c, once per distinct number (a chain's thousands
+        of `* 1.0001` are as many constants of one number)."""
+        key = (c.dtype, c.tobytes())
+        text = literals.get(key, literals)
+        if text is literals:
+            text = literals[key] = scalar_literal(c[()])
+        return text
 
     def ref(v: Value, consumer: Node | None) -> str:
         known = expr.get(id(v))
@@ -108,13 +130,13 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             return expr[id(v)]
         if v.const is None:
             raise AssertionError(f"{v!r} is used before it is computed")
-        lit = scalar_literal(v.const[()]) if v.const.ndim == 0 else None
+        lit = literal(v.const) if v.const.ndim == 0 else None
         if lit is not None and consumer is not None and _weak_ok(consumer, v):
             return lit
         gname = names.make(v.name)
         constants[gname] = np.asarray(v.const, dtype=v.dtype.np)
         expr[id(v)] = gname
-        alias[id(v)] = True  # a constant is shared by every run: never handed out or written
+        alias.add(id(v))  # a constant is shared by every run: never handed out or written
         return gname
 
     def number(v: Value) -> str:
@@ -147,17 +169,24 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
     def free(node: Node) -> None:
         """`del` the values whose last use is `node` (the memory plan)."""
         # (a value held as a NumPy scalar, scal, has no array name to free)
-        dead = [expr[id(v)] for v in memory.free_after.get(id(node), ()) if id(v) in expr] \
-            if memory else []
+        dead = [expr[id(v)] for v in free_after.get(id(node), ()) if id(v) in expr] \
+            if free_after else []
         if dead:
             body.append(f"del {', '.join(dead)}")
 
     shared = _Shared(program, alias)
-    body, line_ops, var_reads, assigned, random_ops = [], {}, [], set(), []
-    locks = set()                  # use_locking updates: their variables' locks
+    body, var_reads, assigned, random_ops = [], [], set(), []
+    line_at, line_op = array("l"), []  # the body's lines (1-based) that compute ops, the ops
+    locks = set()                      # use_locking updates: their variables' locks
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
     memory = program.memory
+    free_after = memory.free_after if memory else {}
+    write_into = memory.write_into if memory else {}
+    marks, made = array("l"), array("l")  # where each node's lines and names begin (parts.py)
+    known = expr.get
     for node in program.nodes:
+        marks.append(len(body))
+        made.append(len(names.made))
         op = node.origin
         if node.opdef.numpy is None and not node.members:
             continue  # a NoOp: nothing to compute
@@ -172,9 +201,10 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             uses_fast = uses_fast or vector
             kernels.append((kernel, kernel_ops))
             body.extend(run_lines)
-            line_ops[len(body)] = op
+            line_at.append(len(body))
+            line_op.append(op)
             for v in node.outputs:
-                alias[id(v)] = False
+                alias.discard(id(v))
             free(node)
             continue
         if id(node) in program.scalars:  # the scalar fast path: computed on NumPy scalars
@@ -184,18 +214,19 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             scal[id(out)] = names.make(out.name)
             body.append(_comment(op))
             body.append(f"{scal[id(out)]} = {_code(node, args)}")
-            line_ops[len(body)] = op
+            line_at.append(len(body))
+            line_op.append(op)
             continue
         if node.opdef.reads_state:  # e.g. V['w']: evaluated where each consumer runs
             expr[id(node.outputs[0])] = _code(node, [])
-            alias[id(node.outputs[0])] = True
+            alias.add(id(node.outputs[0]))
             if op.name not in assigned and op.name not in var_reads:
                 var_reads.append(op.name)
             continue
         args = ["None" if i in node.static_uses else ref(v, node)
                 for i, v in enumerate(node.inputs)] if node.static_uses else \
-            [ref(v, node) for v in node.inputs]
-        into = memory.write_into.get(id(node)) if memory else None
+            [known(id(v)) or ref(v, node) for v in node.inputs]  # (most: a name made already)
+        into = write_into.get(id(node)) if write_into else None
         if into is not None:  # the result goes into a dying input's buffer
             code = render_ufunc(node.opdef, args, expr[id(into)], node.ctx)
         else:
@@ -211,7 +242,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         if isinstance(code, Store):
             value = code.in_place if memory and id(node) in memory.in_place else code.value
             body.append(f"{code.target} = {outs[0]} = {value}")
-            alias[id(node.inputs[1])] = True  # the value now is the variable's: copy to fetch
+            alias.add(id(node.inputs[1]))  # the value now is the variable's: copy to fetch
             var = node.attrs["var"]
             if code.reads_target and var not in assigned and var not in var_reads:
                 var_reads.append(var)
@@ -222,14 +253,20 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             body.append(f"{outs[0]} = {code}")
         else:
             body.append(f"{', '.join(outs)} = {code}")
-        line_ops[len(body)] = op
+        line_at.append(len(body))
+        line_op.append(op)
+        # an assignment's output is the variable's new value itself (V[...] = out = ...)
+        aliased = isinstance(code, Store) or (
+            node.opdef.view and bool(node.inputs) and id(node.inputs[0]) in alias)
         for v, name in zip(node.outputs, outs):
             expr[id(v)] = name
-            # an assignment's output is the variable's new value itself (V[...] = out = ...)
-            alias[id(v)] = isinstance(code, Store) or (
-                node.opdef.view and bool(node.inputs) and alias.get(id(node.inputs[0]), False))
-        free(node)
+            if aliased:
+                alias.add(id(v))
+        if free_after:
+            free(node)
 
+    marks.append(len(body))  # then the lines made for the fetches, which stay in run()
+    made.append(len(names.made))
     returns, fetch_names = [], []
     for f in program.fetches:
         if not isinstance(f, Value):
@@ -240,27 +277,113 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         e = ref(f, None)
         if f.shape.ndims == 0:
             returns.append(f"{e}[()]")
-        elif alias.get(id(f), False) or e in constants:
+        elif id(f) in alias or e in constants:
             returns.append(f"np.array({e})")
         else:
             returns.append(e)
+    feeds = [(expr[id(v)], _printable(v.tensor.name), v.dtype.name, _printable(v.shape))
+             for v in program.feeds]
+    split = None
+    if len(body) > parts.SPLIT_ABOVE:
+        split = parts.split_run(program, body, marks, names.made, made, expr, scal,
+                                free_after, constants, params)
+    # the source is put together from here on: the names of values are no longer needed,
+    # and each part's lines are joined into one text as their list is dropped (a 100,000-op
+    # chain's lines, names and texts at once were a fifth of its peak memory)
+    for table in (expr, scal, alias, names.used, names.made):
+        table.clear()
+    if split:
+        body.clear()  # the parts and run()'s new body hold the lines now
+        body = split[0]
+        for part in split[1]:
+            part.join()
     source = render_template("numpy/module.py.j2", title=_printable(title), params=params,
-                             body=body, returns=returns, constants=sorted(constants),
-                             kernels=[lines for lines, _ in kernels],
-                             feeds=[(expr[id(v)], _printable(v.tensor.name), v.dtype.name,
-                                     _printable(v.shape)) for v in program.feeds],
+                             body=("\n        " if locks else "\n    ").join(body),
+                             returns=returns,
+                             parts=split[1] if split else [], constants=sorted(constants),
+                             kernels=[lines for lines, _ in kernels], feeds=feeds,
                              fetches=[_printable(n) for n in fetch_names],
                              fast=uses_fast,
                              locks=[f"L[{Name().literal(v)}]" for v in sorted(locks)])
-    header_lines = source.split("\n")
-    # Map body line numbers (1-based within body) to source line numbers.
-    first = next(i for i, line in enumerate(header_lines) if line.startswith("def run(")) + 2
-    first += 2 if locks else 0  # the comment and the `with` of the locks
-    line_map = {first + k - 1: op for k, op in line_ops.items()}
-    for lines, ops in kernels:  # a kernel's lines map to the ops they compute
-        start = header_lines.index(lines[0]) + 1
-        line_map.update((start + i, op) for i, op in enumerate(ops) if op is not None)
+    line_map = _line_map(source, line_at, line_op, split, kernels, 2 if locks else 0)
     return Rendered(source, constants, line_map, var_reads, random_ops, sorted(locks))
+
+
+def _line_map(source: str, line_at, line_op: list, split, kernels, skip: int) -> LineMap:
+    """The op of each line of `source` that computes one, from `line_at` (1-based lines of
+    run()'s unsplit body, ascending) and `line_op`, and the op of each line of each kernel.
+    `skip`: lines at the top of run() before its body (the locks' comment and `with`)."""
+    lines = _Lines(source)
+    numbers = array("l")
+    if split is None:
+        first = lines.find("\ndef run(") + 1 + skip
+        numbers.extend(first + k - 1 for k in line_at)
+        ops = list(line_op)
+    else:
+        ops, i = [], 0
+        for part in split[1]:
+            first = lines.find(f"\ndef {part.name}(") + len(part.head)
+            end = part.first + part.size
+            start = i
+            while i < len(line_at) and line_at[i] <= end:
+                i += 1
+            numbers.extend(first + k - 1 - part.first for k in line_at[start:i])
+            ops += line_op[start:i]
+    for kernel, kernel_ops in kernels:  # a kernel's lines map to the ops they compute
+        start = lines.find("\n" + kernel[0] + "\n")
+        for i, op in enumerate(kernel_ops):
+            if op is not None:
+                numbers.append(start + i)
+                ops.append(op)
+    return LineMap(numbers, ops)
+
+
+class LineMap:
+    """{line number: op}, read-only, as two parallel sequences sorted by line (a dict of
+    250,000 int keys took 20 MB for the 100,000-op chain); `get` by bisection."""
+
+    def __init__(self, lines, ops: list):
+        self.lines, self.ops = lines, ops
+
+    def get(self, line: int, default=None):
+        i = bisect.bisect_left(self.lines, line)
+        return self.ops[i] if i < len(self.lines) and self.lines[i] == line else default
+
+    def __getitem__(self, line: int):
+        op = self.get(line, _MISSING)
+        if op is _MISSING:
+            raise KeyError(line)
+        return op
+
+    def __contains__(self, line) -> bool:
+        return self.get(line, _MISSING) is not _MISSING
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __iter__(self):
+        return iter(self.lines)
+
+    def items(self):
+        return zip(self.lines, self.ops)
+
+
+_MISSING = object()
+
+
+class _Lines:
+    """Line numbers of texts found in `source`, searched in order from the last one found
+    (one pass over the source, however many parts and kernels it has)."""
+
+    def __init__(self, source: str):
+        self.source, self.pos, self.line = source, 0, 1
+
+    def find(self, text: str) -> int:
+        """The line number of the line after the "\\n" that `text` starts with."""
+        at = self.source.index(text, self.pos)
+        self.line += self.source.count("\n", self.pos, at + 1)
+        self.pos = at + 1
+        return self.line
 
 
 class _Shared:
@@ -271,11 +394,11 @@ class _Shared:
     variable's array is thus the session's alone, which updates written into it
     (passes/memory.py) rely on."""
 
-    def __init__(self, program: Program, alias: dict):
+    def __init__(self, program: Program, alias: set):
         self.program, self.alias, self.sole = program, alias, None
 
     def __call__(self, v: Value) -> bool:
-        if self.alias.get(id(v), False):
+        if id(v) in self.alias:
             return True
         if self.sole is None:
             uses: dict[int, int] = {}

@@ -340,8 +340,20 @@ def _add_n_infer(ctx):
     return [(shape, first)]
 
 
-register("AddN", _add_n_infer,
-         lambda args, ctx: " + ".join(args) if len(args) > 1 else f"np.copy({args[0]})",
+# More terms than this are added by rt.add_n (left to right, as the written sum): Python's
+# compiler recurses once per `+`, and a sum of 3,000 terms raised RecursionError.
+ADD_N_WRITTEN = 100
+
+
+def _add_n_numpy(args, ctx):
+    if len(args) == 1:
+        return f"np.copy({args[0]})"
+    if len(args) > ADD_N_WRITTEN:
+        return f"rt.add_n({', '.join(args)})"
+    return " + ".join(args)
+
+
+register("AddN", _add_n_infer, _add_n_numpy,
          lambda op, g: [g] * len(op.inputs), elementwise=True, broadcasts=False,
          new_array=True, ufunc=lambda args, out, ctx: f"rt.add_n({', '.join(args)}, out={out})",
          arity=(1, None))

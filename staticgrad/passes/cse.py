@@ -21,24 +21,27 @@ def cse(program: Program) -> Program:
     # two reads of a variable are equal only if no assignment can come between them
     assigns = assigns_variables(program)
 
-    canonical_of: dict[int, Value] = {}  # id(constant) -> the first constant equal to it
+    canonical_of: dict[Value, Value] = {}  # constant -> the first constant equal to it
 
     def canonical(v: Value) -> Value:
         c = v.const
         if c is None or c.size > CONST_KEY_LIMIT:
             return v
-        first = canonical_of.get(id(v))
+        first = canonical_of.get(v)
         if first is None:
-            first = canonical_of[id(v)] = consts.setdefault((v.dtype, c.shape, c.tobytes()), v)
+            first = canonical_of[v] = consts.setdefault((v.dtype, c.shape, c.tobytes()), v)
         return first
 
     def visit(node):
-        inputs = tuple([canonical(v) for v in node.inputs])
+        inputs = [v if v.const is None else canonical(v) for v in node.inputs]
         if (node.opdef.stateful or node.opdef.reads_state or node.controls or node.members
                 or node.opdef.numpy is None
                 or (assigns and any(reads_variable(v) for v in node.inputs))):
             return node
-        key = (node.type, _hashable(node.attrs), tuple(map(id, inputs)), node.static_uses)
+        # the key holds the (canonical) input values themselves, hashed and compared by
+        # identity as their ids would be, without an int object and a tuple per node
+        key = (node.type, _hashable(node.attrs) if node.attrs else (), node.static_uses,
+               *inputs)
         first = seen.setdefault(key, node)
         return node if first is node else list(first.outputs)
 

@@ -13,13 +13,15 @@ def eliminate_dead_code(program: Program) -> Program:
             live.add(id(f.producer))
         elif isinstance(f, Node):
             live.add(id(f))
-    for node in reversed(program.nodes):
+    add = live.add
+    for node in reversed(program.nodes):  # (once per node: its tests inline)
         if id(node) not in live and not node.opdef.stateful:
             continue
-        live.add(id(node))
-        for v in node.runtime_inputs():
+        add(id(node))
+        for v in node.runtime_inputs() if node.static_uses else node.inputs:
             if v.producer is not None:
-                live.add(id(v.producer))
-        live.update(id(c) for c in node.controls)
+                add(id(v.producer))
+        if node.controls:
+            live.update([id(c) for c in node.controls])
     return Program([n for n in program.nodes if id(n) in live], program.feeds,
                    program.fetches)

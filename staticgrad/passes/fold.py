@@ -19,8 +19,10 @@ def fold_constants(program: Program) -> Program:
         if (node.opdef.stateful or node.opdef.numpy is None or node.members or node.controls
                 or not node.outputs):
             return node
-        if any(v.const is None for i, v in enumerate(node.inputs) if i not in node.static_uses):
-            return node
+        uses = node.static_uses
+        for i, v in enumerate(node.inputs):  # (a loop, not any(): once per node)
+            if v.const is None and (not uses or i not in uses):
+                return node  # an input known only when it runs
         # never grow a constant beyond the largest one it comes from (a broadcast of a scalar
         # stays a broadcast), unless it is small
         limit = max([SMALL] + [v.const.size for v in node.inputs if v.const is not None])

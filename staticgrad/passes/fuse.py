@@ -19,7 +19,7 @@ import itertools
 
 from ..ir import Node, Program, Value
 from ..ops.registry import OpDef
-from .rewrite import assigns_variables, reads_variable, waited_on
+from .rewrite import assigns_variables, output_kinds, reads_variable, waited_on
 
 # Below this many elements a group gains nothing from blocks and threads.
 FUSE_MIN_ELEMENTS = 1 << 16
@@ -29,7 +29,7 @@ FUSED = OpDef("Fused", infer=None, numpy=None, differentiable=False,
 
 
 def fuse_elementwise(program: Program) -> Program:
-    if not any(large(v) for n in program.nodes for v in n.outputs):
+    if not any(large(v) for v in output_kinds(program)):
         return program  # nothing large enough to gain from blocks
     waited = waited_on(program)
     assigns = assigns_variables(program)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir import Node, Program, Value
+from .rewrite import output_kinds
 
 # Buffers smaller than this are left to NumPy: for them `del` and `out=` cost more than they
 # save (a ufunc call with out= takes about a microsecond longer).
@@ -44,7 +45,7 @@ class MemoryPlan:
 
 
 def plan_memory(program: Program) -> Program:
-    if not any(_large(v) for n in program.nodes for v in n.outputs):
+    if not any(_large(v) for v in output_kinds(program)):
         return dataclasses.replace(program, memory=MemoryPlan({}, {}, frozenset()))
     fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
     last_use: dict[int, Node] = {}

@@ -22,10 +22,20 @@ def prune(fetches, fed) -> list[Operation]:
         if op._id in needed:
             continue
         needed[op._id] = op
+        shape_inputs = op.opdef.shape_inputs
         for i, t in enumerate(op.inputs):
-            if t not in fed and t.op._id not in needed and not _known_when_built(op, i, t):
-                stack.append(t.op)
-        stack.extend(c for c in op.control_inputs if c._id not in needed)
+            if t in fed or t.op._id in needed:
+                continue
+            # known without running anything: a value folded when the graph was built (a
+            # constant, the shape of a tensor of known shape), or an input read only for a
+            # shape that is fully known; then whatever produces it need not run (nor be fed)
+            if t._static is not None and not t.op.opdef.stateful:
+                continue
+            if shape_inputs and i in shape_inputs and t._shape.is_fully_defined():
+                continue
+            stack.append(t.op)
+        if op.control_inputs:
+            stack.extend([c for c in op.control_inputs if c._id not in needed])
     ops = [needed[i] for i in sorted(needed)]
     for op in ops:
         if op.type == "Placeholder" and op.outputs[0] not in fed:
@@ -36,15 +46,6 @@ def prune(fetches, fed) -> list[Operation]:
                 f"{format_location(op.location)}; it is needed by "
                 f"{_needing(fetches, op, fed)}")
     return ops
-
-
-def _known_when_built(op: Operation, i: int, t: Tensor) -> bool:
-    """Is input i of op known without running anything: a value folded when the graph was
-    built (a constant, the shape of a tensor of known shape), or an input read only for a
-    shape that is fully known? Then whatever produces it need not run (nor be fed)."""
-    if t._static is not None and not t.op.opdef.stateful:
-        return True
-    return i in op.opdef.shape_inputs and t._shape.is_fully_defined()
 
 
 def _needing(fetches, target: Operation, fed) -> str:

@@ -23,22 +23,31 @@ def rewrite(program: Program, visit) -> Program:
     # a node that others wait on, or that is fetched as an op, stays a node
     kept = waited_on(program)
     nodes = []
+    append = nodes.append
+    untouched = subst.keys().isdisjoint  # (the loop runs once per node: its tests are inline)
     for original in program.nodes:
         node = original
-        if subst and any([id(v) in subst for v in original.inputs]) or \
+        if (subst and not untouched(map(id, original.inputs))) or \
                 (replaced and original.controls
                  and any([id(c) in replaced for c in original.controls])):
             node = original.with_inputs(tuple([subst.get(id(v), v) for v in original.inputs]),
                                         tuple([replaced.get(id(c), c)
                                                for c in original.controls]))
         result = visit(node)
+        if result is node:  # kept as it is (perhaps with new inputs): most nodes
+            append(node)
+            if node is not original:
+                replaced[id(original)] = node
+                for a, b in zip(original.outputs, node.outputs):
+                    subst[id(a)] = b
+            continue
         if isinstance(result, list) and result and isinstance(result[0], Node):
             nodes.extend(result[:-1])
             result = result[-1]
         if not isinstance(result, Node) and id(original) in kept:
             result = node
         if isinstance(result, Node):
-            nodes.append(result)
+            append(result)
             outputs = result.outputs
             if result is not original:
                 replaced[id(original)] = result
@@ -76,3 +85,10 @@ def assigns_variables(program: Program) -> bool:
     """Does the program write a variable (so that reads of it must not move or merge)?"""
     return any(n.opdef.stateful and isinstance(n.attrs, dict) and "var" in n.attrs
                for n in program.nodes)
+
+
+def output_kinds(program: Program) -> list[Value]:
+    """One output value for each distinct (shape object, dtype) that the program's nodes
+    make: enough for a pass to know whether any value is large, or holds one element,
+    without testing each of 250,000 values (most share a few shape objects)."""
+    return list({(id(v.shape), v.dtype): v for n in program.nodes for v in n.outputs}.values())

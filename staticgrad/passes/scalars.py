@@ -16,10 +16,15 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir import Program
+from .rewrite import output_kinds
 
 
 def hold_scalars(program: Program) -> Program:
-    candidates = {id(n): n for n in program.nodes if _scalar_node(n)}
+    ones = {id(v.shape) for v in output_kinds(program) if v.shape.num_elements() == 1}
+    if not ones:  # no one-element value anywhere: nothing to hold
+        return dataclasses.replace(program, scalars=frozenset())
+    candidates = {id(n): n for n in program.nodes
+                  if len(n.outputs) == 1 and id(n.outputs[0].shape) in ones and _scalar_node(n)}
     parent = {k: k for k in candidates}
 
     def find(k):

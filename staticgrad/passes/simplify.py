@@ -60,14 +60,22 @@ def simplify(program: Program) -> Program:
     return rewrite(program, visit)
 
 
+# the op types that a rule below may simplify (other than by _unspread)
+RULE_TYPES = PASS_THROUGH | SAME_SHAPE_NOOPS | {
+    "AddN", "Cast", "Transpose", "Neg", "Mul", "RealDiv", "Pow", "Add", "Sub"}
+
+
 def _simplified(node, out):
     """A Value equal to `out`, or a simpler Node computing it, or None."""
     t, ins = node.type, node.inputs
     if node.opdef.elementwise and node.opdef.broadcasts \
-            and any([_producer_type(v) == "BroadcastTo" for v in ins]):
+            and any([v.producer is not None and v.producer.type == "BroadcastTo"
+                     for v in ins]):
         unspread = _unspread(node, out)
         if unspread is not None:
             return unspread
+    if t not in RULE_TYPES:
+        return None  # (most nodes: sin, exp, matmul...)
     if t in PASS_THROUGH or (t == "AddN" and len(ins) == 1):
         return _if_same(out, ins[0])
     if t == "Cast" and ins[0].dtype is out.dtype:
@@ -221,16 +229,16 @@ def _producer_type(v: Value):
 
 def _is(v: Value, number) -> bool:
     """Is v known to hold `number` everywhere (a constant, or ones_like/zeros_like)?"""
-    c = v.const
-    if c is not None:
-        if c.size == 1:  # most constants: compared as one Python number (NaN is no number)
-            return c.item() == number
-        return c.size > 0 and bool(np.all(c == number))
-    kind = _producer_type(v)
-    if kind in ("BroadcastTo", "Fill"):  # a known number spread over a shape
-        source = v.producer.inputs[0 if kind == "BroadcastTo" else 1]
-        return _is(source, number)
-    return (kind == "OnesLike" and number == 1) or (kind == "ZerosLike" and number == 0)
+    while True:  # (through any chain of spreads: a loop, not a recursion)
+        c = v.const
+        if c is not None:
+            if c.size == 1:  # most constants: compared as one Python number (NaN is none)
+                return c.item() == number
+            return c.size > 0 and bool(np.all(c == number))
+        kind = _producer_type(v)
+        if kind not in ("BroadcastTo", "Fill"):
+            return (kind == "OnesLike" and number == 1) or (kind == "ZerosLike" and number == 0)
+        v = v.producer.inputs[0 if kind == "BroadcastTo" else 1]  # a number spread over a shape
 
 
 def _perm(node, rank):

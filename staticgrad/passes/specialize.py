@@ -19,8 +19,9 @@ from ..shapes import TensorShape
 class Spec:
     shapes: dict[Tensor, TensorShape]
     values: dict[Tensor, object]   # static values (NumPy) where known
-    ctxs: dict[Operation, NodeCtx]  # each op's context, with concrete outputs (None: the
-    #                                 graph's own shapes stand, see ir.Node.ctx)
+    ctxs: dict[Operation, NodeCtx]  # the context, with concrete outputs, of each op that the
+    #                                 feeds changed (the others: the graph's own shapes
+    #                                 stand, and ir.Node.ctx makes a context when asked)
 
 
 def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
@@ -31,11 +32,11 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
         shapes[t] = TensorShape(shape)
         if shapes[t].dims != t._shape.dims or None in shapes[t].dims or t._static is not None:
             changed.add(t)
-    for op in ops:
-        if not any(t in changed for t in op.inputs) and not any(t in feeds for t in op.outputs):
+    fed_ops = {t.op for t in feeds}
+    for op in ops:  # (once per graph op: no generator where a test on one set does)
+        if op not in fed_ops and (not changed or not any([t in changed for t in op.inputs])):
             # nothing new about its inputs: the graph's own shapes and values stand (the IR
             # node makes its context from them when it is first needed)
-            ctxs[op] = None
             continue
         changed.update(op.outputs)
         in_shapes, in_values = [], []
