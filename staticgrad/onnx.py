@@ -23,12 +23,13 @@ import os
 
 import numpy as np
 
-from .export import _check_feed_shape, _given_feed_shapes, _write_atomic
+from .export import _check_feed_shape, _given_feed_shapes
 from .graph import Operation, Tensor
 from .ops.attr_types import check_attrs
 from .passes.prune import prune
 from .runtime_conv import resolve_pads
 from .session import Session, get_default_session
+from .train.atomic_files import atomic_write
 
 __all__ = ["export_onnx", "OnnxExportError"]
 
@@ -106,7 +107,7 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"cannot export to {path!r}: folder {folder!r} does not exist")
     data = model.SerializeToString()
-    _write_atomic(os.path.abspath(path), lambda f: f.write(data))
+    atomic_write(os.path.abspath(path), lambda f: f.write(data))
     return os.path.abspath(path)
 
 
