@@ -132,6 +132,7 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
         ops = prune(fetches, set(feeds))
         spec = specialize(ops, dict(zip(feeds, feed_sig)))
         program = lower(ops, fetches, feeds, spec)
+        program.owned = True  # nobody else sees it: passes may reuse its nodes' values
         del ops, spec
         program = run_passes(program, options, consume=True)
         rendered = render(program, title=title, vector_math=options.vector_math)

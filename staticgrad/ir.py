@@ -73,16 +73,24 @@ class Node:
             self._ctx = ctx
         return self._ctx
 
-    def with_inputs(self, inputs, controls) -> Node:
+    def with_inputs(self, inputs, controls, take_outputs: bool = False) -> Node:
         """A copy reading `inputs` (of the same shapes and dtypes as its own: substitutions
-        never change them, so the shape rule need not run again) and waiting on `controls`."""
+        never change them, so the shape rule need not run again) and waiting on `controls`.
+        With `take_outputs` (for an owned program: see Program.owned), the copy takes this
+        node's output values, which then point at it, instead of making new ones: the nodes
+        that read them need no copies of their own, nor do theirs, down a whole chain."""
         inputs = tuple(inputs)
         opdef = self.opdef
         node = Node(opdef, self.attrs, inputs, controls, self.origin, None,
                     static_input_uses(opdef, inputs)
                     if opdef.static_inputs or opdef.shape_inputs else _NONE, self.members)
-        node.outputs = tuple([Value(v.shape, v.dtype, node, v.index, None, v.name, v.tensor)
-                              for v in self.outputs])
+        if take_outputs:
+            node.outputs = self.outputs
+            for v in self.outputs:
+                v.producer = node
+        else:
+            node.outputs = tuple([Value(v.shape, v.dtype, node, v.index, None, v.name,
+                                        v.tensor) for v in self.outputs])
         return node
 
     def runtime_inputs(self):
@@ -102,6 +110,10 @@ class Program:
     fetches: list  # Values; Nodes or None for fetched operations (which return None)
     memory: object = None  # the memory plan (passes/memory.py), made by the last pass
     scalars: frozenset = frozenset()  # ids of nodes computed on NumPy scalars (scalars.py)
+    # its nodes may be changed in place by the pass that replaces it: the program is
+    # compile_plan's, and nothing else sees it (passes given a program of their own caller,
+    # as in the tests, leave it as it was)
+    owned: bool = False
 
 
 def make_node(opdef: OpDef, attrs: dict, inputs, origin, controls=(), static_uses=None,

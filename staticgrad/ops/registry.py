@@ -179,7 +179,7 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     """
     if graph.eager:
         return graph.run_operation(op_type, inputs, attrs, name)
-    opdef = get_opdef(op_type)
+    opdef = REGISTRY.get(op_type) or get_opdef(op_type)
     for i, t in enumerate(inputs):
         if type(t) is not Tensor and not isinstance(t, Tensor):
             raise TypeError(f"input {i} of {op_type} must be a Tensor, got {type(t).__name__}")
@@ -207,7 +207,8 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     override = graph._thread.override_map.get(op_type)
     if override is not None:
         attrs["_gradient_op_type"] = override
-    op = Operation(graph, op_type, name, inputs, attrs, graph._current_control_inputs(),
+    op = Operation(graph, op_type, name, inputs, attrs,
+                   graph._current_control_inputs() if graph._thread.control_stack else (),
                    user_location(), opdef)
     try:
         check_arity(opdef, len(inputs))
@@ -215,20 +216,33 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
             op.attrs = attrs = check_attrs(op_type, opdef.attrs, attrs)
     except (ValueError, TypeError) as e:
         raise type(e)(f"{op.where()}: {e}") from None
+    in_values = [t._static for t in inputs]
     ctx = NodeCtx(op_type, attrs, [t._shape for t in inputs], [t.dtype for t in inputs],
-                  [t._static for t in inputs], name)
+                  in_values, name)
     try:
         outs = opdef.infer(ctx)
     except (ValueError, TypeError) as e:
         raise type(e)(f"{op.where()}: {e}") from None
-    # (a list comprehension, not a generator: this runs once per op created)
-    op.outputs = tuple([Tensor(op, i, dt, shape) for i, (shape, dt) in enumerate(outs)])
-    ctx.out_shapes = [shape for shape, _ in outs]
-    ctx.out_dtypes = [dt for _, dt in outs]
-    values = fold_static(opdef, ctx)
-    if values is not None:
-        for t, v in zip(op.outputs, values):
-            t._static = v
+    # (this runs once per op created: one output, the common case, without loops)
+    if len(outs) == 1:
+        (shape, dt), = outs
+        op.outputs = (Tensor(op, 0, dt, shape),)
+        ctx.out_shapes, ctx.out_dtypes = [shape], [dt]
+    else:
+        op.outputs = tuple([Tensor(op, i, dt, shape) for i, (shape, dt) in enumerate(outs)])
+        ctx.out_shapes = [shape for shape, _ in outs]
+        ctx.out_dtypes = [dt for _, dt in outs]
+    # most ops read a value known only at run time: then nothing is folded (fold_static's
+    # first test, without the call)
+    for v in in_values:
+        if v is None and not (opdef.static_inputs or opdef.shape_inputs
+                              or op_type in STATIC_SOURCES):
+            break
+    else:
+        values = fold_static(opdef, ctx)
+        if values is not None:
+            for t, v in zip(op.outputs, values):
+                t._static = v
     graph._add_op(op)
     return op
 
@@ -368,6 +382,31 @@ STATIC_SOURCES = {"Shape": _shape_value, "Size": _size_value, "Rank": _rank_valu
 
 def constant(value, dtype=None, shape=None, name=None, graph=None) -> Tensor:
     """A constant tensor holding `value` (converted to `dtype`, broadcast to `shape` if given)."""
+    g = graph or get_default_graph()
+    if shape is None and type(value) in (float, int) and value == value:
+        # a Python number (x * 1.0001): its array, read-only, made once per number and dtype
+        key = (dtype if dtype is None else _dt.as_dtype(dtype), type(value), value,
+               math.copysign(1.0, value) if type(value) is float else 0)  # (0.0, -0.0 apart;
+        #                                                                    NaN not cached)
+        found = _NUMBERS.get(key)
+        if found is None:
+            found = _NUMBERS[key] = _constant_array(value, dtype, None, name)
+            if len(_NUMBERS) > NUMBERS_KEPT:
+                _NUMBERS.clear()
+        arr, dtype = found
+    else:
+        arr, dtype = _constant_array(value, dtype, shape, name)
+    return apply1("Const", [], {"value": arr, "dtype": dtype}, name=name or "Const", graph=g)
+
+
+# (dtype, type, number, sign) -> (read-only array, dtype): constants are never written, so
+# the thousands of Const ops of one number in a loop can share one array
+_NUMBERS: dict = {}
+NUMBERS_KEPT = 4096
+
+
+def _constant_array(value, dtype, shape, name) -> tuple[np.ndarray, _dt.DType]:
+    """`value` as a read-only array of `dtype` (inferred if None), broadcast to `shape`."""
     what = f"constant {name!r}" if name else "a constant"
     try:
         arr = np.asarray(value)
@@ -397,8 +436,7 @@ def constant(value, dtype=None, shape=None, name=None, graph=None) -> Tensor:
                              f"many or too few elements) at {format_location(user_location())}")
     arr = np.array(arr, copy=True)
     arr.setflags(write=False)
-    g = graph or get_default_graph()
-    return apply1("Const", [], {"value": arr, "dtype": dtype}, name=name or "Const", graph=g)
+    return arr, dtype
 
 
 def _short_repr(value, limit: int = 60) -> str:

@@ -24,4 +24,4 @@ def eliminate_dead_code(program: Program) -> Program:
         if node.controls:
             live.update([id(c) for c in node.controls])
     return Program([n for n in program.nodes if id(n) in live], program.feeds,
-                   program.fetches)
+                   program.fetches, owned=program.owned)

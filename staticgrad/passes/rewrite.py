@@ -25,6 +25,7 @@ def rewrite(program: Program, visit) -> Program:
     nodes = []
     append = nodes.append
     untouched = subst.keys().isdisjoint  # (the loop runs once per node: its tests are inline)
+    owned = program.owned  # copies may take the outputs of the nodes they replace
     for original in program.nodes:
         node = original
         if (subst and not untouched(map(id, original.inputs))) or \
@@ -32,14 +33,15 @@ def rewrite(program: Program, visit) -> Program:
                  and any([id(c) in replaced for c in original.controls])):
             node = original.with_inputs(tuple([subst.get(id(v), v) for v in original.inputs]),
                                         tuple([replaced.get(id(c), c)
-                                               for c in original.controls]))
+                                               for c in original.controls]), owned)
         result = visit(node)
         if result is node:  # kept as it is (perhaps with new inputs): most nodes
             append(node)
             if node is not original:
                 replaced[id(original)] = node
-                for a, b in zip(original.outputs, node.outputs):
-                    subst[id(a)] = b
+                if node.outputs is not original.outputs:
+                    for a, b in zip(original.outputs, node.outputs):
+                        subst[id(a)] = b
             continue
         if isinstance(result, list) and result and isinstance(result[0], Node):
             nodes.extend(result[:-1])
@@ -59,7 +61,7 @@ def rewrite(program: Program, visit) -> Program:
     fetches = [subst.get(id(f), f) if isinstance(f, Value) else
                replaced.get(id(f), f) if isinstance(f, Node) else f
                for f in program.fetches]
-    return Program(nodes, program.feeds, fetches)
+    return Program(nodes, program.feeds, fetches, owned=owned)
 
 
 def waited_on(program: Program) -> set[int]:
