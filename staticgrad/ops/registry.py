@@ -170,7 +170,7 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         name = check_op_name(graph.unique_name(name or op_type))
     override = graph._thread.override_map.get(op_type)
     if override is not None:
-        attrs["_gradient_op_type"] = override
+        attrs = {**attrs, "_gradient_op_type": override}  # (attrs may be NO_ATTRS)
     op = Operation(graph, op_type, name, inputs, attrs,
                    graph._current_control_inputs() if graph._thread.control_stack else (),
                    user_location(), opdef)
@@ -209,8 +209,14 @@ def apply(op_type: str, inputs: list, attrs=None, name=None, graph=None):
     """Create an op on the graph of its inputs (or the default graph); return its outputs."""
     if graph is None:
         graph = inputs[0].graph if inputs else get_default_graph()
-    op = create_operation(graph, op_type, inputs, dict(attrs or {}), name)
+    # an op without attrs shares one empty dict (attrs are never changed once the op is made;
+    # the dynamic mode's eager ops get their own, which its dispatch may add to)
+    attrs = dict(attrs) if attrs else {} if graph.eager else NO_ATTRS
+    op = create_operation(graph, op_type, inputs, attrs, name)
     return op.outputs
+
+
+NO_ATTRS: dict = {}  # the attrs of every op that has none (64 bytes an op otherwise)
 
 
 def apply1(op_type: str, inputs: list, attrs=None, name=None, graph=None) -> Tensor:

@@ -31,8 +31,20 @@ def _attr_infer(ctx):
 
 
 register("Placeholder", _attr_infer, None, differentiable=False)
-register("Const", lambda ctx: [(TensorShape(ctx.attrs["value"].shape), ctx.attrs["dtype"])],
-         None, differentiable=False)
+def _const_infer(ctx):
+    dims = ctx.attrs["value"].shape
+    shape = _CONST_SHAPES.get(dims)
+    if shape is None:
+        shape = _CONST_SHAPES[dims] = TensorShape(dims)
+        if len(_CONST_SHAPES) > 1024:
+            _CONST_SHAPES.clear()
+    return [(shape, ctx.attrs["dtype"])]
+
+
+# dims -> one TensorShape for the constants of those dims (shapes are never changed once made)
+_CONST_SHAPES: dict = {}
+
+register("Const", _const_infer, None, differentiable=False)
 
 
 def _default_infer(ctx):
