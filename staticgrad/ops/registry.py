@@ -206,7 +206,7 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         name = check_op_name(graph.unique_name(name or op_type))
     override = graph._thread.override_map.get(op_type)
     if override is not None:
-        attrs["_gradient_op_type"] = override
+        attrs = {**attrs, "_gradient_op_type": override}  # (not the caller's dict)
     op = Operation(graph, op_type, name, inputs, attrs,
                    graph._current_control_inputs() if graph._thread.control_stack else (),
                    user_location(), opdef)
@@ -251,6 +251,7 @@ def apply(op_type: str, inputs: list, attrs=None, name=None, graph=None):
     """Create an op on the graph of its inputs (or the default graph); return its outputs."""
     if graph is None:
         graph = inputs[0].graph if inputs else get_default_graph()
+    # (each op its own attrs dict: a shared empty one was written into through op.attrs)
     op = create_operation(graph, op_type, inputs, dict(attrs or {}), name)
     return op.outputs
 

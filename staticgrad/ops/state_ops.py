@@ -39,8 +39,16 @@ def _const_infer(ctx):
     if value.dtype != dtype.np:
         raise TypeError(f"the value has dtype {value.dtype}, the dtype attribute says "
                         f"{dtype.name}")
-    return [(TensorShape(value.shape), dtype)]
+    shape = _CONST_SHAPES.get(value.shape)
+    if shape is None:
+        shape = _CONST_SHAPES[value.shape] = TensorShape(value.shape)
+        if len(_CONST_SHAPES) > 1024:
+            _CONST_SHAPES.clear()
+    return [(shape, dtype)]
 
+
+# dims -> one TensorShape for the constants of those dims (shapes are never changed once made)
+_CONST_SHAPES: dict = {}
 
 register("Placeholder", _attr_infer, None, differentiable=False,
          attrs={"dtype": DType(), "shape": Shape()}, arity=0)
