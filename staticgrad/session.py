@@ -299,8 +299,8 @@ class Session:
         if isinstance(e, KeyError) and e.args and e.args[0] in plan.var_reads:
             return self._uninitialized(plan)
         op = failing_op(plan, e)
-        if op is not None and op.type == "CheckNumerics" and isinstance(e, FloatingPointError):
-            checked = op.inputs[0]  # name what made the bad values, not the check
+        if op is not None and op.opdef.checks_input is not None:
+            checked = op.inputs[op.opdef.checks_input]  # what made the bad values, not the check
             return InvalidArgumentError(None, checked.op, f"{e}; tensor {checked.name} was made "
                                                           f"by {checked.op.where()} (checked by "
                                                           f"{op.name!r})")

@@ -261,13 +261,12 @@ class Choice(AttrType):
         self.describe = "one of " + ", ".join(repr(o) for o in options)
 
     def check(self, value) -> str:
-        if isinstance(value, str):
-            for option in self.options:
-                if value == option:
-                    return option
-        raise ValueError(f"must be {self.describe}, got {show(value)[4:]}") \
-            if isinstance(value, str) else TypeError(f"must be {self.describe}, got "
-                                                     f"{show(value)}")
+        if not isinstance(value, str):
+            raise TypeError(f"must be {self.describe}, got {show(value)}")
+        for option in self.options:
+            if value == option:
+                return option
+        raise ValueError(f"must be {self.describe}, got {show(value)[4:]}")
 
     def literal(self, value) -> str:
         return repr(self.check(value))

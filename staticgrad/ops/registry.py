@@ -65,6 +65,8 @@ class OpDef:
     doc: str = ""
     attrs: dict[str, AttrType] = dataclasses.field(default_factory=dict)  # declared types
     arity: int | tuple = 1       # how many inputs: n, or (at least, at most or None)
+    checks_input: int | None = None  # its run-time error is about input i's values (a check):
+    #                              the session names the op that made them, not this one
     format_attrs: tuple = ()     # the attrs a format-string `numpy` names ("{axis}")
 
 
