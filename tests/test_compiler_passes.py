@@ -8,7 +8,6 @@ import warnings
 
 import numpy as np
 import pytest
-from test_gradients import CASES, _build, _case_id
 
 import staticgrad as sg
 from staticgrad import compiler
@@ -21,6 +20,7 @@ from staticgrad.passes.matmul import fold_transposes_into_matmul
 from staticgrad.passes.prune import prune
 from staticgrad.passes.simplify import simplify
 from staticgrad.passes.specialize import specialize
+from tests.test_gradients import CASES, _build, _case_id
 
 
 def program_for(fetches, feeds):

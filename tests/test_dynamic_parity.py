@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_gradients import CASES, RNG, any_, pos
 
 import staticgrad as sg
 import staticgrad.dynamic as dy
 from staticgrad.dynamic.tape import AccumulateGrad
 from staticgrad.ops.registry import REGISTRY
+from tests.test_gradients import CASES, RNG, any_, pos
 
 F = sg.float64
 RTOL, ATOL = 1e-9, 1e-12  # the same kernels; the compiler may reassociate a little

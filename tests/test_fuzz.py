@@ -43,24 +43,24 @@ import time
 
 import numpy as np
 import pytest
-from fuzz_graphs import OP_TYPES, build, feed_values, graph_specs, program
-from fuzz_reference import (
+from hypothesis import HealthCheck, event, given, settings
+
+import staticgrad as sg
+from staticgrad import compiler
+from staticgrad.ops.registry import REGISTRY
+from tests.fuzz_graphs import OP_TYPES, build, feed_values, graph_specs, program
+from tests.fuzz_reference import (
     directional_derivative,
     evaluate,
     frozen_stop_gradients,
     kink_distance,
     topo_ops,
 )
-from hypothesis import HealthCheck, event, given, settings
-from test_fuzz_regressions import (
+from tests.test_fuzz_regressions import (
     large_runtime_path_fails_on_0d,
     memory_plan_frees_held_scalar,
     one_element_relu_gradient_is_float64,
 )
-
-import staticgrad as sg
-from staticgrad import compiler
-from staticgrad.ops.registry import REGISTRY
 
 CAMPAIGN = int(os.environ.get("STATICGRAD_FUZZ_EXAMPLES", "0") or 0)
 
