@@ -20,7 +20,7 @@ from staticgrad.passes.matmul import fold_transposes_into_matmul
 from staticgrad.passes.prune import prune
 from staticgrad.passes.simplify import simplify
 from staticgrad.passes.specialize import specialize
-from tests.test_gradients import CASES, _build, _case_id
+from tests.ops.test_gradients import CASES, _build, _case_id
 
 
 def program_for(fetches, feeds):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from tests.test_gradients import _numeric_grad
+from tests.ops.test_gradients import _numeric_grad
 
 RNG = np.random.default_rng(11)
 
