@@ -9,7 +9,7 @@ import pytest
 import staticgrad as sg
 from staticgrad import runtime as rt
 from staticgrad.ops.registry import apply1
-from tests.test_negations import _run, _same, _values
+from tests.passes.test_negations import _run, _same, _values
 
 
 @pytest.fixture(autouse=True)
