@@ -20,7 +20,7 @@ import staticgrad as sg
 from staticgrad import runtime, runtime_fast
 from staticgrad.compiler import CompileOptions
 from staticgrad.passes.fuse import FUSE_MIN_ELEMENTS
-from tests.test_compiler_passes import _w3 as w3_sum
+from tests.test_compiler import _w3 as w3_sum
 
 needs_kernels = pytest.mark.skipif(not runtime_fast.available(),
                                    reason=f"runtime_fast unavailable: {runtime_fast.why_not()}")
