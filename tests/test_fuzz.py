@@ -87,7 +87,7 @@ STATS = {"examples": collections.Counter(), "op_types": collections.Counter(),
 
 # -- small-array thresholds -----------------------------------------------------------------------
 # Size thresholds below which the compiler and runtime take their simple paths; the fuzzed
-# graphs are small, so some configurations lower them (as tests/test_compiler_passes.py's
+# graphs are small, so some configurations lower them (as tests/test_compiler.py's
 # fuse_small_arrays fixture does). test_small_array_thresholds_exist fails if one is renamed.
 # 16 and 2, not 0, while the bugs their regression tests describe are open: a one-element
 # value must not be planned or take a large-array runtime path (see test_fuzz_regressions.py)
