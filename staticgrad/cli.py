@@ -138,10 +138,10 @@ def _feeds(graph, specs) -> tuple[list, list]:
     return tensors, shapes
 
 
-def _session(graph, saver, checkpoint: str | None):
+def _session(graph, saver, checkpoint: str | None, backend: str = "numpy"):
     """A Session on `graph` holding the checkpoint's values, or the initializers' values."""
     import staticgrad as sg
-    sess = sg.Session(graph=graph)
+    sess = sg.Session(graph=graph, backend=backend)
     with graph.as_default():
         if checkpoint is None:
             sess.run(sg.global_variables_initializer())
@@ -166,9 +166,10 @@ def cmd_export(args) -> None:
     graph, saver = _load_graph(args.graph)
     fetches = [_element(graph, name, "fetch") for name in args.fetch]
     feeds, shapes = _feeds(graph, args.feed)
-    sess = _session(graph, saver, args.checkpoint)
+    sess = _session(graph, saver, args.checkpoint, args.backend)
     with graph.as_default():
-        path = sg.export(fetches, feeds, args.output, session=sess, feed_shapes=shapes)
+        path = sg.export(fetches, feeds, args.output, backend=args.backend, session=sess,
+                         feed_shapes=shapes)
     print(f"wrote {path} and {os.path.splitext(path)[0]}.npz")
 
 
@@ -197,7 +198,7 @@ def cmd_source(args) -> None:
     fetches = [_element(graph, name, "fetch") for name in args.fetch]
     feeds, shapes = _feeds(graph, args.feed)
     import staticgrad as sg
-    sess = sg.Session(graph=graph)
+    sess = sg.Session(graph=graph, backend=args.backend)
     feed_dict = {t: np.zeros(s, dtype=t.dtype.np) for t, s in zip(feeds, shapes)}
     print(sess.source(fetches, feed_dict), end="")
 
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                  "own size), x: for a scalar; repeatable")
     fetch_help = ("a tensor or op to fetch: probs:0, or probs for its first output; "
                   "repeatable")
+    backend_help = "the backend to generate code for (default numpy; see sg.available_backends())"
 
     p = commands.add_parser(
         "export", help="write a standalone NumPy module computing fetches of a saved graph",
@@ -232,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", metavar="PREFIX",
                    help="a Saver checkpoint prefix (PREFIX.npz) to restore the variables from")
     p.add_argument("-o", "--output", required=True, metavar="OUT.py", help="the module to write")
+    p.add_argument("--backend", default="numpy", metavar="NAME", help=backend_help)
     p.set_defaults(run=cmd_export)
 
     p = commands.add_parser(
@@ -256,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fetch", action="append", required=True, metavar="NAME", help=fetch_help)
     p.add_argument("--feed", action="append", default=[], metavar="NAME[:SHAPE]",
                    help=feed_help)
+    p.add_argument("--backend", default="numpy", metavar="NAME", help=backend_help)
     p.set_defaults(run=cmd_source)
 
     p = commands.add_parser("demo", help="run the demo: a graph, its results and its code",

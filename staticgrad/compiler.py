@@ -1,12 +1,14 @@
 """Turn (fetches, feed signature) into a compiled function: the session's slow path.
 
-    prune -> specialize -> lower -> PIPELINE (the rewriting passes, in order) -> render -> exec
+    prune -> specialize -> lower -> the passes (shared and the backend's, in order)
+          -> the backend renders -> the backend loads
 
 `prune` and `specialize` work on the graph (what the fetches need, with the feeds' shapes);
-`lower` makes the IR (`ir.py`), which each pass of `PIPELINE` maps to a new one; the code
-generator renders the last. Every pass is a plain function, testable alone, and any of them
-can be switched off per session: `Session(options=CompileOptions(disable={"cse"}))`.
-With `verify=True` (the test suite turns it on) the IR is checked after every pass.
+`lower` makes the IR (`ir.py`), which each pass maps to a new one; the backend
+(`backends/`) renders the last as source and loads it. Every pass is a plain function,
+testable alone, and any of them can be switched off per session:
+`Session(options=CompileOptions(disable={"cse"}))`. With `verify=True` (the test suite
+turns it on) the IR is checked after every pass.
 """
 
 from __future__ import annotations
@@ -16,51 +18,60 @@ import itertools
 import linecache
 import operator
 import threading
-import types
 import weakref
 from collections.abc import Callable
 
-import numpy as np
-
-from . import runtime, runtime_fast
-from .codegen.numpy_backend import render
+from .backends import BACKENDS, Backend, get_backend
 from .gcpause import paused_gc
 from .graph import Operation, Tensor
 from .ir import lower, release, verify
 from .passes.cse import cse
 from .passes.dce import eliminate_dead_code
-from .passes.expand import expand_composites
 from .passes.fold import fold_constants
-from .passes.fuse import fuse_elementwise
 from .passes.matmul import fold_transposes_into_matmul
-from .passes.memory import plan_memory
 from .passes.negations import fold_negations
 from .passes.prune import prune
-from .passes.scalars import hold_scalars
 from .passes.simplify import simplify
 from .passes.specialize import specialize
 
 _counter = itertools.count()
 
-# The rewriting passes, in the order they run. Each maps a Program to a new Program.
-PIPELINE = (
+# The shared rewriting passes, in the order they run, each mapping a Program to a new one;
+# a backend's early passes run after SIMPLIFYING, its late ones after OPTIMIZING.
+SIMPLIFYING = (
     ("fold", fold_constants),                          # known inputs -> computed now
     ("simplify", simplify),                            # x*1, x+0, --x, no-op reshapes...
-    ("expand", expand_composites),                     # log1p of a large array -> its steps
+)
+OPTIMIZING = (
     ("cse", cse),                                      # the same computation twice -> once
     ("negations", fold_negations),                     # a + (-b) -> a - b, a + (-p)*q -> a - p*q
     ("transpose_matmul", fold_transposes_into_matmul),  # matmul(transpose(a), b) -> flag
     ("dce", eliminate_dead_code),                      # drop what no fetch needs any more
-    ("fuse", fuse_elementwise),                        # elementwise groups, run in blocks
-    ("scalars", hold_scalars),                         # one-element chains on NumPy scalars
-    ("memory", plan_memory),                           # free after last use, reuse buffers
 )
-PASS_NAMES = tuple(name for name, _ in PIPELINE)
+
+
+def pipeline(backend: Backend | str = "numpy") -> tuple:
+    """(name, pass) of every pass a plan for `backend` goes through, in order."""
+    backend = get_backend(backend)
+    return SIMPLIFYING + tuple(backend.early_passes) + OPTIMIZING + tuple(backend.late_passes)
+
+
+def pass_names() -> tuple:
+    """The names of every pass, in the order of the pipelines of the backends that can run
+    here (the NumPy backend's first), then any shared pass none of them has."""
+    names: dict = {}
+    for backend in BACKENDS:
+        try:
+            names.update(dict.fromkeys(name for name, _ in pipeline(backend)))
+        except (ValueError, RuntimeError):  # a backend that cannot run here
+            continue
+    names.update(dict.fromkeys(name for name, _ in SIMPLIFYING + OPTIMIZING))
+    return tuple(names)
 
 
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
-    """How a session compiles: which passes of `PIPELINE` to skip, whether to check the IR
+    """How a session compiles: which passes of `pipeline(backend)` to skip, whether to check the IR
     after each pass (slower; for tests and for debugging a pass), and whether float32 fused
     groups may compute exp, log, tanh and sigmoid with runtime_fast (glibc's vector math
     through numba, the `[fast]` extra; used only where it is installed and works)."""
@@ -71,10 +82,11 @@ class CompileOptions:
 
     def __post_init__(self):
         disable = frozenset([self.disable] if isinstance(self.disable, str) else self.disable)
-        unknown = disable - set(PASS_NAMES)
+        known = pass_names()
+        unknown = disable - set(known)
         if unknown:
             raise ValueError(f"unknown compiler passes {sorted(unknown)}; the passes are "
-                             f"{list(PASS_NAMES)}")
+                             f"{list(known)}")
         object.__setattr__(self, "disable", disable)
 
 
@@ -94,13 +106,14 @@ class Plan:
     locks: list = dataclasses.field(default_factory=list)  # variables a run holds locked
 
 
-def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool = False):
-    """`program` through every enabled pass of PIPELINE, in order. With `consume`, the
-    program given and each one a pass replaces are not used again: their nodes are
-    released (`ir.release`) as they are replaced."""
+def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool = False,
+               backend: Backend | str = "numpy"):
+    """`program` through every enabled pass of `pipeline(backend)`, in order. With
+    `consume`, the program given and each one a pass replaces are not used again: their
+    nodes are released (`ir.release`) as they are replaced."""
     if options.verify:
         verify(program, "lower")
-    for name, run in PIPELINE:
+    for name, run in pipeline(backend):
         if name not in options.disable:
             new = run(program)
             if consume and not _same_nodes(new, program):
@@ -119,7 +132,7 @@ def _same_nodes(a, b) -> bool:
 
 def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], state: dict,
                  rngs: dict, title: str = "", options: CompileOptions | None = None,
-                 locks: dict | None = None) -> Plan:
+                 locks: dict | None = None, backend: Backend | str = "numpy") -> Plan:
     """Compile the computation of `fetches` from `feeds` (with shapes/dtypes `feed_sig`).
 
     `state` and `rngs` are the session's variable values and random generators, `locks` its
@@ -128,66 +141,31 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
     """
     locks = {} if locks is None else locks
     options = options or DEFAULT_OPTIONS
+    backend = get_backend(backend)
     with paused_gc():
         ops = prune(fetches, set(feeds))
         spec = specialize(ops, dict(zip(feeds, feed_sig)))
         program = lower(ops, fetches, feeds, spec)
         program.owned = True  # nobody else sees it: passes may reuse its nodes' values
         del ops, spec
-        program = run_passes(program, options, consume=True)
-        rendered = render(program, title=title, vector_math=options.vector_math)
+        program = run_passes(program, options, consume=True, backend=backend)
+        rendered = backend.render(program, title, options)
         release(program)  # the IR is freed here, before the code is compiled
         del program
         filename = f"<staticgrad-{next(_counter)}>"
-        lines = rendered.source.splitlines(keepends=True)
-        linecache.cache[filename] = (len(rendered.source), None, lines, filename)
         for name in rendered.locks:  # setdefault: one lock per variable, whoever asks first
             locks.setdefault(name, threading.Lock())
-        namespace = {"np": np, "rt": runtime, "fast": runtime_fast, "V": state, "R": rngs,
-                     "L": locks, **rendered.constants}
-        for code in compile_module(rendered.source, filename):
-            exec(code, namespace)  # noqa: S102
-    plan = Plan(namespace["run"], rendered.source, filename, rendered.line_ops,
-                rendered.var_reads, rendered.random_ops, fetches, feeds, rendered.locks)
+        fn = backend.load(rendered, filename, state, rngs, locks)
+    plan = Plan(fn, rendered.source, filename, rendered.line_ops, rendered.var_reads,
+                rendered.random_ops, fetches, feeds, rendered.locks)
     # tracebacks show generated lines while the plan lives; the text goes with it
     weakref.finalize(plan, linecache.cache.pop, filename, None)
     return plan
 
 
-# A module longer than this is compiled a top-level definition at a time (see compile_module).
-PIECE_CHARS = 1 << 18
-
-
-def compile_module(source: str, filename: str) -> list[types.CodeType]:
-    """The code objects that, run in order in one namespace, do what the module `source`
-    does: the whole module, or when it is long, each of its top-level definitions apart
-    (with the line numbers they have in `source`). CPython's compiler holds all of a unit's
-    tokens and syntax tree at once, and a long unit costs more a line than a short one: the
-    250,000 lines of a 100,000-op chain's run() split into parts (codegen/parts.py) took 650
-    MB compiled as one module, a few MB a definition at a time, and half the time."""
-    if len(source) <= PIECE_CHARS:
-        return [compile(source, filename, "exec")]
-    codes, start, line = [], 0, 0
-    while start < len(source):
-        cut = source.find("\n\n\ndef ", start)  # the next top-level definition
-        end = len(source) if cut < 0 else cut + 3
-        piece = source[start:end]
-        try:
-            codes.append(_moved(compile(piece, filename, "exec"), line))
-        except SyntaxError:  # not cut between statements after all (inside a string?):
-            return [compile(source, filename, "exec")]  # the module as one unit
-        line += piece.count("\n")
-        start = end
-    return codes
-
-
-def _moved(code: types.CodeType, lines: int) -> types.CodeType:
-    """`code` (and the functions it defines) as if it began `lines` lines further down."""
-    if not lines:
-        return code
-    consts = tuple(_moved(c, lines) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
-    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
+# the NumPy backend's, the default (what the benchmarks and tests switch off one by one)
+PIPELINE = pipeline("numpy")
+PASS_NAMES = pass_names()
 
 
 def failing_op(plan: Plan, exc: BaseException) -> Operation | None:

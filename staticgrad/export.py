@@ -45,7 +45,9 @@ import types
 import numpy as np
 
 from . import runtime
-from .compiler import compile_module
+from .backends import get_backend
+from .backends.numpy import runtime as generated_rt
+from .backends.numpy.parts import compile_module
 from .graph import Tensor
 from .session import Session, generator_seed, get_default_session
 from .train.atomic_files import atomic_write_all
@@ -72,8 +74,9 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     >>> sg.export(y, [x], "model.py", session=sess)      # doctest: +SKIP
     >>> import model; model.run(np.ones((2, 3), np.float32))  # doctest: +SKIP
     """
-    if backend != "numpy":
-        raise ValueError(f"export backend {backend!r} is not available; this build has 'numpy'")
+    if get_backend(backend).name != "numpy":
+        raise ValueError(f"sg.export writes a NumPy module; backend {backend!r} has no "
+                         "exported form yet (export with backend='numpy')")
     path = os.fspath(path)
     folder, filename = os.path.split(os.path.abspath(path))
     stem, ext = os.path.splitext(filename)
@@ -103,7 +106,8 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     if clash:
         raise ValueError(f"cannot export: generated names {clash} clash with the names of the "
                          "exported module's runtime section; rename those graph nodes")
-    missing = [v for v in var_names if v not in session._vars and v in plan.var_reads]
+    initialized = set(session.variable_names())
+    missing = [v for v in var_names if v not in initialized and v in plan.var_reads]
     if missing:
         raise ValueError(f"cannot export: variable(s) {missing} have no value in the session; "
                          "run their initializers first")
@@ -111,9 +115,9 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     arrays = {}
     var_keys = {}
     for i, name in enumerate(var_names):
-        if name in session._vars:
+        if name in initialized:
             var_keys[name] = f"v{i}"
-            arrays[f"v{i}"] = np.asarray(session._vars[name])
+            arrays[f"v{i}"] = session.read_variable(name)
     for name, value in constants.items():
         arrays[f"c_{name}"] = value
     seeds = {op.name: generator_seed(op.attrs["seed"]) for op in plan.random_ops}
@@ -221,7 +225,7 @@ def _runtime_source(rt_names: list[str]) -> tuple[list[str], list[str]]:
                 visit(module, n.id)
 
     for name in rt_names:
-        obj = getattr(runtime, name)
+        obj = getattr(generated_rt, name)  # what the generated code's rt.<name> is
         home = sys.modules.get(getattr(obj, "__module__", None) or "")
         if home is not None and home.__name__.startswith("staticgrad"):
             visit(home, obj.__name__)  # defined in a staticgrad module

@@ -108,7 +108,7 @@ class Program:
     nodes: list[Node]
     feeds: list[Value]
     fetches: list  # Values; Nodes or None for fetched operations (which return None)
-    memory: object = None  # the memory plan (passes/memory.py), made by the last pass
+    memory: object = None  # the memory plan (backends/numpy/memory.py), made by the last pass
     scalars: frozenset = frozenset()  # ids of nodes computed on NumPy scalars (scalars.py)
     # its nodes may be changed in place by the pass that replaces it: the program is
     # compile_plan's, and nothing else sees it (passes given a program of their own caller,

@@ -276,11 +276,10 @@ def _const(b, op):
 
 
 def _variable(b, op):
-    value = b.session._vars.get(op.name)
-    if value is None:
+    if op.name not in b.session.variable_names():
         raise OnnxExportError(f"cannot export to ONNX: variable {op.name!r} has no value in the "
                               f"session; run its initializer first ({op.where()})")
-    b.names[op.outputs[0]] = b.const(op.outputs[0].name, value)
+    b.names[op.outputs[0]] = b.const(op.outputs[0].name, b.session.read_variable(op.name))
 
 
 def _cast(b, op):

@@ -44,7 +44,7 @@ def log1p(x, out=None):
     gives -inf, +inf, and NaN for x < -1 or NaN, as log1p does, and NumPy's warnings (or
     errors, under np.errstate) for x <= -1 are np.log1p's. Below x = -5 the correction also
     overflows, where the result is NaN either way. `out` may be x. The compiler writes these
-    same steps into fused kernels (passes/expand.py), in this order."""
+    same steps into fused kernels (backends/numpy/expand.py), in this order."""
     x = np.asarray(x)
     if x.dtype.kind != "f" or x.ndim == 0:
         return np.log1p(x, out=out)
@@ -312,9 +312,7 @@ def normal(gen, shape, dtype):
     return gen.standard_normal(shape).astype(dtype)
 
 
-# -- kernels in other modules, reached as rt.<name>: convolution and pooling (runtime_conv), ------
-# -- and the block runner of fused elementwise groups (runtime_blocks) ----------------------------
-from .runtime_blocks import run_blocks  # noqa: E402, F401
+# -- kernels in another module, reached as rt.<name>: convolution and pooling (runtime_conv) -----
 from .runtime_conv import (  # noqa: E402, F401
     avg_pool,
     avg_pool_grad,

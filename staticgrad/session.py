@@ -21,6 +21,7 @@ import numpy as np
 
 from . import compiler
 from . import dtypes as _dt
+from .backends import get_backend
 from .compiler import CompileOptions, Plan, compile_plan, failing_op
 from .errors import (
     CancelledError,
@@ -126,7 +127,7 @@ class Session:
     makes its graph the default graph. Several threads may run one session at once. As in
     TF1 (`use_locking=False`), a run that reads a variable while another thread's run
     updates it may see the update half done: a large variable's update is written into its
-    array (passes/memory.py).
+    array (backends/numpy/memory.py).
 
     `close()` (or leaving the `with` block) frees the variables and compiled code; after it
     every use (`run`, callables from `make_callable`, `source`, `plan`, `Variable.load`)
@@ -136,14 +137,13 @@ class Session:
 
     def __init__(self, target: str = "", graph: Graph | None = None, config=None,
                  backend: str = "numpy", options: CompileOptions | None = None):
-        if backend != "numpy":
-            raise ValueError(f"backend {backend!r} is not available; this build has 'numpy'")
+        self._backend = get_backend(backend)  # ValueError/BackendUnavailableError: why
         if options is not None and not isinstance(options, CompileOptions):
             raise TypeError(f"options must be an sg.CompileOptions, got {options!r}")
         self.graph = graph if graph is not None else get_default_graph()
-        self.backend = backend
+        self.backend = self._backend.name
         self.options = options or compiler.DEFAULT_OPTIONS
-        self._vars: dict[str, np.ndarray] = {}
+        self._vars = self._backend.new_variable_store()  # V of the generated code
         self._rngs: dict[str, np.random.Generator] = {}
         self._locks: dict[str, threading.Lock] = {}  # use_locking updates' variable locks
         self._cache: dict = {}
@@ -359,7 +359,7 @@ class Session:
             plan = compile_plan(list(fetch_list), list(feeds),
                                 [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays],
                                 self._vars, self._rngs, options=options or self.options,
-                                locks=self._locks)
+                                locks=self._locks, backend=self._backend)
             self._make_generators(plan)
             compiled = _Compiled(plan)
             if key is not None:
@@ -470,14 +470,63 @@ class Session:
         compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
         return compiled.plan
 
-    def _set_variable(self, var: Variable, value) -> None:
-        self._check_open(f"loading a value into variable {var.name}")
-        arr = _feed_array(var._tensor, value)
-        if not var.shape.is_compatible_with(arr.shape):
+    # -- variable values ------------------------------------------------------------------------
+    # Wherever the backend keeps them (`self._vars`, the generated code's V), values come out
+    # and go in as NumPy arrays, copied: the Saver, sg.export and ONNX export use these.
+    def variable_names(self) -> list[str]:
+        """The names of the variables that have a value in this session (those initialized,
+        loaded or restored), in the order they got it."""
+        self._check_open("variable_names()")
+        return list(self._vars)
+
+    def read_variable(self, var) -> np.ndarray:
+        """A copy of the value of `var` (a Variable, or its name) in this session.
+        FailedPreconditionError if it has none yet."""
+        name, tensor = self._variable(var, "read_variable")
+        if name not in self._vars:
+            raise FailedPreconditionError(
+                None, tensor.op, f"attempting to use uninitialized value {name} (variable "
+                                 f"created at {format_location(tensor.op.location)}); run its "
+                                 "initializer or sg.global_variables_initializer() first")
+        return self._vars.read(name)
+
+    def write_variable(self, var, value) -> None:
+        """Set the value of `var` (a Variable, or its name) in this session to a copy of
+        `value`, which must fit the variable's shape and convert to its dtype without loss
+        (as `Variable.load`)."""
+        name, tensor = self._variable(var, "write_variable")
+        arr = _feed_array(tensor, value)
+        if not tensor.shape.is_compatible_with(arr.shape):
             raise ValueError(f"cannot load a value of shape {arr.shape} into variable "
-                             f"{var.name} of shape {var.shape}")
+                             f"{tensor.name} of shape {tensor.shape} (created at "
+                             f"{format_location(tensor.op.location)})")
         # a copy: the variable's array is the session's alone (updates write into it)
-        self._vars[var._var_name] = np.array(arr)
+        self._vars.write(name, arr)
+
+    def _variable(self, var, what: str) -> tuple[str, Tensor]:
+        """(name, value tensor) of a Variable of this session's graph, or of one named."""
+        if isinstance(var, Variable):
+            self._check_open(f"{what}({var.name})")
+            if var.graph is not self.graph:
+                raise ValueError(f"variable {var.name} (created at {var.op.where()}) is from "
+                                 "another graph than the session's")
+            return var._var_name, var._tensor
+        self._check_open(f"{what}({var!r})")
+        if not isinstance(var, str):
+            raise TypeError(f"{what} takes a Variable or a variable's name, got "
+                            f"{type(var).__name__}")
+        name = var[:-2] if var.endswith(":0") else var
+        try:
+            op = self.graph.get_operation_by_name(name)
+        except (KeyError, ValueError):
+            op = None
+        if op is None or not op.opdef.reads_state:
+            raise ValueError(f"{what}: the session's graph has no variable named {var!r}")
+        return op.name, op.outputs[0]
+
+    def _set_variable(self, var: Variable, value) -> None:  # (Variable.load)
+        self._check_open(f"loading a value into variable {var.name}")
+        self.write_variable(var, value)
 
     def list_devices(self):
         self._check_open("list_devices()")

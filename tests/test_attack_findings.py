@@ -220,7 +220,7 @@ def test_a_name_with_a_trailing_newline_is_refused():
 
 
 def test_a_node_named_fast_does_not_shadow_runtime_fast(monkeypatch):
-    from staticgrad import runtime_fast
+    from staticgrad.backends.numpy import fast as runtime_fast
     monkeypatch.setattr(runtime_fast, "available", lambda: True)  # as where numba works
     g = sg.Graph()
     with g.as_default():

@@ -35,7 +35,7 @@ def test_pipeline_is_one_visible_list():
 def fuse_small_arrays(monkeypatch):
     """Fusion for any size, in blocks of 4 elements on 2 threads: the corpus's small graphs
     then go through fused groups and several blocks."""
-    from staticgrad import runtime_blocks
+    from staticgrad.backends.numpy import blocks as runtime_blocks
     from staticgrad.passes import fuse
     monkeypatch.setattr(fuse, "FUSE_MIN_ELEMENTS", 1)
     monkeypatch.setattr(runtime_blocks, "BLOCK", 4)

@@ -94,9 +94,9 @@ STATS = {"examples": collections.Counter(), "op_types": collections.Counter(),
 _ONE_ELEMENT_OK = memory_plan_frees_held_scalar() is None
 _ZERO_D_OK = large_runtime_path_fails_on_0d() is None
 SMALL = [("staticgrad.passes.fuse", "FUSE_MIN_ELEMENTS", 1),
-         ("staticgrad.runtime_blocks", "BLOCK", 4),
-         ("staticgrad.runtime_blocks", "THREADS", 2),
-         ("staticgrad.passes.memory", "MIN_BYTES", 0 if _ONE_ELEMENT_OK else 16),
+         ("staticgrad.backends.numpy.blocks", "BLOCK", 4),
+         ("staticgrad.backends.numpy.blocks", "THREADS", 2),
+         ("staticgrad.backends.numpy.memory", "MIN_BYTES", 0 if _ONE_ELEMENT_OK else 16),
          ("staticgrad.runtime", "SELECT_MIN_SIZE", 0 if _ZERO_D_OK else 2),
          ("staticgrad.runtime", "SOFTPLUS_MIN_SIZE", 0 if _ZERO_D_OK else 2)]
 

@@ -30,7 +30,7 @@ def _patched(module, name, value):
 
 @functools.cache
 def memory_plan_frees_held_scalar() -> str | None:
-    from staticgrad.passes import memory
+    from staticgrad.backends.numpy import memory
     graph = sg.Graph()
     with graph.as_default(), _patched(memory, "MIN_BYTES", 0):
         x = sg.placeholder(sg.float32, [])

@@ -677,7 +677,7 @@ def test_closing_frees_what_callables_compiled(g):
 
 def _patch_runtime_normal(monkeypatch):
     """rt.normal made to wait (after drawing) until the test lets it go on."""
-    import staticgrad.runtime as rt
+    from staticgrad.backends.numpy import runtime as rt  # the generated code's rt
     drawn, go_on = threading.Event(), threading.Event()
     real = rt.normal
 
@@ -878,7 +878,7 @@ def test_generated_names_are_identifiers_made_as_the_regex_makes_them(texts):
     import keyword
     import re
 
-    from staticgrad.codegen.numpy_backend import RESERVED, _Names
+    from staticgrad.backends.numpy.render import RESERVED, _Names
     names, used = _Names(), set(RESERVED)
     for text in texts:
         base = re.sub(r"\W", "_", text, flags=re.ASCII).strip("_") or "t"
@@ -931,3 +931,43 @@ def test_a_missing_feed_error_prints_a_file_location_escaped():
         sess.run(y)
     assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
     assert r"m.py\n\x1b[2J:3" in str(info.value)
+
+
+# -- the variable-state API: read_variable, write_variable, variable_names ----------------------
+def test_variable_values_are_read_and_written_by_variable_or_name(g):
+    w = sg.Variable([[1.0, 2.0]], name="w")
+    b = sg.Variable(0.5, name="b")
+    line = lineno() - 2
+    y = sg.matmul(w, [[1.0], [1.0]]) + b
+    sess = sg.Session()
+    assert sess.variable_names() == []
+    with pytest.raises(sg.errors.FailedPreconditionError,
+                       match=rf"uninitialized value w \(variable created at .*:{line}\)"):
+        sess.read_variable(w)
+    sess.run(w.initializer)
+    assert sess.variable_names() == ["w"]
+    got = sess.read_variable("w")
+    np.testing.assert_array_equal(got, [[1.0, 2.0]])
+    got[0, 0] = 99.0  # a copy: the session's value is its own
+    np.testing.assert_array_equal(sess.read_variable(w), [[1.0, 2.0]])
+    sess.write_variable("b:0", 2)  # converted to the variable's dtype, as Variable.load does
+    sess.write_variable(w, np.array([[3.0, 4.0]]))
+    assert sess.read_variable(b).dtype == np.float32
+    assert sess.run(y)[0, 0] == 9.0
+    with pytest.raises(ValueError, match=r"cannot load a value of shape \(3,\) into variable "
+                                         r"w:0 of shape \(1, 2\)"):
+        sess.write_variable(w, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="no variable named 'y'"):
+        sess.read_variable("y")
+    with pytest.raises(TypeError, match="takes a Variable or a variable's name"):
+        sess.write_variable(3, 1.0)
+    other = sg.Graph()
+    with other.as_default():
+        v = sg.Variable(1.0, name="v")
+    with pytest.raises(ValueError, match="from another graph"):
+        sess.read_variable(v)
+    sess.close()
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.variable_names()
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.write_variable(w, [[0.0, 0.0]])

@@ -348,7 +348,8 @@ def _clip_grad(op, g):  # TF1's rule: t's gradient where it was not clipped, a b
 
 
 # TF's raw ClipByValue op (`clip_by_value` is, as in TF1, a maximum then a minimum); the
-# compiler writes log1p with it (passes/expand.py): np.clip (rt.clip) is one pass over memory
+# NumPy backend writes log1p with it (backends/numpy/expand.py): np.clip (rt.clip) is one
+# pass over memory
 register("ClipByValue", _clip_infer, "rt.clip({0}, {1}, {2})", _clip_grad, elementwise=True,
          new_array=True, ufunc="rt.clip({0}, {1}, {2}, out={out})", arity=3)
 

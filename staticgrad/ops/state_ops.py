@@ -27,7 +27,7 @@ class Store(NamedTuple):
     value: str
     reads_target: bool = False  # the value reads the old state (assign_add), not only writes
     in_place: str = ""  # the value computed into the target's own array, where the memory
-    #                     plan allows it (passes/memory.py)
+    #                     plan allows it (backends/numpy/memory.py)
 
 
 def _attr_infer(ctx):

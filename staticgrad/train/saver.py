@@ -295,8 +295,9 @@ class Saver:
     def _values(self, sess: Session) -> dict[str, np.ndarray]:
         """{checkpoint name: value} of every variable, or FailedPreconditionError naming the
         uninitialized ones (checked before anything is written)."""
+        initialized = set(sess.variable_names())
         missing = [(name, var) for name, var in self._vars.items()
-                   if var._var_name not in sess._vars]
+                   if var._var_name not in initialized]
         if missing:
             name, var = missing[0]
             also = (f" (also uninitialized: {', '.join(v.op.name for _, v in missing[1:])})"
@@ -305,7 +306,7 @@ class Saver:
                 None, var.op, f"cannot save uninitialized variable {var.op.name} "
                               f"({var.op.where()}); run its initializer or "
                               f"sg.global_variables_initializer() first{also}")
-        return {name: np.asarray(sess._vars[var._var_name], dtype=var.dtype.np)
+        return {name: np.asarray(sess.read_variable(var), dtype=var.dtype.np)
                 for name, var in self._vars.items()}
 
     def _kept_after(self, prefix: str, now: float):
@@ -347,9 +348,10 @@ class Saver:
             missing = [(name, var) for name, var in self._vars.items() if name not in stored]
             if missing:
                 raise _missing_error(missing, path, stored)
-            new_values = {var._var_name: self._checked(name, var, archive.read(name), path)
-                          for name, var in self._vars.items()}
-        sess._vars.update(new_values)
+            new_values = [(var, self._checked(name, var, archive.read(name), path))
+                          for name, var in self._vars.items()]
+        for var, value in new_values:  # (every value checked already: none fails here)
+            sess.write_variable(var, value)
 
     def _checked(self, name: str, var: Variable, value: np.ndarray, path: str) -> np.ndarray:
         label = var.op.name if name == var.op.name else f"{var.op.name} (saved as {name!r})"

@@ -28,7 +28,7 @@ def test_fusion_evaluates_forward_and_gradient_in_one_group_and_agrees():
     xv = np.random.default_rng(0).normal(size=N).astype(np.float32)
     keep = xv.copy()
     # NumPy's ufuncs in the group (runtime_fast's exp, log and sigmoid, where installed, may
-    # differ in the last bits: tests/test_runtime_fast.py)
+    # differ in the last bits: tests/backends/numpy/test_fast.py)
     with sg.Session(options=sg.CompileOptions(vector_math=False)) as sess:
         src = sess.source([y, dx, mid], {x: xv})
         fused = sess.run([y, dx, mid], {x: xv})

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Node, Program, constant_value, make_node
-from ..ops.registry import get_opdef
-from .fuse import large
-from .rewrite import rewrite, same_type
+from ...ir import Node, Program, constant_value, make_node
+from ...ops.registry import get_opdef
+from ...passes.fuse import large
+from ...passes.rewrite import rewrite, same_type
 
 
 def expand_composites(program: Program) -> Program:

@@ -18,15 +18,15 @@ from array import array
 
 import numpy as np
 
-from ..errors import UnimplementedError
-from ..graph import Operation
-from ..ir import Node, Program, Value
-from ..ops.attr_types import Name
-from ..ops.registry import render_format, render_numpy, render_ufunc, scalar_literal
-from ..ops.state_ops import Store
+from ...codegen.templates import render_template
+from ...errors import UnimplementedError
+from ...graph import Operation
+from ...ir import Node, Program, Value
+from ...ops.attr_types import Name
+from ...ops.registry import render_format, render_numpy, render_ufunc, scalar_literal
+from ...ops.state_ops import Store
 from . import parts
 from .fused import render_group
-from .templates import render_template
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
 RESERVED = {"np", "rt", "fast", "V", "R", "L", "run", "lo", "hi"} | set(dir(builtins))
@@ -50,7 +50,7 @@ _UNPRINTABLE = re.compile(r"[^A-Za-z0-9_.:/<>()?, *+=%-]")
 class _Names:
     def __init__(self):
         self.used = set(RESERVED)
-        self.made = []  # every name made, in order (codegen/parts.py reads which are whose)
+        self.made = []  # every name made, in order (backends/numpy/parts.py reads which are whose)
 
     def make(self, text: str) -> str:
         base = text.replace("/", "_")  # op names: letters, digits, _ . - / > (scope/Op_1)
@@ -392,7 +392,7 @@ class _Shared:
     for any value but an array a non-view op of this run made, that one node reads and no
     fetch returns (found at the first question: only an op that stores its input asks). A
     variable's array is thus the session's alone, which updates written into it
-    (passes/memory.py) rely on."""
+    (backends/numpy/memory.py) rely on."""
 
     def __init__(self, program: Program, alias: set):
         self.program, self.alias, self.sole = program, alias, None

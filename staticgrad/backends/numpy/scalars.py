@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir import Program
-from .rewrite import output_kinds
+from ...ir import Program
+from ...passes.rewrite import output_kinds
 
 
 def hold_scalars(program: Program) -> Program:

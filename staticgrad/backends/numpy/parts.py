@@ -34,8 +34,9 @@ begin with an underscore, so `_part_1` cannot clash with one.
 from __future__ import annotations
 
 import dataclasses
+import types
 
-from ..ir import Value
+from ...ir import Value
 
 SPLIT_ABOVE = 4000  # lines of run() kept in one function (every graph of the test suite)
 PART_LINES = 2000   # about this many lines a part: 1,000 nodes with their comments
@@ -112,7 +113,7 @@ def split_run(program, body: list[str], marks: list[int], made: list[str],
                     gives[q].add(name)
                 reads[name] = None
                 last_part[name] = p
-            if scalars:  # held as a scalar too (passes/scalars.py)
+            if scalars:  # held as a scalar too (backends/numpy/scalars.py)
                 name = get_scalar(id(v))
                 q = get_part(name) if name is not None else None
                 if q is not None and q < p:
@@ -168,3 +169,39 @@ def _listed(first: str, names: list[str], end: str, width: int) -> list[str]:
         line += end
     lines.append(line)
     return lines
+
+
+# A module longer than this is compiled a top-level definition at a time (see compile_module).
+PIECE_CHARS = 1 << 18
+
+
+def compile_module(source: str, filename: str) -> list[types.CodeType]:
+    """The code objects that, run in order in one namespace, do what the module `source`
+    does: the whole module, or when it is long, each of its top-level definitions apart
+    (with the line numbers they have in `source`). CPython's compiler holds all of a unit's
+    tokens and syntax tree at once, and a long unit costs more a line than a short one: the
+    250,000 lines of a 100,000-op chain's run() split into parts (backends/numpy/parts.py) took 650
+    MB compiled as one module, a few MB a definition at a time, and half the time."""
+    if len(source) <= PIECE_CHARS:
+        return [compile(source, filename, "exec")]
+    codes, start, line = [], 0, 0
+    while start < len(source):
+        cut = source.find("\n\n\ndef ", start)  # the next top-level definition
+        end = len(source) if cut < 0 else cut + 3
+        piece = source[start:end]
+        try:
+            codes.append(_moved(compile(piece, filename, "exec"), line))
+        except SyntaxError:  # not cut between statements after all (inside a string?):
+            return [compile(source, filename, "exec")]  # the module as one unit
+        line += piece.count("\n")
+        start = end
+    return codes
+
+
+def _moved(code: types.CodeType, lines: int) -> types.CodeType:
+    """`code` (and the functions it defines) as if it began `lines` lines further down."""
+    if not lines:
+        return code
+    consts = tuple(_moved(c, lines) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)

@@ -19,7 +19,7 @@ array (an earlier assignment's result or value, a view of a read: a transpose, a
 is read after the update or fetched: then no value of the run can see the difference.
 Between runs nobody else holds a variable's array: the session copies what it is given
 (`Variable.load`) and what it hands out (fetches), and an Assign stores a copy unless its
-value is a new array that nothing else reads (codegen/numpy_backend.py). What can see it: a
+value is a new array that nothing else reads (backends/numpy/render.py). What can see it: a
 run on another thread reading the variable meanwhile, which may find it half updated, as in
 TF1 (`use_locking=False`). `rt.update_in_place` writes into a new array instead where a
 floating-point error could raise: an update that fails leaves the variable as it was.
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir import Node, Program, Value
-from .rewrite import output_kinds
+from ...ir import Node, Program, Value
+from ...passes.rewrite import output_kinds
 
 # Buffers smaller than this are left to NumPy: for them `del` and `out=` cost more than they
 # save (a ufunc call with out= takes about a microsecond longer).

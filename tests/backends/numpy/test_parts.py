@@ -1,5 +1,5 @@
-"""A long run() is split into part functions (codegen/parts.py), compiled one at a time
-(compiler.compile_module): the same values, bit for bit, as one function; errors still name
+"""A long run() is split into part functions (backends/numpy/parts.py), compiled one at a time
+(parts.compile_module): the same values, bit for bit, as one function; errors still name
 the node and its line; the source stays valid, readable Python."""
 
 import ast
@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad import compiler
-from staticgrad.codegen import parts
+from staticgrad.backends.numpy import parts
 from tests.conftest import lineno
 
 
@@ -100,10 +99,10 @@ def test_an_error_in_a_part_names_the_node_and_its_line(g):
 
 
 def test_compile_module_keeps_every_line_number(g, monkeypatch):
-    monkeypatch.setattr(compiler, "PIECE_CHARS", 1000)
+    monkeypatch.setattr(parts, "PIECE_CHARS", 1000)
     x, fetches = _chain(60)
     source = sg.Session().source(fetches, {x: np.ones(16, np.float32)})
-    codes = compiler.compile_module(source, "<check>")
+    codes = parts.compile_module(source, "<check>")
     assert len(codes) > 3
     whole = compile(source, "<check>", "exec")
 

@@ -25,10 +25,10 @@ cache. A member without one makes its array as usual, and it is deleted after it
 
 from __future__ import annotations
 
-from .. import runtime_fast
-from ..ir import Node, Value
-from ..ops.registry import np_dtype, render_numpy, render_ufunc
-from ..runtime_blocks import BLOCK
+from ...ir import Node, Value
+from ...ops.registry import np_dtype, render_numpy, render_ufunc
+from . import fast as runtime_fast
+from .blocks import BLOCK
 
 EXPRESSION_LIMIT = 240  # characters of a fused expression shown in the comment
 

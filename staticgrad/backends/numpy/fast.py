@@ -40,7 +40,7 @@ import threading
 
 import numpy as np
 
-from .runtime import sigmoid as _numpy_sigmoid
+from ...runtime import sigmoid as _numpy_sigmoid
 
 _state: dict = {}  # "kernels" (a dict) or "why" (a str), once _load() has run
 _loading = threading.Lock()

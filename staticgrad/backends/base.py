@@ -1,0 +1,80 @@
+"""The interface every backend implements, and what its renderer hands back.
+
+The compiler (`compiler.compile_plan`) works a plan out with the shared passes and, around
+them, the backend's own (`early_passes`, `late_passes`: lowerings the shared passes should
+see, then the plan's schedule, fusion and memory); the backend renders the last IR as source
+(`render`), turns that source into a function (`load`), and keeps the variables' values
+(`new_variable_store`) where its generated code reads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+
+class BackendUnavailableError(RuntimeError):
+    """A backend that exists but cannot run here (a library or a device is missing)."""
+
+
+@dataclasses.dataclass
+class Rendered:
+    """A program rendered as a module: its source and what loading and running it need."""
+
+    source: str
+    constants: dict        # global name -> value (arrays the module reads by name)
+    line_ops: object       # line number in source -> Operation (for error messages): .get
+    var_reads: list        # variable names read before any assignment in this plan
+    random_ops: list       # random Operations the plan draws from
+    locks: list            # variables whose lock a run holds throughout (use_locking updates)
+
+
+class VariableStore(dict):
+    """The variables' values of one session, by variable name, as the generated code reads
+    them (`V['w']`). A backend whose values live elsewhere than host memory converts in
+    `read` and `write`; Session.read_variable/write_variable, the Saver, export and ONNX go
+    through these two."""
+
+    def read(self, name: str):
+        """A NumPy array holding the variable's value (a copy: the caller may keep it)."""
+        return np.array(self[name])
+
+    def write(self, name: str, array) -> None:
+        """Set the variable's value to a copy of the NumPy array `array`."""
+        self[name] = np.array(array)
+
+
+class Backend:
+    """One kind of generated code and the machine it runs on."""
+
+    name: str = ""
+    description: str = ""
+    early_passes: tuple = ()   # (name, Program -> Program) run after simplify, before cse
+    late_passes: tuple = ()    # (name, Program -> Program) run last: grouping, memory plan
+
+    def unavailable(self) -> str | None:
+        """None if this backend can run here, else why not (a library, a device...)."""
+        return None
+
+    def supports(self, op_type: str) -> bool:
+        """Can this backend compute ops of this type?"""
+        raise NotImplementedError
+
+    def render(self, program, title: str, options) -> Rendered:
+        """`program` (after every pass) as the source of a module whose run(feeds...)
+        returns its fetches."""
+        raise NotImplementedError
+
+    def load(self, rendered: Rendered, filename: str, state: VariableStore, rngs: dict,
+             locks: dict) -> Callable:
+        """The rendered module's run function, compiled and loaded under `filename` (what
+        tracebacks show), reading `state` (V), `rngs` (R) and `locks` (L)."""
+        raise NotImplementedError
+
+    def new_variable_store(self) -> VariableStore:
+        return VariableStore()
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name!r}: {self.description}>"

@@ -1,0 +1,61 @@
+"""The NumPy backend: generated Python that calls NumPy, run in this process.
+
+    render.py     the renderer (one line a node), parts.py (a long run() in parts),
+                  fused.py (a fused group as a block kernel)
+    runtime.py    `rt` of the generated code; blocks.py runs fused kernels block by block on
+                  threads; fast.py (+ _vector_kernels.py) is the [fast] extra's vector math
+    expand.py, scalars.py, memory.py
+                  its own passes: composite ops as NumPy steps, the scalar fast path, and
+                  the memory plan (free after last use, out= into dying buffers)
+
+Its policies: fusion of elementwise groups of at least FUSE_MIN_ELEMENTS (passes/fuse.py),
+out= reuse of buffers of at least memory.MIN_BYTES, one-element chains on NumPy scalars.
+"""
+
+from __future__ import annotations
+
+import linecache
+
+import numpy as np
+
+from ...ops.registry import REGISTRY
+from ...passes.fuse import fuse_elementwise
+from ..base import Backend, Rendered, VariableStore
+from . import fast, runtime
+from .expand import expand_composites
+from .memory import plan_memory
+from .parts import compile_module
+from .render import render
+from .scalars import hold_scalars
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    description = "generated Python calling NumPy, in this process"
+    early_passes = (
+        ("expand", expand_composites),  # log1p of a large array -> its steps
+    )
+    late_passes = (
+        ("fuse", fuse_elementwise),     # elementwise groups, run in blocks
+        ("scalars", hold_scalars),      # one-element chains on NumPy scalars
+        ("memory", plan_memory),        # free after last use, reuse buffers
+    )
+
+    def supports(self, op_type: str) -> bool:
+        return op_type in REGISTRY  # every op: each has its NumPy form (or computes nothing)
+
+    def render(self, program, title: str, options) -> Rendered:
+        return render(program, title=title, vector_math=options.vector_math)
+
+    def load(self, rendered: Rendered, filename: str, state: VariableStore, rngs: dict,
+             locks: dict):
+        lines = rendered.source.splitlines(keepends=True)
+        linecache.cache[filename] = (len(rendered.source), None, lines, filename)
+        namespace = {"np": np, "rt": runtime, "fast": fast, "V": state, "R": rngs,
+                     "L": locks, **rendered.constants}
+        for code in compile_module(rendered.source, filename):
+            exec(code, namespace)  # noqa: S102
+        return namespace["run"]
+
+
+BACKEND = NumpyBackend()

@@ -1,0 +1,113 @@
+"""The backend registry and interface (staticgrad/backends/): choosing a backend by name
+everywhere one can be named, errors that list what is available and why the others are not,
+and a backend added with one registration."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+from staticgrad import backends, cli
+from staticgrad.backends import BackendUnavailableError, get_backend
+from staticgrad.backends.numpy import NumpyBackend
+
+
+def test_the_numpy_backend_is_the_default_everywhere(g):
+    assert isinstance(get_backend("numpy"), NumpyBackend)
+    assert sg.available_backends()["numpy"] is None
+    assert sg.Session().backend == "numpy"
+    assert sg.compiler.PASS_NAMES == tuple(name for name, _ in sg.compiler.pipeline("numpy"))
+
+
+@pytest.mark.parametrize("name", ["tpu", "", None, 3])
+def test_an_unknown_backend_is_refused_with_the_available_ones(g, name):
+    with pytest.raises(ValueError, match=r"unknown backend .*available: 'numpy'"):
+        sg.Session(backend=name)
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """register(name, module object): a backend module known to the registry for one test."""
+    def register(name, module):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        monkeypatch.setitem(backends.BACKENDS, name, module.__name__)
+        monkeypatch.setattr(backends, "_loaded", dict(backends._loaded))
+    return register
+
+
+def test_a_backend_whose_library_is_missing_says_so_and_lists_the_others(g, monkeypatch):
+    monkeypatch.setitem(backends.BACKENDS, "gpu", "staticgrad_no_such_module_for_tests")
+    with pytest.raises(BackendUnavailableError) as info:
+        sg.Session(backend="gpu")
+    text = str(info.value)
+    assert "backend 'gpu' is not available here" in text
+    assert "No module named 'staticgrad_no_such_module_for_tests'" in text
+    assert "available: 'numpy'" in text
+    assert sg.available_backends()["gpu"].startswith("importing")
+    # the session's pass names are those of the backends that can run
+    assert "gpu" not in sg.compiler.pass_names()
+
+
+def test_a_backend_without_its_device_gives_its_own_reason(g, registered):
+    class NoDevice(NumpyBackend):
+        name = "device"
+
+        def unavailable(self):
+            return "no device found (driver 0.0)"
+
+    registered("device", types.SimpleNamespace(__name__="tests_device_backend",
+                                               BACKEND=NoDevice()))
+    with pytest.raises(BackendUnavailableError, match=r"no device found \(driver 0.0\)"):
+        sg.Session(backend="device")
+    x = sg.placeholder(sg.float32, [2], name="x")
+    with pytest.raises(BackendUnavailableError, match="no device found"):
+        sg.export(x * 2.0, [x], "never.py", backend="device")
+
+
+def test_a_new_backend_is_one_registration(g, registered):
+    """A backend (here: the NumPy one, counting its renders) registered by name runs
+    sessions through the interface alone: its passes, its renderer, its loader, its store."""
+    renders = []
+
+    class Counting(NumpyBackend):
+        name = "counting"
+
+        def render(self, program, title, options):
+            renders.append(len(program.nodes))
+            return super().render(program, title, options)
+
+    registered("counting", types.SimpleNamespace(__name__="tests_counting_backend",
+                                                 BACKEND=Counting()))
+    x = sg.placeholder(sg.float32, [3], name="x")
+    w = sg.Variable([1.0, 2.0, 3.0], name="w")
+    y = sg.reduce_sum(sg.tanh(x * w))
+    (dw,) = sg.gradients(y, [w])
+    with sg.Session(backend="counting") as sess:
+        assert sess.backend == "counting"
+        sess.run(w.initializer)
+        got = sess.run([y, dw], {x: [0.5, -1.0, 2.0]})
+        assert renders and isinstance(sess._vars, backends.VariableStore)
+    t = np.tanh(np.float32([0.5, -2.0, 6.0]))
+    np.testing.assert_allclose(got[0], t.sum(), rtol=1e-6)
+    np.testing.assert_allclose(got[1], np.float32([0.5, -1.0, 2.0]) * (1 - t * t), rtol=1e-6)
+
+
+def test_export_and_the_cli_choose_the_backend_by_name(g, tmp_path, capsys):
+    x = sg.placeholder(sg.float32, [2], name="x")
+    y = sg.identity(x * 2.0, name="y")
+    with pytest.raises(ValueError, match="unknown backend 'tpu'.*available: 'numpy'"):
+        sg.export(y, [x], str(tmp_path / "m.py"), backend="tpu")
+    assert not list(tmp_path.iterdir())  # nothing written
+    path = tmp_path / "g.json"
+    sg.train.export_meta_graph(str(path))
+    assert cli.main(["source", str(path), "--fetch", "y", "--feed", "x:2",
+                     "--backend", "numpy"]) == 0
+    assert "def run(x)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as code:
+        cli.main(["source", str(path), "--fetch", "y", "--feed", "x:2", "--backend", "tpu"])
+    assert code.value.code == 1
+    assert "unknown backend 'tpu'" in capsys.readouterr().err

@@ -1,1 +1,0 @@
-"""Tests of staticgrad/codegen/: rendering a compiled program as source."""
