@@ -78,21 +78,35 @@ MAX_GRAPH_CHARS = 1 << 20  # of the graph file's JSON (mostly the base64 of larg
 
 # -- knobs and runtime_fast -----------------------------------------------------------------------
 def _knob_home(knob: str) -> tuple[object, str]:
-    """(object, attribute) of a knob, following MOVED_KNOBS; the part after the colon may be
-    a dotted path ("module:POLICY.min_elements")."""
-    module, _, path = MOVED_KNOBS.get(knob, knob).partition(":")
+    """(object, attribute) of a knob "module:NAME" (NAME may be a dotted path: "module:
+    POLICY.min_elements"): where MOVED_KNOBS says, else where it was recorded, else in the one
+    loaded staticgrad module of the same last name that has it (codegen/parts.py moved to
+    backends/numpy/parts.py)."""
+    found = _resolve(MOVED_KNOBS.get(knob, knob))
+    if found is None and knob not in MOVED_KNOBS:
+        module, _, path = knob.partition(":")
+        last = module.rsplit(".", 1)[-1]
+        homes = {id(home): home for name, module in list(sys.modules.items())
+                 if name.startswith("staticgrad.") and name.rsplit(".", 1)[-1] == last
+                 for home in [_resolve(f"{name}:{path}")] if home is not None}
+        found = next(iter(homes.values())) if len(homes) == 1 else None
+    if found is None:
+        raise LookupError(f"the compiler threshold {knob} of the source corpus is not found "
+                          f"(moved or renamed?): say where it lives now in MOVED_KNOBS of "
+                          f"{__file__}")
+    return found
+
+
+def _resolve(knob: str) -> tuple[object, str] | None:
+    module, _, path = knob.partition(":")
     *parents, name = path.split(".")
     try:
         home = importlib.import_module(module)
         for parent in parents:
             home = getattr(home, parent)
     except (ImportError, AttributeError):
-        home = None
-    if home is None or not hasattr(home, name):
-        raise LookupError(f"the compiler threshold {knob} of the source corpus is not found "
-                          f"(moved or renamed?): say where it lives now in MOVED_KNOBS of "
-                          f"{__file__}")
-    return home, name
+        return None
+    return (home, name) if hasattr(home, name) else None
 
 
 def knob_values() -> dict[str, object]:
@@ -100,16 +114,18 @@ def knob_values() -> dict[str, object]:
 
 
 def _fast_module():
-    """staticgrad's runtime_fast module, wherever the package keeps it."""
-    for name in ("staticgrad.runtime_fast", "staticgrad.backends.numpy.runtime_fast"):
+    """staticgrad's runtime_fast module (its vector kernels), wherever the package keeps it."""
+    for name in ("staticgrad.runtime_fast", "staticgrad.backends.numpy.fast",
+                 "staticgrad.backends.numpy.runtime_fast"):
         try:
             return importlib.import_module(name)
         except ImportError:
             pass
     for name, module in list(sys.modules.items()):
-        if name.startswith("staticgrad.") and name.rsplit(".", 1)[-1] == "runtime_fast":
+        if name.startswith("staticgrad.") and callable(getattr(module, "available", None)) \
+                and callable(getattr(module, "why_not", None)):
             return module
-    raise LookupError(f"no staticgrad module named runtime_fast is found: say where it is in "
+    raise LookupError(f"staticgrad's runtime_fast module is not found: say where it is in "
                       f"_fast_module of {__file__}")
 
 
