@@ -245,6 +245,32 @@ def _square(b, op):
     b.node("Mul", [x, x], [b.y(op)], op.name)
 
 
+def _activation_grad(b, op):
+    """ReluGrad(dy, y) = dy * (y > 0); TanhGrad(y, dy) = dy * (1 - y*y);
+    SigmoidGrad(y, dy) = dy * (y * (1 - y)): in the order the generated code computes them."""
+    dtype = op.outputs[0].dtype.np
+    if op.type == "ReluGrad":
+        dy, y = (b.x(v) for v in op.inputs)
+        positive, mask = b.tmp(op, "positive"), b.tmp(op, "mask")
+        b.node("Greater", [y, b.const(f"{op.name}/zero", np.zeros((), dtype))], [positive],
+               positive)
+        b.node("Cast", [positive], [mask], mask, to=b.elem_type(op.outputs[0].dtype))
+        b.node("Mul", [dy, mask], [b.y(op)], op.name)
+        return
+    y, dy = (b.x(v) for v in op.inputs)
+    one = b.const(f"{op.name}/one", np.ones((), dtype))
+    factor = b.tmp(op, "factor")
+    if op.type == "TanhGrad":
+        square = b.tmp(op, "square")
+        b.node("Mul", [y, y], [square], square)
+        b.node("Sub", [one, square], [factor], factor)
+    else:
+        rest = b.tmp(op, "one_minus")
+        b.node("Sub", [one, y], [rest], rest)
+        b.node("Mul", [y, rest], [factor], factor)
+    b.node("Mul", [dy, factor], [b.y(op)], op.name)
+
+
 def _const(b, op):
     b.names[op.outputs[0]] = b.const(op.outputs[0].name, op.attrs["value"])
 
@@ -403,7 +429,8 @@ def _pool(onnx_type: str, **extra):
 
 RULES.update({
     "Square": _square, "ClipByValue": _clip, "Const": _const, "VariableV2": _variable,
-    "Cast": _cast,
+    "Cast": _cast, "ReluGrad": _activation_grad, "TanhGrad": _activation_grad,
+    "SigmoidGrad": _activation_grad,
     "MatMul": _matmul, "Sum": _reduce("ReduceSum"), "Mean": _reduce("ReduceMean"),
     "Max": _reduce("ReduceMax"), "Min": _reduce("ReduceMin"), "Prod": _reduce("ReduceProd"),
     "Reshape": _reshape, "Transpose": _transpose, "Softmax": _softmax("Softmax"),

@@ -27,7 +27,9 @@ they live in fuzz_ops_math.py and fuzz_ops_array.py, the model and its guards in
 
 from __future__ import annotations
 
-from fuzz_ops_array import (
+from hypothesis import strategies as st
+
+from tests.fuzz_ops_array import (
     broadcast_tile,
     concat,
     duplicate,
@@ -44,7 +46,7 @@ from fuzz_ops_array import (
     transpose,
     unstack_split,
 )
-from fuzz_ops_math import (
+from tests.fuzz_ops_math import (
     COMPARISONS,
     REDUCTIONS,
     UNARY,
@@ -62,8 +64,7 @@ from fuzz_ops_math import (
     softmax,
     unary,
 )
-from fuzz_spec import FLOATS, GraphSpec, Pool, build, feed_values, program
-from hypothesis import strategies as st
+from tests.fuzz_spec import FLOATS, GraphSpec, Pool, build, feed_values, program
 
 __all__ = ["FAMILIES", "OP_TYPES", "GraphSpec", "build", "feed_values", "graph_specs", "program"]
 

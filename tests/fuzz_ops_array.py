@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from fuzz_spec import MAX_ELEMENTS, MAX_RANK, Pool, Val, lit
 from hypothesis import strategies as st
+
+from tests.fuzz_spec import MAX_ELEMENTS, MAX_RANK, Pool, Val, lit
 
 
 def reshape_to(pool: Pool, x: Val, shape, minus_one=False) -> Val:

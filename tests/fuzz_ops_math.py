@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 
-from fuzz_ops_array import reshape_to
-from fuzz_spec import (
+from hypothesis import strategies as st
+
+from tests.fuzz_ops_array import reshape_to
+from tests.fuzz_spec import (
     INTS,
     LIMIT,
     MAX_ELEMENTS,
@@ -23,7 +25,6 @@ from fuzz_spec import (
     lit,
     monotone_range,
 )
-from hypothesis import strategies as st
 
 
 def _elu(t):

@@ -398,7 +398,8 @@ def _needed_by(tensor) -> set:
 def test_gradients_build_only_the_gradients_asked_for(make):
     """The rule of an op with a constant (or fed, not differentiated) operand makes no node
     for that operand's gradient: nodes the compiler would only prune. Values are checked
-    against finite differences in test_gradients.py; here, that the graph has no dead ends."""
+    against finite differences in tests/ops/test_gradients.py; here, that the graph has no
+    dead ends."""
     graph = sg.Graph()
     with graph.as_default():
         x = sg.placeholder(sg.float32, [3], name="x")

@@ -9,7 +9,8 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from test_examples import ROOT, run_script
+
+from tests.test_examples import ROOT, run_script
 
 COURSE = ROOT / "examples" / "course"
 PAIRS = sorted(p.stem.removesuffix("_dynamic") for p in COURSE.glob("seed*_dynamic.py"))

@@ -43,24 +43,24 @@ import time
 
 import numpy as np
 import pytest
-from fuzz_graphs import OP_TYPES, build, feed_values, graph_specs, program
-from fuzz_reference import (
+from hypothesis import HealthCheck, event, given, settings
+
+import staticgrad as sg
+from staticgrad import compiler
+from staticgrad.ops.registry import REGISTRY
+from tests.fuzz_graphs import OP_TYPES, build, feed_values, graph_specs, program
+from tests.fuzz_reference import (
     directional_derivative,
     evaluate,
     frozen_stop_gradients,
     kink_distance,
     topo_ops,
 )
-from hypothesis import HealthCheck, event, given, settings
-from test_fuzz_regressions import (
+from tests.test_fuzz_regressions import (
     large_runtime_path_fails_on_0d,
     memory_plan_frees_held_scalar,
     one_element_relu_gradient_is_float64,
 )
-
-import staticgrad as sg
-from staticgrad import compiler
-from staticgrad.ops.registry import REGISTRY
 
 CAMPAIGN = int(os.environ.get("STATICGRAD_FUZZ_EXAMPLES", "0") or 0)
 
@@ -87,7 +87,7 @@ STATS = {"examples": collections.Counter(), "op_types": collections.Counter(),
 
 # -- small-array thresholds -----------------------------------------------------------------------
 # Size thresholds below which the compiler and runtime take their simple paths; the fuzzed
-# graphs are small, so some configurations lower them (as tests/test_compiler_passes.py's
+# graphs are small, so some configurations lower them (as tests/test_compiler.py's
 # fuse_small_arrays fixture does). test_small_array_thresholds_exist fails if one is renamed.
 # 16 and 2, not 0, while the bugs their regression tests describe are open: a one-element
 # value must not be planned or take a large-array runtime path (see test_fuzz_regressions.py)

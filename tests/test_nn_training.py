@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_gradients import _numeric_grad
 
 import staticgrad as sg
+from tests.ops.test_gradients import _numeric_grad
 
 RNG = np.random.default_rng(11)
 

@@ -72,6 +72,19 @@ def test_elementwise(tmp_path):
     check_parity(tmp_path, out, {"a": a, "b": b}, [{"a": randn(3, 4), "b": randn(4)}])
 
 
+def test_gradients_of_tanh_sigmoid_and_relu(tmp_path):
+    """The activations' gradient ops (TanhGrad, SigmoidGrad, ReluGrad) export, so a gradient
+    graph does."""
+    x = sg.placeholder(sg.float32, [3, 4], name="x")
+    h = sg.tanh(x) * sg.sigmoid(x * 2.0) + sg.nn.relu(x - 0.25)
+    loss = sg.reduce_sum(h * h)
+    (dx,) = sg.gradients(loss, [x])
+    model = check_parity(tmp_path, [loss, dx], {"x": x}, [{"x": randn(3, 4)}])
+    names = {n.name for n in model.graph.node}
+    assert {"gradients/Tanh_grad/TanhGrad", "gradients/Sigmoid_grad/SigmoidGrad",
+            "gradients/Relu_grad/ReluGrad"} <= names
+
+
 def test_clip_by_value_with_scalar_and_tensor_bounds(tmp_path):
     """TF's raw ClipByValue (what the compiler's expand pass writes log1p with): bounds that
     are numbers, or tensors of t's shape, which ONNX's own Clip does not take."""

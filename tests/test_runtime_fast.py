@@ -15,12 +15,12 @@ import warnings
 
 import numpy as np
 import pytest
-from test_compiler_passes import _w3 as w3_sum
 
 import staticgrad as sg
 from staticgrad import runtime, runtime_fast
 from staticgrad.compiler import CompileOptions
 from staticgrad.passes.fuse import FUSE_MIN_ELEMENTS
+from tests.passes.test_fuse import _w3 as w3_sum
 
 needs_kernels = pytest.mark.skipif(not runtime_fast.available(),
                                    reason=f"runtime_fast unavailable: {runtime_fast.why_not()}")
@@ -221,7 +221,7 @@ def test_kernels_run_on_several_threads_at_once():
 
 
 def _w3(n):
-    """The suite's W3 (its expression: test_compiler_passes's _w3) and its gradient, and
+    """The suite's W3 (its expression: tests/passes/test_fuse.py's _w3) and its gradient, and
     n values to feed."""
     g = sg.Graph()
     with g.as_default():

@@ -10,9 +10,9 @@ import hypothesis
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from conftest import lineno
 
 import staticgrad as sg
+from tests.conftest import lineno
 
 HERE = os.path.basename(__file__)
 

@@ -7,10 +7,10 @@ import os
 
 import numpy as np
 import pytest
-from conftest import lineno
 
 import staticgrad as sg
 from staticgrad.shapes import MAX_DIM, Dimension, TensorShape, as_shape
+from tests.conftest import lineno
 
 HERE = os.path.basename(__file__)
 

@@ -141,7 +141,9 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
             dest = f"{out_params[id(v)]}[lo:hi]" if id(v) in out_params else None
             if from_block and m.opdef.ufunc and (dest or v.dtype is dtype):
                 if dest is None:
-                    dest = rows.take([x for x in m.inputs if last_use[id(x)] == i])
+                    dest = rows.take([x for k, x in enumerate(m.inputs)
+                                      if last_use[id(x)] == i
+                                      and k not in m.opdef.reads_after_out])
                     rows.hold(v, dest)
                 # a number as a 0-d array of its dtype: a ufunc converts a Python number on
                 # every call (0.4 us, as long as the call itself, time the other threads wait)

@@ -434,8 +434,9 @@ def _constant_name(v: Value, literal: str) -> str:
 
 
 # Elementwise ops whose NumPy form does not combine each input with an array of its own dtype:
-# ReluGrad's g * (y > 0) multiplies g by a bool array, so a Python-float g would give float64.
-_NO_WEAK_LITERALS = frozenset({"ReluGrad"})
+# ReluGrad's g * (y > 0) multiplies g by a bool array, so a Python-float g would give float64;
+# TanhGrad's and SigmoidGrad's y goes through NumPy alone (np.square(0.5) is a float64).
+_NO_WEAK_LITERALS = frozenset({"ReluGrad", "TanhGrad", "SigmoidGrad"})
 
 
 def _weak_ok(consumer: Node, v: Value) -> bool:

@@ -235,11 +235,14 @@ class Optional(AttrType):
         return self.inner.example()
 
 
+_DTYPE_IDS = frozenset(id(d) for d in _dt.ALL)
+
+
 class DType(AttrType):
     describe = "a dtype"
 
     def check(self, value) -> _dt.DType:
-        if not any(value is d for d in _dt.ALL):
+        if id(value) not in _DTYPE_IDS:  # (the dtypes themselves, never a look-alike)
             raise TypeError(f"must be a staticgrad dtype ({', '.join(d.name for d in _dt.ALL)})"
                             f", got {show(value)}")
         return value
@@ -384,7 +387,7 @@ class Array(AttrType):
     def check(self, value) -> np.ndarray:
         if not isinstance(value, np.ndarray):
             raise TypeError(f"must be a NumPy array, got {show(value)}")
-        if not any(value.dtype == d.np for d in _dt.ALL):
+        if value.dtype not in _NUMPY_DTYPES:
             raise TypeError(f"must hold one of staticgrad's dtypes, got dtype {value.dtype}")
         if type(value) is not np.ndarray or value.flags.writeable or not value.flags.owndata:
             value = np.array(value, subok=False)  # a copy no one else can write to
@@ -401,6 +404,9 @@ class Array(AttrType):
         value = np.zeros(2, np.float32)
         value.setflags(write=False)
         return value
+
+
+_NUMPY_DTYPES = frozenset(d.np for d in _dt.ALL)
 
 
 class IndexSpec(AttrType):
@@ -536,7 +542,8 @@ def check_attrs(op_type: str, declared: dict, attrs: dict) -> dict:
             out[key] = kind.check(value)
         except (TypeError, ValueError) as e:
             raise type(e)(f"attribute {key!r} of {op_type} {e}") from None
-    if len(out) - sum(key in GLOBAL_ATTRS for key in out) < len(declared):
+    if len(out) < len(declared) or (
+            len(out) - sum([key in GLOBAL_ATTRS for key in out]) < len(declared)):
         for key, kind in declared.items():
             if key not in out:
                 if kind.default is _REQUIRED:

@@ -109,9 +109,12 @@ _unary("Log1p", "rt.log1p({0})", lambda op, g: [g / (1 + _x(op))],
 _unary("Sin", "np.sin({0})", lambda op, g: [g * cos(_x(op))], ufunc="np.sin")
 _unary("Cos", "np.cos({0})", lambda op, g: [-(g * sin(_x(op)))], ufunc="np.cos")
 _unary("Tan", "np.tan({0})", lambda op, g: [g * (1 + square(_y(op)))], ufunc="np.tan")
-_unary("Tanh", "np.tanh({0})", lambda op, g: [g * (1 - square(_y(op)))], ufunc="np.tanh",
+# Tanh's and Sigmoid's gradients read their output, through one op each as TF1's do
+_unary("Tanh", "np.tanh({0})",
+       lambda op, g: [apply1("TanhGrad", [_y(op), g], name="TanhGrad")], ufunc="np.tanh",
        vector="tanh")
-_unary("Sigmoid", "rt.sigmoid({0})", lambda op, g: [g * (_y(op) * (1 - _y(op)))],
+_unary("Sigmoid", "rt.sigmoid({0})",
+       lambda op, g: [apply1("SigmoidGrad", [_y(op), g], name="SigmoidGrad")],
        ufunc="rt.sigmoid({0}, out={out})", vector="sigmoid")
 _unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))],
        ufunc="rt.softplus({0}, out={out})")
@@ -133,25 +136,50 @@ register("LogicalNot", unary_infer("b"), "np.logical_not({0})", None, differenti
          elementwise=True, broadcasts=False, arity=1)
 
 
-def _relu_grad_infer(ctx):
-    check_kind(ctx, 0, "fi")
-    if ctx.in_dtypes[0] is not ctx.in_dtypes[1] or \
-            not ctx.in_shapes[0].is_compatible_with(ctx.in_shapes[1]):
-        raise ValueError(f"ReluGrad needs gradients and features of one shape and dtype, got "
-                         f"{ctx.in_shapes[0]} {ctx.in_dtypes[0].name} and {ctx.in_shapes[1]} "
-                         f"{ctx.in_dtypes[1].name}")
-    return [(ctx.in_shapes[0].merge_with(ctx.in_shapes[1]), ctx.in_dtypes[0])]
+def _grad_infer(kinds, what):
+    """The shape rule of an activation's gradient op (ReluGrad, TanhGrad...): two inputs of
+    one shape and dtype, `what` naming them for the error."""
+    def infer(ctx):
+        check_kind(ctx, 0, kinds)
+        if ctx.in_dtypes[0] is not ctx.in_dtypes[1] or \
+                not ctx.in_shapes[0].is_compatible_with(ctx.in_shapes[1]):
+            raise ValueError(f"{ctx.type} needs {what} of one shape and dtype, got "
+                             f"{ctx.in_shapes[0]} {ctx.in_dtypes[0].name} and "
+                             f"{ctx.in_shapes[1]} {ctx.in_dtypes[1].name}")
+        return [(ctx.in_shapes[0].merge_with(ctx.in_shapes[1]), ctx.in_dtypes[0])]
+    return infer
 
 
 # Relu's gradient: g where the input was positive, else 0. TF1 multiplies by the mask too
 # (a NaN gradient stays NaN); in NumPy `g * mask` is about ten times faster than np.where.
 # With out= the mask is the only new array (one byte an element), and out may be g's or
 # the features' buffer: the mask is made before anything is written.
-register("ReluGrad", _relu_grad_infer, "{0} * ({1} > 0)",
+register("ReluGrad", _grad_infer("fi", "gradients and features"), "{0} * ({1} > 0)",
          lambda op, gg: [apply1("ReluGrad", [gg, op.inputs[1]], name="ReluGrad"),
                          zeros_like(op.inputs[1])],
          elementwise=True, broadcasts=False, new_array=True,
          ufunc="np.multiply({0}, np.greater({1}, 0), out={out})", arity=2)
+
+
+# TanhGrad(y, dy) = dy * (1 - y^2), SigmoidGrad(y, dy) = dy * (y * (1 - y)): y is the
+# activation's output, dy the gradient arriving at it; each computes in the order the three
+# ops it replaces did. Their out= forms make no temporary: they compute in out, which
+# therefore is never the buffer of an input they read after writing it (reads_after_out).
+# Their own gradients (for second derivatives), with gg arriving:
+#   d/dy = gg * dy * (-2 y)         d/d(dy) = TanhGrad(y, gg)
+#   d/dy = gg * dy * (1 - 2 y)      d/d(dy) = SigmoidGrad(y, gg)
+register("TanhGrad", _grad_infer("f", "outputs and gradients"), "{1} * (1 - np.square({0}))",
+         lambda op, gg: [gg * op.inputs[1] * (-2 * op.inputs[0]),
+                         apply1("TanhGrad", [op.inputs[0], gg], name="TanhGrad")],
+         elementwise=True, broadcasts=False, new_array=True, arity=2,
+         ufunc="np.multiply({1}, np.subtract(1, np.square({0}, out={out}), out={out}), "
+               "out={out})", reads_after_out=(1,))
+register("SigmoidGrad", _grad_infer("f", "outputs and gradients"),
+         "{1} * ({0} * (1 - {0}))",
+         lambda op, gg: [gg * op.inputs[1] * (1 - 2 * op.inputs[0]),
+                         apply1("SigmoidGrad", [op.inputs[0], gg], name="SigmoidGrad")],
+         elementwise=True, broadcasts=False, new_array=True, arity=2,
+         ufunc="np.multiply({1}, np.multiply({0}, np.subtract(1, {0})), out={out})")
 
 
 def _leaky_relu_grad(op, g):

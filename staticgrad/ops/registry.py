@@ -60,6 +60,8 @@ class OpDef:
     ufunc: str | Callable | None = None  # the op as one call writing into `out=`, which
     #                              may be one of its inputs: "np.add({0}, {1}, out={out})",
     #                              or f(args, out, ctx) -> that text (memory plans, fused kernels)
+    reads_after_out: tuple = ()  # inputs `ufunc` reads after writing into out: out is never
+    #                              their buffer (TanhGrad's dy: dy * (1 - y^2), 1 - y^2 in out)
     vector: str | None = None    # its function in runtime_fast ("exp": fast.exp(x, out=r)),
     #                              which float32 fused kernels call where [fast] works
     doc: str = ""

@@ -64,8 +64,10 @@ def plan_memory(program: Program) -> Program:
             free_after.setdefault(id(end), []).append(v)
         if node.opdef.ufunc and len(node.outputs) == 1 and not node.members:
             out = node.outputs[0]
+            late = [node.inputs[i] for i in node.opdef.reads_after_out]
             for v in node.runtime_inputs():
-                if _reusable(v, out, node, last_use, consumers, fetched):
+                if _reusable(v, out, node, last_use, consumers, fetched) and \
+                        not any(v is x for x in late):
                     write_into[id(node)] = v
                     break
     in_place = _updates_in_place(program, last_use, fetched)

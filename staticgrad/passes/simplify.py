@@ -14,6 +14,7 @@ included (the sign of a zero aside: `-0.0 + 0` is `+0.0`).
     -(x * c), (-x) * c                        -> x * -c
     (x * a) * b                               -> x * (a*b)  (numbers a, b, one a power of two)
     (a / x) * b                               -> (a*b) / x  (b a power of two)
+    TanhGrad(y, 1), SigmoidGrad(y, 1)         -> 1 - square(y), y * (1 - y)  (a loss's seed)
 
 Multiplying by a power of two is exact, so `(x * a) * b` and `x * (a*b)` round the same
 (when a*b is a normal number) except where an intermediate is subnormal, where the folded
@@ -62,7 +63,8 @@ def simplify(program: Program) -> Program:
 
 # the op types that a rule below may simplify (other than by _unspread)
 RULE_TYPES = PASS_THROUGH | SAME_SHAPE_NOOPS | {
-    "AddN", "Cast", "Transpose", "Neg", "Mul", "RealDiv", "Pow", "Add", "Sub"}
+    "AddN", "Cast", "Transpose", "Neg", "Mul", "RealDiv", "Pow", "Add", "Sub", "TanhGrad",
+    "SigmoidGrad"}
 
 
 def _simplified(node, out):
@@ -112,7 +114,30 @@ def _simplified(node, out):
         return _if_same(out, a) if _is(b, 0) else (_if_same(out, b) if _is(a, 0) else None)
     if t == "Sub" and _is(ins[1], 0):
         return _if_same(out, ins[0])
+    if t in ("TanhGrad", "SigmoidGrad") and _is(ins[1], 1):
+        return _seeded_activation_grad(node, out)
     return None
+
+
+def _seeded_activation_grad(node, out):
+    """TanhGrad(y, dy) or SigmoidGrad(y, dy) where dy is all ones (the gradient of a sum
+    arriving at its tanh or sigmoid): the same factor without multiplying it by one, as the
+    nodes [square(y), 1 - that] or [1 - y, y * that]; None unless y has out's shape."""
+    y = node.inputs[0]
+    if y.dtype is not out.dtype or y.shape.dims is None or y.shape.dims != out.shape.dims:
+        return None
+    one = constant_value(np.asarray(1, out.dtype.np), out.dtype, f"{out.name}_one")
+    if node.type == "TanhGrad":
+        first = make_node(get_opdef("Square"), {}, (y,), node.origin,
+                          names=[f"{out.name}_square"])
+        last = make_node(get_opdef("Sub"), {}, (one, first.outputs[0]), node.origin,
+                         names=[out.name])
+    else:
+        first = make_node(get_opdef("Sub"), {}, (one, y), node.origin,
+                          names=[f"{out.name}_one_minus"])
+        last = make_node(get_opdef("Mul"), {}, (y, first.outputs[0]), node.origin,
+                         names=[out.name])
+    return [first, last]
 
 
 def _unspread(node, out):

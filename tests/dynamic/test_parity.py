@@ -1,8 +1,8 @@
 """One source of truth: every op of the registry run in both modes on the same inputs.
 
-For each row of test_gradients.CASES (one per differentiable op), the very same function of
-graph-API calls is run on placeholders in a Session and on dynamic tensors (under
-dy.eager_mode()); the values, the dynamic gradients (by grad() and by backward()) and the
+For each row of CASES in tests/ops/test_gradients.py (one per differentiable op), the very
+same function of graph-API calls is run on placeholders in a Session and on dynamic tensors
+(under dy.eager_mode()); the values, the dynamic gradients (by grad() and by backward()) and the
 static `sg.gradients` must agree, and so must the second derivatives (create_graph=True
 against gradients of gradients). Non-differentiable ops have rows below, random ops a check
 of their draws, and state ops must refuse to run dynamically. A registry op with no row fails
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_gradients import CASES, RNG, any_, pos
 
 import staticgrad as sg
 import staticgrad.dynamic as dy
 from staticgrad.dynamic.tape import AccumulateGrad
 from staticgrad.ops.registry import REGISTRY
+from tests.ops.test_gradients import CASES, RNG, any_, pos
 
 F = sg.float64
 RTOL, ATOL = 1e-9, 1e-12  # the same kernels; the compiler may reassociate a little

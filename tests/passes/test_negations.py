@@ -67,7 +67,7 @@ def test_a_negated_product_read_elsewhere_is_left_alone(g):
     a = sg.placeholder(sg.float32, [3], name="a")
     b = sg.placeholder(sg.float32, [3], name="b")
     p = (-a) * b
-    from test_compiler_passes import program_for, types
+    from tests.passes.helpers import program_for, types
     program = program_for([p + b, p * 2.0], {a: np.ones(3), b: np.ones(3)})
     assert types(fold_negations(program)) == types(program)  # p is needed anyway: no p' = a*b
     program = program_for([p + b], {a: np.ones(3), b: np.ones(3)})
@@ -112,7 +112,7 @@ def test_a_variable_read_is_not_moved_past_an_assignment(form):
 
 
 def test_a_negated_product_something_waits_on_is_not_computed_twice(g):
-    from test_compiler_passes import program_for, types
+    from tests.passes.helpers import program_for, types
     a = sg.placeholder(sg.float32, [3], name="a")
     b = sg.placeholder(sg.float32, [3], name="b")
     p = (-a) * b

@@ -64,6 +64,14 @@ CASES = [
     ("Erf", sg.erf, [(any_, (2, 3))], True),
     ("Relu", sg.nn.relu, [(away0, (2, 3))], True),
     ("ReluGrad", lambda x: sg.square(sg.nn.relu(x)), [(away0, (2, 3))], True),
+    # the activation gradients of two free inputs (y, dy), and as tanh's and sigmoid's
+    # gradients: their own rules give the second and third derivatives
+    ("TanhGrad", lambda y, dy: apply1("TanhGrad", [y, dy]), [(unit, (2, 3)), (any_, (2, 3))],
+     True),
+    ("TanhGrad", lambda x: sg.square(sg.tanh(x)), [(any_, (2, 3))], True),
+    ("SigmoidGrad", lambda y, dy: apply1("SigmoidGrad", [y, dy]),
+     [(unit, (2, 3)), (any_, (2, 3))], True),
+    ("SigmoidGrad", lambda x: sg.square(sg.sigmoid(x)), [(any_, (2, 3))], True),
     ("Relu6", sg.nn.relu6, [(lambda s: away0(s) * 4, (3, 4))], True),
     ("Elu", sg.nn.elu, [(away0, (2, 3))], True),
     ("LeakyRelu", lambda x: sg.nn.leaky_relu(x, 0.1), [(away0, (2, 3))], True),
@@ -298,3 +306,30 @@ def test_sparse_cross_entropy_rejects_out_of_range_labels():
     loss = sg.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     with pytest.raises(sg.errors.InvalidArgumentError, match="label value of 7"):
         sg.Session().run(loss, {logits: np.zeros((2, 3)), labels: [0, 7]})
+
+
+@pytest.mark.parametrize("disable", [(), ("fuse",), ("fuse", "memory"), ("simplify",)])
+def test_tanh_and_sigmoid_gradients_are_bit_for_bit_the_three_step_products(disable):
+    """TanhGrad and SigmoidGrad compute dy * (1 - y*y) and dy * (y * (1 - y)) in NumPy's own
+    float32 steps, in every plan: fused blocks and out= buffers (their out= forms compute in
+    out, never the buffer of an input read after it: OpDef.reads_after_out), plain lines,
+    and the sum's seed simplified away or multiplied in."""
+    n = 200_003  # large: fused in blocks, buffers reused
+    x = sg.placeholder(sg.float32, [n], name="x")
+    t = sg.tanh(x * 0.75)
+    s = sg.sigmoid(t * 1.5)
+    loss = sg.reduce_sum(s * t)
+    (dx,) = sg.gradients(loss, [x])
+    (dt,) = sg.gradients(sg.reduce_sum(sg.tanh(t)), [t])  # a seed of ones into TanhGrad
+    xv = np.random.default_rng(1).normal(size=n).astype(np.float32)
+    f32 = np.float32
+    tv = np.tanh(xv * f32(0.75))
+    sv = f32(1) / (f32(1) + np.exp(-(tv * f32(1.5))))
+    with sg.Session(options=sg.CompileOptions(disable=frozenset(disable))) as sess:
+        got_s, got_dx, got_dt = sess.run([s, dx, dt], {x: xv})
+    np.testing.assert_allclose(got_s, sv, rtol=1e-6)
+    sv = got_s  # (rt.sigmoid's own float32 steps)
+    ds = tv * (sv * (1 - sv))              # d loss / d (t * 1.5), through s
+    want_dt = (sv + ds * f32(1.5)) * (1 - np.square(tv))
+    np.testing.assert_array_equal(got_dx, want_dt * f32(0.75))
+    np.testing.assert_array_equal(got_dt, 1 - np.square(np.tanh(tv)))

@@ -171,7 +171,7 @@ def test_minimize_without_gradients_names_the_variables_and_the_loss():
         with pytest.raises(ValueError, match="No gradients provided") as e:
             sg.train.GradientDescentOptimizer(0.1).minimize(loss)
         assert "weight:0" in str(e.value) and "the_loss:0" in str(e.value)
-        assert "test_train.py" in str(e.value)
+        assert "test_optimizers.py" in str(e.value)
 
 
 def test_no_variables_and_bad_losses_are_clear_errors():
@@ -274,5 +274,5 @@ def test_apply_gradients_errors_say_where():
     with sg.Graph().as_default():
         w = sg.Variable(np.zeros((3, 2)), name="w")
         g = sg.constant(np.zeros((2, 3)), name="g")
-        with pytest.raises(ValueError, match=r"shape \(2, 3\).*\(3, 2\).*test_train.py"):
+        with pytest.raises(ValueError, match=r"shape \(2, 3\).*\(3, 2\).*test_optimizers.py"):
             sg.train.GradientDescentOptimizer(0.1).apply_gradients([(g, w)])

@@ -28,7 +28,7 @@ def test_trace_round_trip_values_and_graph():
     a, b = RNG.normal(size=(2, 3)), RNG.normal(size=3)  # new inputs of the same shapes
     np.testing.assert_allclose(traced(a, b), f(dy.tensor(a), dy.tensor(b)).numpy(),
                                rtol=1e-12)
-    assert "test_dynamic_trace.py" in traced.graph.get_operations()[-1].location[0]
+    assert "test_trace.py" in traced.graph.get_operations()[-1].location[0]
     assert "2 inputs" in repr(traced)
 
 

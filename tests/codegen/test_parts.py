@@ -7,11 +7,11 @@ import importlib.util
 
 import numpy as np
 import pytest
-from conftest import lineno
 
 import staticgrad as sg
 from staticgrad import compiler
 from staticgrad.codegen import parts
+from tests.conftest import lineno
 
 
 def _chain(steps, size=16):

@@ -11,9 +11,9 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import lineno
 
 import staticgrad as sg
+from tests.conftest import lineno
 
 HERE = os.path.basename(__file__)
 

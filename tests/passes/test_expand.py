@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_negations import _run, _same, _values
 
 import staticgrad as sg
 from staticgrad import runtime as rt
 from staticgrad.ops.registry import apply1
+from tests.passes.test_negations import _run, _same, _values
 
 
 @pytest.fixture(autouse=True)

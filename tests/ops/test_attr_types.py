@@ -27,7 +27,7 @@ from staticgrad.graph_io import GraphFormatError, encode_value
 from staticgrad.ops import attr_types as T
 from staticgrad.ops.registry import REGISTRY, create_operation
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CANARY = "SG_ATTR_CANARY"
 # Python that would set the canary if it ever ran
 PAYLOAD = f"__import__('os').environ.__setitem__({CANARY!r}, 'ran')"

@@ -1,4 +1,5 @@
-"""The compiler's passes, each run alone, against independent references."""
+"""prune: the operations that fetches need, cut at fed tensors, in creation order (a
+topological order), against networkx's ancestors."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.passes.prune import prune
-from staticgrad.passes.specialize import specialize
 
 
 def _model(g):
@@ -53,17 +53,6 @@ def test_prune_keeps_exactly_the_ancestors_of_the_fetches(g, fetch_names, fed_na
             continue
         want |= {f.op.name} | nx.ancestors(nxg, f.op.name)
     assert got == want
-
-
-def test_specialize_makes_shapes_concrete_and_folds_shape_arithmetic(g):
-    x = sg.placeholder(sg.float32, [None, 3], name="x")
-    n = sg.shape(x)[0] * 3
-    y = sg.reshape(x, [n, -1])
-    ops = prune([y], {x})
-    spec = specialize(ops, {x: ((4, 3), sg.float32)})
-    assert spec.shapes[y].as_list() == [12, 1]
-    assert int(spec.values[n]) == 12
-    assert y.shape.as_list() == [None, None]  # the graph itself is unchanged
 
 
 def test_prune_skips_what_is_known_when_the_graph_is_built():

@@ -1,0 +1,1 @@
+"""Tests of staticgrad/codegen/: rendering a compiled program as source."""

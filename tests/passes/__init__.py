@@ -1,0 +1,1 @@
+"""Tests of staticgrad/passes/: each pass alone, and its rewrites against the program without it."""

@@ -1,0 +1,290 @@
+"""The memory plan: intermediates freed after their last use, results written into dead
+buffers (`out=`), variable updates in place; never over a feed, a fetch, a variable's
+array or a value still read."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+from tests.passes.helpers import N
+
+pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph
+
+
+def _chain(x, n=8):
+    y = x
+    for i in range(n):
+        y = sg.exp(y * 0.5) - 1.0 if i % 2 else sg.tanh(y) * 2.0
+    return y
+
+
+def test_memory_plan_frees_after_last_use_and_writes_into_dead_buffers():
+    x = sg.placeholder(sg.float32, [8192], name="x")
+    y = _chain(x)
+    with sg.Session(options=sg.CompileOptions(disable={"fuse"})) as sess:
+        src = sess.source(y, {x: np.zeros(8192, np.float32)})
+    assert "out=" in src and "del " in src
+    assert "out=x" not in src  # never into a fed array
+
+
+def test_memory_plan_lowers_the_peak():
+    import tracemalloc
+    x = sg.placeholder(sg.float32, [1 << 18], name="x")
+    y = _chain(x, 12)
+    xv = np.linspace(-1, 1, 1 << 18, dtype=np.float32)
+    peaks, results = [], []
+    for options in (sg.CompileOptions(disable={"memory", "fuse"}),
+                    sg.CompileOptions(disable={"fuse"})):
+        with sg.Session(options=options) as sess:
+            sess.run(y, {x: xv})  # compile first
+            tracemalloc.start()
+            results.append(sess.run(y, {x: xv}))
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+    np.testing.assert_array_equal(results[0], results[1])
+    buffer = xv.nbytes
+    assert peaks[1] <= 3 * buffer < peaks[0]
+
+
+def test_memory_plan_never_overwrites_feeds_variables_or_fetches():
+    n = 8192  # large enough to be planned
+    x = sg.placeholder(sg.float32, [n], name="x")
+    w = sg.Variable(np.arange(n, dtype=np.float32), name="w")
+    a = sg.exp(x)                 # fetched: must come back intact
+    b = a * 2.0 + w               # reads w before the update below
+    c = sg.reshape(b, [2, -1])    # a view of b, fetched
+    with sg.control_dependencies([c]):
+        update = sg.assign(w, b * 3.0)
+    xv = np.zeros(n, np.float32)
+    with sg.Session(options=sg.CompileOptions(disable={"fuse"})) as sess:
+        sess.run(w.initializer)
+        assert "out=" in sess.source([a, b, c, update], {x: xv})  # the plan is at work
+        got_a, got_b, got_c, _ = sess.run([a, b, c, update], {x: xv})
+        new_w = sess.run(w)
+        again = sess.run(sg.identity(w))
+    np.testing.assert_array_equal(xv, 0)                       # the feed
+    np.testing.assert_array_equal(got_a, 1)                    # a fetch
+    np.testing.assert_array_equal(got_b, 2 + np.arange(n))    # the old w
+    np.testing.assert_array_equal(got_c.ravel(), got_b)        # a view of a fetch
+    np.testing.assert_array_equal(new_w, 3 * (2 + np.arange(n)))
+    np.testing.assert_array_equal(again, new_w)
+
+
+# -- updates in place ----------------------------------------------------------------------------
+def _sgd(n=8192):
+    """A linear model's gradient descent step on a planned-size weight vector."""
+    x = sg.placeholder(sg.float32, [n], name="x")
+    w = sg.Variable(np.linspace(-1, 1, n, dtype=np.float32), name="w")
+    loss = sg.reduce_sum(sg.square(w * x - 1.0))
+    train = sg.train.GradientDescentOptimizer(0.01).minimize(loss)
+    return x, w, loss, train, np.linspace(0, 2, n, dtype=np.float32)
+
+
+def test_updates_write_into_the_variable_array_and_agree_with_new_arrays():
+    x, w, loss, train, xv = _sgd()
+    got = []
+    for options in (sg.CompileOptions(), sg.CompileOptions(disable={"memory"})):
+        with sg.Session(options=options) as sess:
+            sess.run(w.initializer)
+            before = sess.run(w)
+            src = sess.source([loss, train], {x: xv})
+            losses = [sess.run([loss, train], {x: xv})[0] for _ in range(3)]
+            array = sess._vars["w"]
+            sess.run(train, {x: xv})
+            same_array = sess._vars["w"] is array
+            got.append((losses, sess.run(w), before, src, same_array))
+    (losses, w_in_place, before, src, same_array), (want_losses, want_w, *_, plain_src, moved) = got
+    assert "rt.update_in_place(np.subtract, V['w'], " in src
+    assert "update_in_place" not in plain_src
+    assert same_array and not moved
+    assert losses == want_losses
+    np.testing.assert_array_equal(w_in_place, want_w)
+    np.testing.assert_array_equal(before, np.linspace(-1, 1, 8192, dtype=np.float32))  # a copy
+
+
+def test_no_update_in_place_while_a_view_of_the_old_value_is_still_read():
+    n = 8192
+    w = sg.Variable(np.arange(n, dtype=np.float32), name="w")
+    t = sg.reshape(w, [2, -1])              # a view of w's array, computed before the update
+    with sg.control_dependencies([t]):
+        step = sg.assign_add(w, sg.ones([n]))
+    with sg.control_dependencies([step]):
+        later = t * 1.0                     # reads the view after the update
+    first = sg.assign(w, sg.zeros([n]))     # V['w'] is this op's result ...
+    with sg.control_dependencies([first]):
+        bump = sg.assign_add(w, sg.ones([n]))  # ... which is fetched beside the update
+    for fetches, want in (([later, step], [np.arange(n), np.arange(n) + 1]),
+                          ([t, later, step], [np.arange(n), np.arange(n), np.arange(n) + 1]),
+                          ([first, bump], [np.zeros(n), np.ones(n)])):
+        with sg.Session() as sess:
+            sess.run(w.initializer)
+            assert "update_in_place" not in sess.source(fetches)
+            for value, expected in zip(sess.run(fetches), want):
+                np.testing.assert_array_equal(np.ravel(value), expected)
+
+
+def test_updates_in_place_never_touch_an_array_the_user_gave_or_got():
+    n = 8192
+    x = sg.placeholder(sg.float32, [n], name="x")
+    w = sg.Variable(np.zeros(n, np.float32), name="w")
+    set_w = sg.assign(w, x)                 # the fed array, copied into the variable
+    with sg.control_dependencies([set_w]):
+        bump = sg.assign_add(w, sg.ones([n]))
+    step = sg.assign_add(w, sg.ones([n]))
+    xv = np.full(n, 5, np.float32)
+    mine = np.full(n, 7, np.float32)
+    with sg.Session() as sess:
+        assert "rt.update_in_place(" in sess.source(bump, {x: xv})
+        sess.run(bump, {x: xv})
+        w.load(mine, sess)
+        got = sess.run(w)
+        sess.run(step)
+        sess.run(step)
+        final = sess.run(w)
+    np.testing.assert_array_equal(xv, 5)
+    np.testing.assert_array_equal(mine, 7)
+    np.testing.assert_array_equal(got, 7)
+    np.testing.assert_array_equal(final, 9)
+
+
+def test_a_variable_never_shares_its_array_with_another_value():
+    """Found by review: assign(w, reshape(tmp)) stored a view of tmp as w's array, so the
+    fetched tmp, a second variable assigned tmp, or a view of the value taken before the
+    Assign changed with w's updates."""
+    n = 8192
+    x = sg.placeholder(sg.float32, [2, n // 2], name="x")
+    w = sg.Variable(np.zeros(n, np.float32), name="w")
+    w2 = sg.Variable(np.zeros((2, n // 2), np.float32), name="w2")
+    tmp = x * 2.0
+    flat = sg.reshape(tmp, [n])        # a view of tmp
+    set_w = sg.assign(w, flat)
+    with sg.control_dependencies([set_w]):
+        set_w2 = sg.assign(w2, tmp)
+    step = sg.assign_add(w, sg.ones([n]))
+    before = sg.reshape(x * 3.0, [n])
+    with sg.control_dependencies([sg.reshape(before, [2, -1])]):
+        set_from_view = sg.assign(w, before)
+    drawn = sg.Variable(sg.random_normal([n]), name="drawn")  # a new array, read once
+    xv = np.ones((2, n // 2), np.float32)
+    with sg.Session() as sess:
+        assert "np.array(" not in sess.source(drawn.initializer)  # stored as it is: no copy
+        assert "np.array(Reshape)" in sess.source(set_w, {x: xv})  # a view: copied
+        sess.run(sg.global_variables_initializer())
+        got_tmp, _, _ = sess.run([tmp, set_w, set_w2], {x: xv})
+        sess.run(step)
+        np.testing.assert_array_equal(got_tmp, 2)
+        np.testing.assert_array_equal(sess.run(w2), 2)
+        np.testing.assert_array_equal(sess.run(w), 3)
+        got_before, _ = sess.run([before, set_from_view], {x: xv})
+        sess.run(step)
+        np.testing.assert_array_equal(got_before, 3)
+        np.testing.assert_array_equal(sess.run(w), 4)
+
+
+def test_an_update_that_raises_leaves_the_variable_as_it_was():
+    n = 8192
+    w = sg.Variable(np.full(n, 3e38, np.float32), name="w")
+    double = sg.assign_add(w, sg.identity(w) * 1.0)
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        assert "rt.update_in_place(" in sess.source(double)
+        with np.errstate(over="raise"), pytest.raises(sg.errors.InvalidArgumentError,
+                                                      match="FloatingPointError"):
+            sess.run(double)
+        np.testing.assert_array_equal(sess.run(w), np.float32(3e38))
+        with warnings.catch_warnings():  # NumPy warns; the filter makes the warning an error
+            warnings.simplefilter("error")
+            with np.errstate(over="warn"), pytest.raises(sg.errors.InvalidArgumentError,
+                                                         match="RuntimeWarning"):
+                sess.run(double)
+        np.testing.assert_array_equal(sess.run(w), np.float32(3e38))
+        with np.errstate(over="ignore"):
+            sess.run(double)
+        assert np.isinf(sess.run(w)).all()
+
+
+def test_a_fetched_sum_to_is_never_the_variable_array_itself():
+    """Found while planning updates in place: SumTo of a variable read, with nothing to sum
+    and simplify off, was `V['w']` itself, fetched without a copy."""
+    from staticgrad.ops.array_ops import shape_of, sum_to
+    w = sg.Variable(np.ones(4, np.float32), name="w")
+    s = sum_to(sg.identity(w), shape_of(w))
+    with sg.Session(options=sg.CompileOptions(disable={"simplify"})) as sess:
+        sess.run(w.initializer)
+        got = sess.run(s)
+        got[0] = 99
+        np.testing.assert_array_equal(sess.run(w), 1)
+
+
+# -- found by review -----------------------------------------------------------------------------
+def test_an_add_n_of_one_input_is_a_new_array():
+    """Found by review: with simplify off, AddN([a]) was `a` itself, and the memory plan
+    (told AddN makes a new array) let a later node overwrite it."""
+    from staticgrad.ops.math_ops import apply1
+    x = sg.placeholder(sg.float32, [N], name="x")
+    a = sg.exp(x)
+    b, c = apply1("AddN", [a]), a * 2.0
+    xv = np.linspace(-1, 1, N, dtype=np.float32)
+    for off in ({"simplify"}, {"simplify", "fuse"}):
+        with sg.Session(options=sg.CompileOptions(disable=off, vector_math=False)) as sess:
+            got_b, got_c = sess.run([b, c], {x: xv})
+        np.testing.assert_array_equal(got_b, np.exp(xv))
+        np.testing.assert_array_equal(got_c, np.exp(xv) * np.float32(2))
+
+
+def test_fetched_results_are_private_and_writable():
+    x = sg.placeholder(sg.float32, [100_000], name="x")
+    w = sg.Variable(np.zeros(100_000, np.float32))
+    b = sg.exp(x) * 2.0
+    upd = sg.assign(w, b)
+    (g,) = sg.gradients(sg.reduce_sum(sg.sin(x) * 0.5), [x])
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        got_b, _, got_g = sess.run([b, upd, g], {x: np.zeros(100_000, np.float32)})
+        got_b[:] = -1
+        got_g += 1  # writable
+        assert (sess.run(w) == 2).all()  # the variable did not change with the fetched array
+
+
+def test_sum_to_that_does_nothing_is_not_overwritten():
+    x = sg.placeholder(sg.float32, [8192], name="x")
+    a = sg.exp(x)
+    b = sg.ops.array_ops.sum_to(a, sg.shape(x))
+    c = a * 2.0
+    with sg.Session(options=sg.CompileOptions(disable={"simplify", "fuse"})) as sess:
+        got_b, got_c = sess.run([b, c], {x: np.zeros(8192, np.float32)})
+    assert (got_b == 1).all() and (got_c == 2).all()
+
+
+def test_every_ufunc_form_computes_what_the_ops_numpy_form_computes():
+    """The memory plan writes results with `OpDef.ufunc` (out=); it must agree with `numpy`."""
+    from staticgrad import runtime
+    from staticgrad.ops.registry import REGISTRY, NodeCtx, kernel, render_ufunc
+    checked = 0
+    for op_type, opdef in REGISTRY.items():
+        if not opdef.ufunc:
+            continue
+        # {0}, {1}..., then {out}; a callable form takes any number (AddN): three
+        arity = opdef.ufunc.count("{") - 1 if isinstance(opdef.ufunc, str) else 3
+        arrays = [np.linspace(0.5, 2.0, 7) + i for i in range(arity)]
+        ctx = NodeCtx(op_type, {}, [sg.TensorShape([7])] * arity, [sg.float64] * arity,
+                      [None] * arity)
+        ctx.out_shapes, ctx.out_dtypes = [sg.TensorShape([7])], [sg.float64]
+        want = kernel(opdef, ctx)(*arrays)
+        out = np.empty(7)
+        names = {f"a{i}": a for i, a in enumerate(arrays)}
+        env = {"np": np, "rt": runtime, "out": out, **names}
+        got = eval(render_ufunc(opdef, list(names), "out", ctx), env)
+        assert got is out, op_type
+        np.testing.assert_array_equal(out, want, err_msg=op_type)
+        for i in range(arity):  # and in place: the result written over each input
+            env = {"np": np, "rt": runtime, **{k: a.copy() for k, a in names.items()}}
+            got = eval(render_ufunc(opdef, list(names), f"a{i}", ctx), env)
+            assert got is env[f"a{i}"], op_type
+            np.testing.assert_array_equal(got, want, err_msg=f"{op_type} into input {i}")
+        checked += 1
+    assert checked >= 18

@@ -1,0 +1,1 @@
+"""Tests of staticgrad/train/: optimizers, the global step, checkpoints."""
