@@ -18,7 +18,7 @@ staticgrad.compiler.DEFAULT_OPTIONS = staticgrad.compiler.CompileOptions(verify=
 _RECORD_TO = os.environ.get("STATICGRAD_RECORD_SOURCES")
 _recorder = None
 if _RECORD_TO:
-    import source_corpus
+    from tests import source_corpus
 
     _recorder = source_corpus.Recorder()
     _recorder.install()

@@ -17,7 +17,8 @@ import os
 import traceback
 
 import pytest
-import source_corpus
+
+from tests import source_corpus
 
 # mismatches shown in full, as unified diffs (STATICGRAD_SNAPSHOT_SHOW=n shows n)
 SHOWN = int(os.environ.get("STATICGRAD_SNAPSHOT_SHOW", "3"))
