@@ -1,8 +1,12 @@
 """The whole suite compiles with the IR verifier on: every pass's output is checked.
 
-Also the fixtures and helpers that several test modules share."""
+Also the fixtures and helpers that several test modules share, and the recorder of the
+generated-source snapshot: with STATICGRAD_RECORD_SOURCES=path, every graph the suite compiles
+is written to path with the source it compiled to (tests/source_corpus.py;
+tests/snapshots/README.md says when and how)."""
 
 import inspect
+import os
 
 import pytest
 
@@ -10,6 +14,20 @@ import staticgrad as sg
 import staticgrad.compiler
 
 staticgrad.compiler.DEFAULT_OPTIONS = staticgrad.compiler.CompileOptions(verify=True)
+
+_RECORD_TO = os.environ.get("STATICGRAD_RECORD_SOURCES")
+_recorder = None
+if _RECORD_TO:
+    from tests import source_corpus
+
+    _recorder = source_corpus.Recorder()
+    _recorder.install()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _recorder is not None:
+        stats = _recorder.write(_RECORD_TO)
+        print(f"\nsource corpus written to {_RECORD_TO}: {stats}")
 
 
 def lineno():

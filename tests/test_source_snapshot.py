@@ -1,0 +1,80 @@
+"""The generated NumPy source of every graph the test suite compiles stays as recorded.
+
+tests/snapshots/sources.json.xz holds the graphs, each with its fetches, feeds, options and
+the source it compiled to (tests/source_corpus.py says what is recorded, and how it is
+replayed). Here each is compiled again from a fresh graph and compared, character for
+character. A change that alters generated code on purpose records the corpus again and says
+so in its commit (tests/snapshots/README.md).
+
+STATICGRAD_SNAPSHOT_EVERY=n checks a fixed n-th of the records (default: all);
+STATICGRAD_SNAPSHOT_SHOW=n shows n mismatches as diffs (default 3).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import traceback
+
+import pytest
+
+from tests import source_corpus
+
+# mismatches shown in full, as unified diffs (STATICGRAD_SNAPSHOT_SHOW=n shows n)
+SHOWN = int(os.environ.get("STATICGRAD_SNAPSHOT_SHOW", "3"))
+DIFF_LINES = 80    # lines of each diff shown
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    if os.environ.get("STATICGRAD_RECORD_SOURCES"):
+        # a recording keeps what the suite compiles, not what an older corpus held
+        pytest.skip("recording the corpus (STATICGRAD_RECORD_SOURCES)")
+    if not source_corpus.CORPUS.exists():
+        pytest.fail(f"{source_corpus.CORPUS} is missing: record it (tests/snapshots/README.md)")
+    return source_corpus.load()
+
+
+def test_every_recorded_threshold_still_exists(corpus):
+    recorded = {knob for entry in corpus["entries"] for knob in entry["knobs"]}
+    for knob in sorted(recorded | set(source_corpus.KNOBS)):
+        source_corpus._knob_home(knob)  # LookupError naming the knob and what to do
+
+
+def test_generated_source_is_as_recorded(corpus):
+    every = int(os.environ.get("STATICGRAD_SNAPSHOT_EVERY", "1"))
+    entries = source_corpus.sample(corpus["entries"], every)
+    mismatches, errors = [], []
+    graph_id, graph = None, None
+    for entry in entries:  # sorted by graph: each graph is loaded once
+        graph_doc = corpus["graphs"][entry["graph"]]
+        try:
+            if entry["graph"] != graph_id:
+                graph_id, graph = entry["graph"], source_corpus.load_graph(graph_doc)
+            got = source_corpus.compile_source(graph, entry)
+        except Exception:  # noqa: BLE001 - every entry is tried; the report shows each error
+            graph_id = None
+            errors.append((entry, traceback.format_exc(limit=-4)))
+            continue
+        if got != entry["source"]:
+            mismatches.append((entry, got))
+    if mismatches or errors:
+        pytest.fail(_report(corpus, len(entries), mismatches, errors), pytrace=False)
+
+
+def _report(corpus, checked: int, mismatches: list, errors: list) -> str:
+    lines = [f"of {checked} recorded compiles, {len(mismatches)} now generate other source "
+             f"and {len(errors)} fail to compile again. If the change is on purpose, record "
+             "the corpus again and say so in the commit (tests/snapshots/README.md).", ""]
+    for entry, got in mismatches[:SHOWN]:
+        lines.append(source_corpus.entry_title(entry, corpus["graphs"][entry["graph"]]))
+        diff = list(difflib.unified_diff(entry["source"].splitlines(), got.splitlines(),
+                                         "recorded", "now", lineterm=""))
+        lines += diff[:DIFF_LINES]
+        if len(diff) > DIFF_LINES:
+            lines.append(f"... ({len(diff) - DIFF_LINES} more lines of diff)")
+        lines.append("")
+    for entry, error in errors[:SHOWN]:
+        lines.append(source_corpus.entry_title(entry, corpus["graphs"][entry["graph"]]))
+        lines.append(error)
+    return "\n".join(lines)
