@@ -214,8 +214,8 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
     nodes = []
     for op in ops:
         opdef, outputs = op.opdef, op.outputs
-        if opdef.numpy is None and op.type != "NoOp":
-            continue  # feeds and constants: Values, not nodes
+        if not opdef.computes and outputs:
+            continue  # feeds and constants: Values, not nodes (a NoOp, with none, stays)
         if len(outputs) == 1:
             out = outputs[0]
             if out in values:

@@ -59,7 +59,7 @@ def run_operation(op_type: str, inputs, attrs: dict) -> Ran:
         if type(t) is not Tensor:
             raise _foreign_input(op_type, i, t)
         arrays.append(t._data)
-    if opdef.numpy is None or (opdef.stateful and not opdef.draws_random):
+    if not opdef.computes or (opdef.stateful and not opdef.draws_random):
         if op_type != "Const":
             raise TypeError(f"{op_type} ops hold graph or session state and have no place in the "
                             f"dynamic mode ({_here()}); make tensors with dy.tensor(data, "

@@ -47,6 +47,7 @@ class OpDef:
     numpy: str | Callable | None
     grad: Callable | None = None
     differentiable: bool = True
+    computes: bool = True        # False: a feed or a constant (a value, not a node), or NoOp
     stateful: bool = False       # random draws, variables, assignments: never folded or merged
     elementwise: bool = False    # output[i] depends only on inputs[i] (after broadcasting)
     broadcasts: bool = False     # inputs broadcast: the reverse pass sums gradients back
@@ -327,7 +328,7 @@ def fold_static(opdef: OpDef, ctx: NodeCtx):
     source = STATIC_SOURCES.get(opdef.type)
     if source is not None:
         return source(ctx)
-    if opdef.stateful or opdef.numpy is None:
+    if opdef.stateful or not opdef.computes:
         return None
     if opdef.static_inputs or opdef.shape_inputs:
         if any(v is None for i, v in enumerate(ctx.in_values) if i not in opdef.static_inputs

@@ -50,9 +50,9 @@ def _const_infer(ctx):
 # dims -> one TensorShape for the constants of those dims (shapes are never changed once made)
 _CONST_SHAPES: dict = {}
 
-register("Placeholder", _attr_infer, None, differentiable=False,
+register("Placeholder", _attr_infer, None, differentiable=False, computes=False,
          attrs={"dtype": DType(), "shape": Shape()}, arity=0)
-register("Const", _const_infer, None, differentiable=False,
+register("Const", _const_infer, None, differentiable=False, computes=False,
          attrs={"value": Array(), "dtype": DType()}, arity=0)
 
 
@@ -171,7 +171,8 @@ def assign_sub(ref, value, use_locking=None, name=None):
 
 
 # -- grouping ------------------------------------------------------------------------------------
-register("NoOp", lambda ctx: [], None, differentiable=False, stateful=True, arity=0)
+register("NoOp", lambda ctx: [], None, differentiable=False, stateful=True, computes=False,
+         arity=0)
 
 
 def no_op(name=None):

@@ -35,7 +35,7 @@ def cse(program: Program) -> Program:
     def visit(node):
         inputs = [v if v.const is None else canonical(v) for v in node.inputs]
         if (node.opdef.stateful or node.opdef.reads_state or node.controls or node.members
-                or node.opdef.numpy is None
+                or not node.opdef.computes
                 or (assigns and any(reads_variable(v) for v in node.inputs))):
             return node
         # the key holds the (canonical) input values themselves, hashed and compared by

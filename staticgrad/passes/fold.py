@@ -16,7 +16,7 @@ SMALL = 1024  # results up to this size may be larger than their inputs
 
 def fold_constants(program: Program) -> Program:
     def visit(node):
-        if (node.opdef.stateful or node.opdef.numpy is None or node.members or node.controls
+        if (node.opdef.stateful or not node.opdef.computes or node.members or node.controls
                 or not node.outputs):
             return node
         uses = node.static_uses

@@ -188,7 +188,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         marks.append(len(body))
         made.append(len(names.made))
         op = node.origin
-        if node.opdef.numpy is None and not node.members:
+        if not node.opdef.computes and not node.members:
             continue  # a NoOp: nothing to compute
         if node.members:  # a fused group: a block kernel, and the lines that run it
             def out_name(v):
