@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..shapes import broadcast_shapes
 from .attr_types import Bool, DType, Float
+from .expr import parse as E
 from .registry import (
     apply1,
     convert_to_tensor,
@@ -92,47 +93,47 @@ def _relu6_grad(op, g):
     return [where(logical_and(greater(x, 0), less(x, 6)), g, zeros_like(g))]
 
 
-_unary("Neg", "-{0}", lambda op, g: [-g], kinds="fi", ufunc="np.negative")
-_unary("Abs", "np.abs({0})", lambda op, g: [g * sign(_x(op))], kinds="fi", ufunc="np.absolute")
-_unary("Sign", "np.sign({0})", lambda op, g: [zeros_like(_x(op))], kinds="fi", ufunc="np.sign")
-_unary("Square", "np.square({0})", lambda op, g: [g * (2 * _x(op))], kinds="fi",
+_unary("Neg", E("-x0"), lambda op, g: [-g], kinds="fi", ufunc="np.negative")
+_unary("Abs", E("abs(x0)"), lambda op, g: [g * sign(_x(op))], kinds="fi", ufunc="np.absolute")
+_unary("Sign", E("sign(x0)"), lambda op, g: [zeros_like(_x(op))], kinds="fi", ufunc="np.sign")
+_unary("Square", E("square(x0)"), lambda op, g: [g * (2 * _x(op))], kinds="fi",
        ufunc="np.square")
-_unary("Sqrt", "np.sqrt({0})", lambda op, g: [g * (0.5 / _y(op))], ufunc="np.sqrt")
-_unary("Rsqrt", "1 / np.sqrt({0})", lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))],
+_unary("Sqrt", E("sqrt(x0)"), lambda op, g: [g * (0.5 / _y(op))], ufunc="np.sqrt")
+_unary("Rsqrt", E("1 / sqrt(x0)"), lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))],
        ufunc="np.divide(1, np.sqrt({0}, out={out}), out={out})")
-_unary("Reciprocal", "1 / {0}", lambda op, g: [g * -square(_y(op))], ufunc="np.reciprocal")
-_unary("Exp", "np.exp({0})", lambda op, g: [g * _y(op)], ufunc="np.exp", vector="exp")
-_unary("Expm1", "np.expm1({0})", lambda op, g: [g * exp(_x(op))], ufunc="np.expm1")
-_unary("Log", "np.log({0})", lambda op, g: [g / _x(op)], ufunc="np.log", vector="log")
-_unary("Log1p", "rt.log1p({0})", lambda op, g: [g / (1 + _x(op))],
+_unary("Reciprocal", E("1 / x0"), lambda op, g: [g * -square(_y(op))], ufunc="np.reciprocal")
+_unary("Exp", E("exp(x0)"), lambda op, g: [g * _y(op)], ufunc="np.exp", vector="exp")
+_unary("Expm1", E("expm1(x0)"), lambda op, g: [g * exp(_x(op))], ufunc="np.expm1")
+_unary("Log", E("log(x0)"), lambda op, g: [g / _x(op)], ufunc="np.log", vector="log")
+_unary("Log1p", E("log1p(x0)"), lambda op, g: [g / (1 + _x(op))],
        ufunc="rt.log1p({0}, out={out})")
-_unary("Sin", "np.sin({0})", lambda op, g: [g * cos(_x(op))], ufunc="np.sin")
-_unary("Cos", "np.cos({0})", lambda op, g: [-(g * sin(_x(op)))], ufunc="np.cos")
-_unary("Tan", "np.tan({0})", lambda op, g: [g * (1 + square(_y(op)))], ufunc="np.tan")
+_unary("Sin", E("sin(x0)"), lambda op, g: [g * cos(_x(op))], ufunc="np.sin")
+_unary("Cos", E("cos(x0)"), lambda op, g: [-(g * sin(_x(op)))], ufunc="np.cos")
+_unary("Tan", E("tan(x0)"), lambda op, g: [g * (1 + square(_y(op)))], ufunc="np.tan")
 # Tanh's and Sigmoid's gradients read their output, through one op each as TF1's do
-_unary("Tanh", "np.tanh({0})",
+_unary("Tanh", E("tanh(x0)"),
        lambda op, g: [apply1("TanhGrad", [_y(op), g], name="TanhGrad")], ufunc="np.tanh",
        vector="tanh")
-_unary("Sigmoid", "rt.sigmoid({0})",
+_unary("Sigmoid", E("sigmoid(x0)"),
        lambda op, g: [apply1("SigmoidGrad", [_y(op), g], name="SigmoidGrad")],
        ufunc="rt.sigmoid({0}, out={out})", vector="sigmoid")
-_unary("Softplus", "rt.softplus({0})", lambda op, g: [g * sigmoid(_x(op))],
+_unary("Softplus", E("softplus(x0)"), lambda op, g: [g * sigmoid(_x(op))],
        ufunc="rt.softplus({0}, out={out})")
-_unary("Erf", "rt.erf({0})",
+_unary("Erf", E("erf(x0)"),
        lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
 # Relu's gradient reads its output, as TF1's does (y > 0 exactly where x > 0, NaN included):
 # the input is then free once y is computed, and y can take its buffer
-_unary("Relu", "np.maximum({0}, 0)",
+_unary("Relu", E("maximum(x0, 0)"),
        lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi",
        ufunc="np.maximum({0}, 0, out={out})")
-_unary("Relu6", "rt.clip({0}, 0, 6)", _relu6_grad, kinds="fi",
+_unary("Relu6", E("clip(x0, 0, 6)"), _relu6_grad, kinds="fi",
        ufunc="rt.clip({0}, 0, 6, out={out})")
-_unary("Elu", "rt.elu({0})", lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
-_unary("Floor", "np.floor({0})", lambda op, g: [zeros_like(_x(op))], ufunc="np.floor")
-_unary("Identity", "{0}", lambda op, g: [g], kinds="fib", view=True)
-register("StopGradient", unary_infer("fib"), "{0}", None, differentiable=False, view=True,
+_unary("Elu", E("elu(x0)"), lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
+_unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))], ufunc="np.floor")
+_unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True)
+register("StopGradient", unary_infer("fib"), E("x0"), None, differentiable=False, view=True,
          elementwise=True, broadcasts=False, arity=1)
-register("LogicalNot", unary_infer("b"), "np.logical_not({0})", None, differentiable=False,
+register("LogicalNot", unary_infer("b"), E("logical_not(x0)"), None, differentiable=False,
          elementwise=True, broadcasts=False, arity=1)
 
 
@@ -154,7 +155,7 @@ def _grad_infer(kinds, what):
 # (a NaN gradient stays NaN); in NumPy `g * mask` is about ten times faster than np.where.
 # With out= the mask is the only new array (one byte an element), and out may be g's or
 # the features' buffer: the mask is made before anything is written.
-register("ReluGrad", _grad_infer("fi", "gradients and features"), "{0} * ({1} > 0)",
+register("ReluGrad", _grad_infer("fi", "gradients and features"), E("x0 * (x1 > 0)"),
          lambda op, gg: [apply1("ReluGrad", [gg, op.inputs[1]], name="ReluGrad"),
                          zeros_like(op.inputs[1])],
          elementwise=True, broadcasts=False, new_array=True,
@@ -168,14 +169,14 @@ register("ReluGrad", _grad_infer("fi", "gradients and features"), "{0} * ({1} > 
 # Their own gradients (for second derivatives), with gg arriving:
 #   d/dy = gg * dy * (-2 y)         d/d(dy) = TanhGrad(y, gg)
 #   d/dy = gg * dy * (1 - 2 y)      d/d(dy) = SigmoidGrad(y, gg)
-register("TanhGrad", _grad_infer("f", "outputs and gradients"), "{1} * (1 - np.square({0}))",
+register("TanhGrad", _grad_infer("f", "outputs and gradients"), E("x1 * (1 - square(x0))"),
          lambda op, gg: [gg * op.inputs[1] * (-2 * op.inputs[0]),
                          apply1("TanhGrad", [op.inputs[0], gg], name="TanhGrad")],
          elementwise=True, broadcasts=False, new_array=True, arity=2,
          ufunc="np.multiply({1}, np.subtract(1, np.square({0}, out={out}), out={out}), "
                "out={out})", reads_after_out=(1,))
 register("SigmoidGrad", _grad_infer("f", "outputs and gradients"),
-         "{1} * ({0} * (1 - {0}))",
+         E("x1 * (x0 * (1 - x0))"),
          lambda op, gg: [gg * op.inputs[1] * (1 - 2 * op.inputs[0]),
                          apply1("SigmoidGrad", [op.inputs[0], gg], name="SigmoidGrad")],
          elementwise=True, broadcasts=False, new_array=True, arity=2,
@@ -266,11 +267,11 @@ def _mul_grad(op, g):
     return [g * y if wants(op, 0) else None, x * g if wants(op, 1) else None]
 
 
-_binary("Add", "{0} + {1}", lambda op, g: [g, g], ufunc="np.add")
-_binary("Sub", "{0} - {1}", lambda op, g: [g, -g if wants(op, 1) else None],
+_binary("Add", E("x0 + x1"), lambda op, g: [g, g], ufunc="np.add")
+_binary("Sub", E("x0 - x1"), lambda op, g: [g, -g if wants(op, 1) else None],
         ufunc="np.subtract")
-_binary("Mul", "{0} * {1}", _mul_grad, ufunc="np.multiply")
-_binary("RealDiv", "{0} / {1}", _div_grad, kinds="f", ufunc="np.divide")
+_binary("Mul", E("x0 * x1"), _mul_grad, ufunc="np.multiply")
+_binary("RealDiv", E("x0 / x1"), _div_grad, kinds="f", ufunc="np.divide")
 def _integer_checked(operator, ufunc, kernel):
     """`x // y` for floats; for integers rt's kernel, which refuses a zero divisor (TF1
     raises; NumPy gives 0 with a warning). The numpy form and the out= form."""
@@ -288,16 +289,16 @@ def _integer_checked(operator, ufunc, kernel):
 _binary("FloorDiv", grad=None, **_integer_checked("//", "np.floor_divide", "floordiv"))
 _binary("FloorMod", grad=_mod_grad,  # (% is np.remainder)
         **_integer_checked("%", "np.remainder", "floormod"))
-_binary("Pow", "{0} ** {1}", _pow_grad)
-_binary("Maximum", "np.maximum({0}, {1})", lambda op, g: _minmax_grad(op, g, greater_equal),
+_binary("Pow", E("x0 ** x1"), _pow_grad)
+_binary("Maximum", E("maximum(x0, x1)"), lambda op, g: _minmax_grad(op, g, greater_equal),
         ufunc="np.maximum")
-_binary("Minimum", "np.minimum({0}, {1})", lambda op, g: _minmax_grad(op, g, less_equal),
+_binary("Minimum", E("minimum(x0, x1)"), lambda op, g: _minmax_grad(op, g, less_equal),
         ufunc="np.minimum")
 for _t, _sym in [("Equal", "=="), ("NotEqual", "!="), ("Less", "<"), ("LessEqual", "<="),
                  ("Greater", ">"), ("GreaterEqual", ">=")]:
-    _binary(_t, "{0} %s {1}" % _sym, None, kinds="fib", out_dtype=_dt.bool_)
-_binary("LogicalAnd", "np.logical_and({0}, {1})", None, kinds="b")
-_binary("LogicalOr", "np.logical_or({0}, {1})", None, kinds="b")
+    _binary(_t, E(f"x0 {_sym} x1"), None, kinds="fib", out_dtype=_dt.bool_)
+_binary("LogicalAnd", E("logical_and(x0, x1)"), None, kinds="b")
+_binary("LogicalOr", E("logical_or(x0, x1)"), None, kinds="b")
 
 
 def _select_infer(ctx):
@@ -320,7 +321,7 @@ def _select_grad(op, g):
             where(cond, zeros, g) if wants(op, 2) else None]
 
 
-register("Select", _select_infer, "rt.select({0}, {1}, {2})", _select_grad, elementwise=True,
+register("Select", _select_infer, E("select(x0, x1, x2)"), _select_grad, elementwise=True,
          new_array=True, arity=3)
 
 
@@ -350,7 +351,7 @@ def _clip_grad(op, g):  # TF1's rule: t's gradient where it was not clipped, a b
 # TF's raw ClipByValue op (`clip_by_value` is, as in TF1, a maximum then a minimum); the
 # NumPy backend writes log1p with it (backends/numpy/expand.py): np.clip (rt.clip) is one
 # pass over memory
-register("ClipByValue", _clip_infer, "rt.clip({0}, {1}, {2})", _clip_grad, elementwise=True,
+register("ClipByValue", _clip_infer, E("clip(x0, x1, x2)"), _clip_grad, elementwise=True,
          new_array=True, ufunc="rt.clip({0}, {1}, {2}, out={out})", arity=3)
 
 

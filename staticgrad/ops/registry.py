@@ -33,6 +33,7 @@ from .. import runtime
 from ..errors import format_location, user_location
 from ..graph import Operation, Tensor, check_op_name, get_default_graph
 from .attr_types import AttrType, check_attrs
+from .expr import NUMPY, Expr
 
 REGISTRY: dict[str, OpDef] = {}
 
@@ -44,7 +45,8 @@ STATIC_FOLD_LIMIT = 1024
 class OpDef:
     type: str
     infer: Callable
-    numpy: str | Callable | None
+    numpy: str | Callable | None  # the reference kernel, as NumPy: a format string of its
+    #                               inputs ("np.tanh({0})") and attrs, or f(args, ctx) -> text
     grad: Callable | None = None
     differentiable: bool = True
     computes: bool = True        # False: a feed or a constant (a value, not a node), or NoOp
@@ -66,6 +68,8 @@ class OpDef:
     vector: str | None = None    # its function in runtime_fast ("exp": fast.exp(x, out=r)),
     #                              which float32 fused kernels call where [fast] works
     doc: str = ""
+    expr: Expr | None = None     # an elementwise op's math in the shared notation (ops/expr.py),
+    #                              of which `numpy` is the NumPy printing
     attrs: dict[str, AttrType] = dataclasses.field(default_factory=dict)  # declared types
     arity: int | tuple = 1       # how many inputs: n, or (at least, at most or None)
     checks_input: int | None = None  # its run-time error is about input i's values (a check):
@@ -79,6 +83,11 @@ def register(op_type: str, infer, numpy, grad=None, attrs=None, **kw) -> OpDef:
     if op_type in REGISTRY:
         raise ValueError(f"op type {op_type!r} is already registered")
     kw.setdefault("broadcasts", kw.get("elementwise", False))
+    if isinstance(numpy, Expr):  # the shared notation: its NumPy printing is the kernel
+        if not kw.get("elementwise") or numpy.arity != kw.get("arity", 1):
+            raise ValueError(f"{op_type}: an expression is for an elementwise op of as many "
+                             f"inputs ({numpy.arity}) as its arity")
+        kw["expr"], numpy = numpy, NUMPY.format(numpy)
     opdef = OpDef(op_type, infer, numpy, grad, attrs=dict(attrs or {}), **kw)
     if isinstance(numpy, str):
         fields = {f for _, f, _, _ in string.Formatter().parse(numpy) if f}

@@ -1,0 +1,52 @@
+"""The shared elementwise notation (ops/expr.py) printed as C++, for C-family backends (CUDA).
+
+    C.format(get_opdef("TanhGrad").expr)  ->  "{1} * (1 - sg_square({0}))"
+
+Operators print as C's, with Python's `**` as a call of pow. The notation's functions are
+the C library's where those compute what NumPy computes (sqrt, exp, tanh...), called
+unqualified so that each dtype gets its overload (`tanh(float)`); the others are small
+function templates of the preamble `codegen_templates/c/elementwise.h.j2` (`preamble()`),
+written to give NumPy's answers for NaN and the infinities: sg_maximum propagates NaN as
+np.maximum does, where C's fmax drops it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..ops.expr import Printer
+from .templates import render_template
+
+# dtype name -> its C++ type
+C_TYPES = {"float16": "__half", "float32": "float", "float64": "double", "int8": "signed char",
+           "int16": "short", "int32": "int", "int64": "long long", "uint8": "unsigned char",
+           "bool": "bool"}
+
+
+class CPrinter(Printer):
+    def rewrite(self, tree: ast.AST) -> ast.AST:
+        return _PowToCall().visit(tree)
+
+
+class _PowToCall(ast.NodeTransformer):
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            return ast.Call(ast.Name("pow", ast.Load()), [node.left, node.right], [])
+        return node
+
+
+C = CPrinter({
+    "abs": "sg_abs", "sign": "sg_sign", "square": "sg_square", "sqrt": "sqrt", "exp": "exp",
+    "expm1": "expm1", "log": "log", "log1p": "log1p", "sin": "sin", "cos": "cos",
+    "tan": "tan", "tanh": "tanh", "sigmoid": "sg_sigmoid", "softplus": "sg_softplus",
+    "erf": "erf", "elu": "sg_elu", "floor": "floor", "logical_not": "sg_logical_not",
+    "maximum": "sg_maximum", "minimum": "sg_minimum", "logical_and": "sg_logical_and",
+    "logical_or": "sg_logical_or", "select": "sg_select", "clip": "sg_clip",
+})
+
+
+def preamble(qualifier: str = "static inline") -> str:
+    """The functions C's expressions call, each declared with `qualifier` ("static inline"
+    for host C++, "__device__ inline" for CUDA)."""
+    return render_template("c/elementwise.h.j2", qualifier=qualifier)
