@@ -305,20 +305,26 @@ def _matmul(b, op):
     b.node("MatMul", [a, c], [b.y(op)], op.name)
 
 
+def _reduce_node(b, op, onnx_type: str, x: str, out: str, name: str, axis, keepdims) -> None:
+    """One ONNX reduction of x over `axis` (None: every axis; []: none, as in TF)."""
+    axes = None if axis is None else [int(a) for a in np.reshape(axis, -1)]
+    if axes == []:  # ONNX reads no axes as all of them
+        b.node("Identity", [x], [out], name)
+        return
+    inputs, attrs = [x], {"keepdims": int(bool(keepdims))}
+    if axes is not None:
+        # ReduceSum takes its axes as an input from opset 13, the others from opset 18
+        if b.opset >= (13 if onnx_type == "ReduceSum" else 18):
+            inputs.append(b.ints(f"{op.name}/axes", axes))
+        else:
+            attrs["axes"] = axes
+    b.node(onnx_type, inputs, [out], name, **attrs)
+
+
 def _reduce(onnx_type: str):
     def rule(b, op):
-        axis = op.attrs["axis"]
-        axes = None if axis is None else [int(a) for a in np.reshape(axis, -1)]
-        keepdims = int(bool(op.attrs["keepdims"]))
-        inputs = [b.x(op.inputs[0])]
-        attrs = {"keepdims": keepdims}
-        if axes is not None:
-            # ReduceSum takes its axes as an input from opset 13, the others from opset 18
-            if b.opset >= (13 if onnx_type == "ReduceSum" else 18):
-                inputs.append(b.ints(f"{op.name}/axes", axes))
-            else:
-                attrs["axes"] = axes
-        b.node(onnx_type, inputs, [b.y(op)], op.name, **attrs)
+        _reduce_node(b, op, onnx_type, b.x(op.inputs[0]), b.y(op), op.name, op.attrs["axis"],
+                     op.attrs["keepdims"])
     return rule
 
 

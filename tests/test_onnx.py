@@ -101,7 +101,7 @@ def test_reductions(tmp_path, opset):
     x = sg.placeholder(sg.float32, [2, 3, 4], name="x")
     out = [sg.reduce_sum(x), sg.reduce_sum(x, axis=1), sg.reduce_mean(x, axis=[0, 2]),
            sg.reduce_max(x, axis=-1, keepdims=True), sg.reduce_mean(x, keepdims=True),
-           sg.reduce_min(x, axis=0)]
+           sg.reduce_min(x, axis=0), sg.reduce_sum(x, axis=[]), sg.reduce_max(x, axis=[])]
     check_parity(tmp_path, out, {"x": x}, [{"x": randn(2, 3, 4)}], opset=opset)
 
 
