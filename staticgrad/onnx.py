@@ -13,8 +13,9 @@ The model opens in Netron and runs in ONNX Runtime with the results `Session.run
   `<op name>/<what>`, e.g. the NHWC <-> NCHW transposes around a convolution); values are
   named after the graph's tensors (`dense/MatMul:0`).
 
-Ops with no ONNX form (random draws, assignments, gradient-only kernels...) raise
-`OnnxExportError` naming the op, its type and where it was created.
+Every op type has a rule in `RULES` or, in `NO_ONNX`, the reason it has no ONNX form (random
+draws, assignments, gradient-only kernels...); exporting such an op raises `OnnxExportError`
+naming the op, its type, where it was created, and that reason.
 """
 
 from __future__ import annotations
@@ -84,11 +85,15 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
     b = _Builder(onnx, session, opset)
     for t, shape in zip(feeds, shapes):
         b.add_input(t, shape)
-    ops = prune(outputs, set(feeds))
+    # an op with no rule whose values were all known when the graph was built (a linspace of
+    # constants) needs no node: b.x stores its values as initializers where they are read
+    ops = [op for op in prune(outputs, set(feeds))
+           if op.type in RULES or not _known_when_built(op)]
     missing = [op for op in ops if op.type not in RULES]
     if missing:
         raise OnnxExportError("cannot export to ONNX: these ops have no ONNX form: "
-                              + "; ".join(op.where() for op in missing))
+                              + "; ".join(f"{op.where()} ({_why_not(op.type)})"
+                                          for op in missing))
     for op in ops:
         try:  # attrs changed since the op was made are refused as at creation
             check_attrs(op.type, op.opdef.attrs, op.attrs)
@@ -110,6 +115,15 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
     data = model.SerializeToString()
     atomic_write(os.path.abspath(path), lambda f: f.write(data))
     return os.path.abspath(path)
+
+
+def _known_when_built(op: Operation) -> bool:
+    return not op.opdef.stateful and all(t._static is not None for t in op.outputs)
+
+
+def _why_not(op_type: str) -> str:
+    """Why ops of `op_type` have no ONNX form, as an export error says it."""
+    return NO_ONNX.get(op_type, "no ONNX rule has been written for this op type yet")
 
 
 def _feed_shapes(graph, feeds, feed_shapes) -> list[list]:
@@ -858,3 +872,29 @@ RULES.update({
     # TF's average leaves the padding out of the count
     "AvgPool": _pool("AveragePool", count_include_pad=0),
 })
+
+
+# -- op types with no ONNX form, each with the reason an export error gives -----------------------
+# Every op type of the registry is in RULES or here (tests/test_onnx.py checks it), so an op added
+# to the registry needs a decision: a rule, or a reason.
+_GRADIENT_KERNEL = ("a gradient kernel with no ONNX operator; ONNX models are inference graphs: "
+                    "export the forward graph")
+_ASSIGNMENT = ("assigns a variable, and ONNX models are stateless inference graphs (a control "
+               "dependency on an assignment also brings it in)")
+_RANDOM = ("draws from the session's random generator, whose values ONNX Runtime's "
+           "RandomNormal/RandomUniform cannot reproduce; feed the draws as an input instead")
+NO_ONNX: dict[str, str] = {
+    "Placeholder": "a placeholder is a model input only when it is in feed_list",
+    "NoOp": ("computes nothing: groups and control dependencies have no ONNX form; fetch "
+             "tensors, not operations"),
+    "CheckNumerics": ("a run-time check that raises on NaN or Inf, and an ONNX graph cannot "
+                      "raise; export the checked tensor itself"),
+    "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "
+                 "(at most 1024 of them) is stored as a constant"),
+    "Assign": _ASSIGNMENT, "AssignAdd": _ASSIGNMENT, "AssignSub": _ASSIGNMENT,
+    "RandomStandardNormal": _RANDOM, "RandomUniform": _RANDOM,
+    "TruncatedNormal": _RANDOM + " (and ONNX has no truncated normal)",
+    "Conv2DBackpropFilter": _GRADIENT_KERNEL, "MaxPoolGrad": _GRADIENT_KERNEL,
+    "MaxPoolGradGrad": _GRADIENT_KERNEL, "AvgPoolGrad": _GRADIENT_KERNEL,
+    "GatherGrad": _GRADIENT_KERNEL, "StridedSliceGrad": _GRADIENT_KERNEL,
+}

@@ -275,7 +275,30 @@ def test_unsupported_op_names_op_type_and_place(tmp_path):
     msg = str(e.value)
     assert "RandomUniform" in msg and '"noise"' in msg and "test_onnx.py" in msg
     assert "RandomStandardNormal" in msg
+    assert "random generator" in msg  # why (staticgrad.onnx.NO_ONNX)
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_an_assignment_brought_in_by_a_control_dependency_says_why(tmp_path):
+    x = sg.placeholder(sg.float32, [3], name="x")
+    w = sg.Variable(np.zeros(3, np.float32), name="w")
+    with sg.control_dependencies([sg.assign_add(w, x, name="accumulate")]):
+        y = sg.identity(x * 2.0)
+    with sg.Session() as sess, pytest.raises(OnnxExportError) as e:
+        sess.run(sg.global_variables_initializer())
+        export_onnx(y, [x], tmp_path / "m.onnx", session=sess)
+    assert 'AssignAdd op "accumulate"' in str(e.value) and "stateless" in str(e.value)
+
+
+def test_linspace_exports_where_its_values_are_known(tmp_path):
+    """LinSpace has no ONNX form; its values, known when the graph was built, export as a
+    constant, fetched or read by another op; a linspace of a fed value says why it cannot."""
+    x = sg.placeholder(sg.float32, [5], name="x")
+    check_parity(tmp_path, [sg.linspace(0.0, 1.0, 5) * x, sg.linspace(-1.0, 2.0, 7)], {"x": x},
+                 [{"x": randn(5)}])
+    stop = sg.placeholder(sg.float32, [], name="stop")
+    with sg.Session() as sess, pytest.raises(OnnxExportError, match="ONNX has no linspace"):
+        export_onnx(sg.linspace(0.0, stop, 4), [stop], tmp_path / "m.onnx", session=sess)
 
 
 def test_symmetric_pad_has_no_onnx_form(tmp_path):
