@@ -59,6 +59,8 @@ def _shape(shape) -> list[int]:
 
 
 class Zeros(Initializer):
+    """Zeros of the variable's shape (`sg.zeros_initializer()`)."""
+
     def __init__(self, dtype=_dt.float32):
         self.dtype = _dt.as_dtype(dtype)
 
@@ -67,6 +69,8 @@ class Zeros(Initializer):
 
 
 class Ones(Initializer):
+    """Ones of the variable's shape (`sg.ones_initializer()`)."""
+
     def __init__(self, dtype=_dt.float32):
         self.dtype = _dt.as_dtype(dtype)
 
@@ -102,6 +106,12 @@ class Constant(Initializer):
 
 
 class RandomNormal(Initializer):
+    """Draws from a normal distribution of `mean` and `stddev`.
+
+    >>> init = sg.random_normal_initializer(stddev=0.1)     # doctest: +SKIP
+    >>> w = sg.get_variable("w", [3, 4], initializer=init)  # doctest: +SKIP
+    """
+
     def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=_dt.float32):
         self.mean, self.stddev, self.seed = mean, stddev, seed
         self.dtype = _dt.as_dtype(dtype)
@@ -112,12 +122,16 @@ class RandomNormal(Initializer):
 
 
 class TruncatedNormal(RandomNormal):
+    """Normal draws more than two standard deviations from the mean drawn again (TF1's)."""
+
     def __call__(self, shape, dtype=None, partition_info=None):
         return state_ops.truncated_normal(_shape(shape), self.mean, self.stddev,
                                           _float_dtype(self, dtype), seed=self.seed)
 
 
 class RandomUniform(Initializer):
+    """Uniform draws in [minval, maxval) (maxval None: 1 for floats)."""
+
     def __init__(self, minval=0, maxval=None, seed=None, dtype=_dt.float32):
         self.minval, self.maxval, self.seed = minval, maxval, seed
         self.dtype = _dt.as_dtype(dtype)
@@ -185,18 +199,22 @@ def glorot_normal_initializer(seed=None, dtype=_dt.float32):
 
 
 def he_normal(seed=None):
+    """He normal: truncated normal with variance 2 / fan_in (for ReLU layers)."""
     return VarianceScaling(2.0, "fan_in", "truncated_normal", seed)
 
 
 def he_uniform(seed=None):
+    """He uniform: U(-sqrt(6 / fan_in), +sqrt(6 / fan_in))."""
     return VarianceScaling(2.0, "fan_in", "uniform", seed)
 
 
 def lecun_normal(seed=None):
+    """LeCun normal: truncated normal with variance 1 / fan_in."""
     return VarianceScaling(1.0, "fan_in", "truncated_normal", seed)
 
 
 def lecun_uniform(seed=None):
+    """LeCun uniform: U(-sqrt(3 / fan_in), +sqrt(3 / fan_in))."""
     return VarianceScaling(1.0, "fan_in", "uniform", seed)
 
 

@@ -124,12 +124,15 @@ def _pooling(fn, default_name, inputs, pool_size, strides, padding, data_format,
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                   name=None):
+    """Max pooling over `pool_size` windows of NHWC `inputs` (padding "valid" or "same")."""
     return _pooling(nn.max_pool, "max_pooling2d", inputs, pool_size, strides, padding,
                     data_format, name)
 
 
 def average_pooling2d(inputs, pool_size, strides, padding="valid",
                       data_format="channels_last", name=None):
+    """Average pooling over `pool_size` windows of NHWC `inputs`, padding left out of the
+    mean."""
     return _pooling(nn.avg_pool, "average_pooling2d", inputs, pool_size, strides, padding,
                     data_format, name)
 

@@ -22,6 +22,11 @@ from .ops.registry import convert_to_tensor
 
 
 class Reduction:
+    """How a loss reduces its weighted per-element losses (`reduction=`): NONE keeps them,
+    SUM adds them, MEAN divides the sum by the sum of the weights, SUM_OVER_BATCH_SIZE by the
+    number of elements, SUM_BY_NONZERO_WEIGHTS (the default) by the number of non-zero
+    weights."""
+
     NONE = "none"
     SUM = "weighted_sum"
     SUM_OVER_BATCH_SIZE = "weighted_sum_over_batch_size"
@@ -205,15 +210,18 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
 
 # -- the loss collections --------------------------------------------------------------------
 def add_loss(loss, loss_collection=GraphKeys.LOSSES):
+    """Add `loss` to `loss_collection` (LOSSES), which get_total_loss() sums."""
     if loss_collection:
         get_default_graph().add_to_collection(loss_collection, loss)
 
 
 def get_losses(scope=None, loss_collection=GraphKeys.LOSSES):
+    """The losses in `loss_collection` (of `scope`, if given)."""
     return get_default_graph().get_collection(loss_collection, scope)
 
 
 def get_regularization_losses(scope=None):
+    """The REGULARIZATION_LOSSES collection (of `scope`, if given)."""
     return get_default_graph().get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
 
 

@@ -20,18 +20,22 @@ log_softmax = _f.log_softmax
 
 
 def leaky_relu(input, negative_slope=0.01):  # noqa: A002
+    """input where positive, else negative_slope * input, elementwise."""
     return _f._op("LeakyRelu", [input], {"alpha": float(negative_slope)})
 
 
 def elu(input):  # noqa: A002
+    """input where positive, else exp(input) - 1, elementwise."""
     return _f._op("Elu", [input])
 
 
 def softplus(input):  # noqa: A002
+    """log(1 + exp(input)), elementwise, computed stably."""
     return _f._op("Softplus", [input])
 
 
 def relu6(input):  # noqa: A002
+    """min(max(input, 0), 6), elementwise."""
     return _f._op("Relu6", [input])
 
 
@@ -58,6 +62,7 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002
 
 
 def l1_loss(input, target, reduction="mean"):  # noqa: A002
+    """|input - target|, reduced by `reduction` (mean, sum or none)."""
     return _reduce(_f.abs(input - target), reduction)
 
 
