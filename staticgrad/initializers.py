@@ -16,9 +16,21 @@ import math
 
 import numpy as np
 
+from . import _namespace
 from . import dtypes as _dt
 from .ops import array_ops, state_ops
 from .ops.registry import constant as _constant
+
+__all__ = [
+    "Constant", "Initializer", "Ones", "RandomNormal", "RandomUniform", "TruncatedNormal",
+    "VarianceScaling", "Zeros", "constant", "constant_initializer", "glorot_normal",
+    "glorot_normal_initializer", "glorot_uniform", "glorot_uniform_initializer", "he_normal",
+    "he_uniform", "lecun_normal", "lecun_uniform", "ones", "ones_initializer", "random_normal",
+    "random_normal_initializer", "random_uniform", "random_uniform_initializer",
+    "truncated_normal", "truncated_normal_initializer", "variance_scaling",
+    "variance_scaling_initializer", "zeros", "zeros_initializer",
+]
+__dir__ = _namespace.public_dir(globals())
 
 # The standard deviation of a unit normal truncated to [-2, 2]: dividing by it makes the
 # truncated draws have the variance asked for (TF1's constant).
@@ -141,7 +153,7 @@ class RandomUniform(Initializer):
                                         self._dtype(dtype), seed=self.seed)
 
 
-def fans(shape) -> tuple[float, float]:
+def _fans(shape) -> tuple[float, float]:
     """(fan_in, fan_out) of a weight shape, as TF1 computes them."""
     dims = _shape(shape)
     if not dims:
@@ -176,7 +188,7 @@ class VarianceScaling(Initializer):
     def __call__(self, shape, dtype=None, partition_info=None):
         dtype = _float_dtype(self, dtype)
         dims = _shape(shape)
-        fan_in, fan_out = fans(dims)
+        fan_in, fan_out = _fans(dims)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
         variance = self.scale / max(1.0, n)
         if self.distribution in ("normal", "truncated_normal"):  # TF1: "normal" is truncated

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import operator
 
-from . import initializers
+from . import _namespace, initializers
 from .graph import GraphKeys, get_default_graph
 from .ops import math_ops as M
 from .ops import nn_ops as nn
@@ -19,6 +19,9 @@ from .ops.array_ops import reshape, shape
 from .ops.join_ops import stack
 from .ops.registry import convert_to_tensor, is_tensor_like
 from .variable_scope import get_variable, variable_scope
+
+__all__ = ["average_pooling2d", "conv2d", "dense", "dropout", "flatten", "max_pooling2d"]
+__dir__ = _namespace.public_dir(globals())
 
 
 def _layer_scope(name, default_name, reuse):

@@ -12,6 +12,7 @@ float64.
 
 from __future__ import annotations
 
+from . import _namespace
 from .graph import GraphKeys, get_default_graph, name_scope
 from .ops import math_ops as M
 from .ops import nn_ops as nn
@@ -19,6 +20,14 @@ from .ops.array_ops import ones_like, shape, size, squeeze
 from .ops.nn_impl import squared_difference
 from .ops.reduction_ops import reduce_sum
 from .ops.registry import convert_to_tensor
+
+__all__ = [
+    "Reduction", "absolute_difference", "add_loss", "compute_weighted_loss", "get_losses",
+    "get_regularization_loss", "get_regularization_losses", "get_total_loss", "huber_loss",
+    "log_loss", "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy",
+    "sparse_softmax_cross_entropy",
+]
+__dir__ = _namespace.public_dir(globals())
 
 
 class Reduction:

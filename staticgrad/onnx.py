@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 
+from . import _namespace
 from . import dtypes as _dt
 from .export import _check_feed_shape, _given_feed_shapes
 from .graph import Operation, Tensor
@@ -34,6 +35,7 @@ from .session import Session, get_default_session
 from .train.atomic_files import atomic_write
 
 __all__ = ["export_onnx", "OnnxExportError"]
+__dir__ = _namespace.public_dir(globals())
 
 
 class OnnxExportError(ValueError):

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _namespace
 from .. import creation
 from .. import functions as _f
 from ..dispatch import run_operation
+
+__all__ = [
+    "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "elu", "l1_loss",
+    "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu", "relu6",
+    "sigmoid", "softmax", "softplus", "tanh",
+]
+__dir__ = _namespace.public_dir(globals())
 
 relu = _f.relu
 sigmoid = _f.sigmoid
