@@ -10,9 +10,8 @@
         print(sess.source(y, {x: [[1, 1, 1]]}))   # the generated NumPy code
 """
 
-from __future__ import annotations
-
 from . import (  # noqa: F401
+    _namespace,
     debugging,
     dynamic,
     errors,
@@ -206,3 +205,9 @@ from .variables import (  # noqa: F401
 newaxis = None
 bool = bool_  # noqa: A001 - TF1's name for the boolean dtype
 __version__ = "0.1.0"
+
+# The public API: every name bound above, less the package's own modules (which the import
+# system binds here too: sg.compiler, sg.ops...) other than these namespaces.
+__all__ = _namespace.public_names(globals(), subnamespaces=(
+    "debugging", "dynamic", "errors", "initializers", "layers", "losses", "nn", "train"))
+__dir__ = _namespace.public_dir(globals())

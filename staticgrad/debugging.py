@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from . import _namespace
 from .ops.debug_ops import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
 
 __all__ = ["add_check_numerics_ops", "check_numerics", "verify_tensor_all_finite"]
+__dir__ = _namespace.public_dir(globals())

@@ -12,6 +12,19 @@ import os
 import sys
 import threading
 
+from . import _namespace
+
+# TF1's tf.errors; the location helpers below (user_location, format_location...) are the
+# package's own, not part of sg.errors
+__all__ = [
+    "AbortedError", "AlreadyExistsError", "CancelledError", "DataLossError",
+    "DeadlineExceededError", "FailedPreconditionError", "InternalError", "InvalidArgumentError",
+    "NotFoundError", "OpError", "OutOfRangeError", "PermissionDeniedError",
+    "ResourceExhaustedError", "UnauthenticatedError", "UnavailableError", "UnimplementedError",
+    "UnknownError",
+]
+__dir__ = _namespace.public_dir(globals())
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 

@@ -507,20 +507,34 @@ def name_scope(name, default_name=None, values=None):
 
 
 def control_dependencies(control_inputs):
+    """A context in which every op created runs after `control_inputs` (ops or tensors) on the
+    default graph.
+
+    >>> with sg.control_dependencies([update]):  # doctest: +SKIP
+    ...     y = sg.identity(x)
+    """
     return get_default_graph().control_dependencies(control_inputs)
 
 
 def add_to_collection(name, value):
+    """Add `value` to the default graph's collection `name`."""
     get_default_graph().add_to_collection(name, value)
 
 
 def add_to_collections(names, value):
+    """Add `value` to each of the default graph's collections `names`."""
     get_default_graph().add_to_collections(names, value)
 
 
 def get_collection(name, scope=None):
+    """A copy of the default graph's collection `name`: the items whose name starts with
+    `scope`, if given.
+
+    >>> sg.get_collection(sg.GraphKeys.TRAINABLE_VARIABLES, scope="dense")  # doctest: +SKIP
+    """
     return get_default_graph().get_collection(name, scope)
 
 
 def get_collection_ref(name):
+    """The default graph's collection `name` itself (a list to append to)."""
     return get_default_graph().get_collection_ref(name)

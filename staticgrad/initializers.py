@@ -16,9 +16,21 @@ import math
 
 import numpy as np
 
+from . import _namespace
 from . import dtypes as _dt
 from .ops import array_ops, state_ops
 from .ops.registry import constant as _constant
+
+__all__ = [
+    "Constant", "Initializer", "Ones", "RandomNormal", "RandomUniform", "TruncatedNormal",
+    "VarianceScaling", "Zeros", "constant", "constant_initializer", "glorot_normal",
+    "glorot_normal_initializer", "glorot_uniform", "glorot_uniform_initializer", "he_normal",
+    "he_uniform", "lecun_normal", "lecun_uniform", "ones", "ones_initializer", "random_normal",
+    "random_normal_initializer", "random_uniform", "random_uniform_initializer",
+    "truncated_normal", "truncated_normal_initializer", "variance_scaling",
+    "variance_scaling_initializer", "zeros", "zeros_initializer",
+]
+__dir__ = _namespace.public_dir(globals())
 
 # The standard deviation of a unit normal truncated to [-2, 2]: dividing by it makes the
 # truncated draws have the variance asked for (TF1's constant).
@@ -59,6 +71,8 @@ def _shape(shape) -> list[int]:
 
 
 class Zeros(Initializer):
+    """Zeros of the variable's shape (`sg.zeros_initializer()`)."""
+
     def __init__(self, dtype=_dt.float32):
         self.dtype = _dt.as_dtype(dtype)
 
@@ -67,6 +81,8 @@ class Zeros(Initializer):
 
 
 class Ones(Initializer):
+    """Ones of the variable's shape (`sg.ones_initializer()`)."""
+
     def __init__(self, dtype=_dt.float32):
         self.dtype = _dt.as_dtype(dtype)
 
@@ -102,6 +118,12 @@ class Constant(Initializer):
 
 
 class RandomNormal(Initializer):
+    """Draws from a normal distribution of `mean` and `stddev`.
+
+    >>> init = sg.random_normal_initializer(stddev=0.1)     # doctest: +SKIP
+    >>> w = sg.get_variable("w", [3, 4], initializer=init)  # doctest: +SKIP
+    """
+
     def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=_dt.float32):
         self.mean, self.stddev, self.seed = mean, stddev, seed
         self.dtype = _dt.as_dtype(dtype)
@@ -112,12 +134,16 @@ class RandomNormal(Initializer):
 
 
 class TruncatedNormal(RandomNormal):
+    """Normal draws more than two standard deviations from the mean drawn again (TF1's)."""
+
     def __call__(self, shape, dtype=None, partition_info=None):
         return state_ops.truncated_normal(_shape(shape), self.mean, self.stddev,
                                           _float_dtype(self, dtype), seed=self.seed)
 
 
 class RandomUniform(Initializer):
+    """Uniform draws in [minval, maxval) (maxval None: 1 for floats)."""
+
     def __init__(self, minval=0, maxval=None, seed=None, dtype=_dt.float32):
         self.minval, self.maxval, self.seed = minval, maxval, seed
         self.dtype = _dt.as_dtype(dtype)
@@ -127,7 +153,7 @@ class RandomUniform(Initializer):
                                         self._dtype(dtype), seed=self.seed)
 
 
-def fans(shape) -> tuple[float, float]:
+def _fans(shape) -> tuple[float, float]:
     """(fan_in, fan_out) of a weight shape, as TF1 computes them."""
     dims = _shape(shape)
     if not dims:
@@ -162,7 +188,7 @@ class VarianceScaling(Initializer):
     def __call__(self, shape, dtype=None, partition_info=None):
         dtype = _float_dtype(self, dtype)
         dims = _shape(shape)
-        fan_in, fan_out = fans(dims)
+        fan_in, fan_out = _fans(dims)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
         variance = self.scale / max(1.0, n)
         if self.distribution in ("normal", "truncated_normal"):  # TF1: "normal" is truncated
@@ -185,18 +211,22 @@ def glorot_normal_initializer(seed=None, dtype=_dt.float32):
 
 
 def he_normal(seed=None):
+    """He normal: truncated normal with variance 2 / fan_in (for ReLU layers)."""
     return VarianceScaling(2.0, "fan_in", "truncated_normal", seed)
 
 
 def he_uniform(seed=None):
+    """He uniform: U(-sqrt(6 / fan_in), +sqrt(6 / fan_in))."""
     return VarianceScaling(2.0, "fan_in", "uniform", seed)
 
 
 def lecun_normal(seed=None):
+    """LeCun normal: truncated normal with variance 1 / fan_in."""
     return VarianceScaling(1.0, "fan_in", "truncated_normal", seed)
 
 
 def lecun_uniform(seed=None):
+    """LeCun uniform: U(-sqrt(3 / fan_in), +sqrt(3 / fan_in))."""
     return VarianceScaling(1.0, "fan_in", "uniform", seed)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import operator
 
-from . import initializers
+from . import _namespace, initializers
 from .graph import GraphKeys, get_default_graph
 from .ops import math_ops as M
 from .ops import nn_ops as nn
@@ -19,6 +19,9 @@ from .ops.array_ops import reshape, shape
 from .ops.join_ops import stack
 from .ops.registry import convert_to_tensor, is_tensor_like
 from .variable_scope import get_variable, variable_scope
+
+__all__ = ["average_pooling2d", "conv2d", "dense", "dropout", "flatten", "max_pooling2d"]
+__dir__ = _namespace.public_dir(globals())
 
 
 def _layer_scope(name, default_name, reuse):
@@ -124,12 +127,15 @@ def _pooling(fn, default_name, inputs, pool_size, strides, padding, data_format,
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                   name=None):
+    """Max pooling over `pool_size` windows of NHWC `inputs` (padding "valid" or "same")."""
     return _pooling(nn.max_pool, "max_pooling2d", inputs, pool_size, strides, padding,
                     data_format, name)
 
 
 def average_pooling2d(inputs, pool_size, strides, padding="valid",
                       data_format="channels_last", name=None):
+    """Average pooling over `pool_size` windows of NHWC `inputs`, padding left out of the
+    mean."""
     return _pooling(nn.avg_pool, "average_pooling2d", inputs, pool_size, strides, padding,
                     data_format, name)
 

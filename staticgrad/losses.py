@@ -12,6 +12,7 @@ float64.
 
 from __future__ import annotations
 
+from . import _namespace
 from .graph import GraphKeys, get_default_graph, name_scope
 from .ops import math_ops as M
 from .ops import nn_ops as nn
@@ -20,8 +21,21 @@ from .ops.nn_impl import squared_difference
 from .ops.reduction_ops import reduce_sum
 from .ops.registry import convert_to_tensor
 
+__all__ = [
+    "Reduction", "absolute_difference", "add_loss", "compute_weighted_loss", "get_losses",
+    "get_regularization_loss", "get_regularization_losses", "get_total_loss", "huber_loss",
+    "log_loss", "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy",
+    "sparse_softmax_cross_entropy",
+]
+__dir__ = _namespace.public_dir(globals())
+
 
 class Reduction:
+    """How a loss reduces its weighted per-element losses (`reduction=`): NONE keeps them,
+    SUM adds them, MEAN divides the sum by the sum of the weights, SUM_OVER_BATCH_SIZE by the
+    number of elements, SUM_BY_NONZERO_WEIGHTS (the default) by the number of non-zero
+    weights."""
+
     NONE = "none"
     SUM = "weighted_sum"
     SUM_OVER_BATCH_SIZE = "weighted_sum_over_batch_size"
@@ -205,15 +219,18 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
 
 # -- the loss collections --------------------------------------------------------------------
 def add_loss(loss, loss_collection=GraphKeys.LOSSES):
+    """Add `loss` to `loss_collection` (LOSSES), which get_total_loss() sums."""
     if loss_collection:
         get_default_graph().add_to_collection(loss_collection, loss)
 
 
 def get_losses(scope=None, loss_collection=GraphKeys.LOSSES):
+    """The losses in `loss_collection` (of `scope`, if given)."""
     return get_default_graph().get_collection(loss_collection, scope)
 
 
 def get_regularization_losses(scope=None):
+    """The REGULARIZATION_LOSSES collection (of `scope`, if given)."""
     return get_default_graph().get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
 
 

@@ -13,8 +13,9 @@ The model opens in Netron and runs in ONNX Runtime with the results `Session.run
   `<op name>/<what>`, e.g. the NHWC <-> NCHW transposes around a convolution); values are
   named after the graph's tensors (`dense/MatMul:0`).
 
-Ops with no ONNX form (random draws, assignments, gradient-only kernels...) raise
-`OnnxExportError` naming the op, its type and where it was created.
+Every op type has a rule in `RULES` or, in `NO_ONNX`, the reason it has no ONNX form (random
+draws, assignments, gradient-only kernels...); exporting such an op raises `OnnxExportError`
+naming the op, its type, where it was created, and that reason.
 """
 
 from __future__ import annotations
@@ -23,15 +24,18 @@ import os
 
 import numpy as np
 
+from . import _namespace
+from . import dtypes as _dt
 from .export import _check_feed_shape, _given_feed_shapes
 from .graph import Operation, Tensor
 from .ops.attr_types import check_attrs
 from .passes.prune import prune
-from .runtime_conv import resolve_pads
+from .runtime_conv import output_size, resolve_pads
 from .session import Session, get_default_session
 from .train.atomic_files import atomic_write
 
 __all__ = ["export_onnx", "OnnxExportError"]
+__dir__ = _namespace.public_dir(globals())
 
 
 class OnnxExportError(ValueError):
@@ -83,11 +87,15 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
     b = _Builder(onnx, session, opset)
     for t, shape in zip(feeds, shapes):
         b.add_input(t, shape)
-    ops = prune(outputs, set(feeds))
+    # an op with no rule whose values were all known when the graph was built (a linspace of
+    # constants) needs no node: b.x stores its values as initializers where they are read
+    ops = [op for op in prune(outputs, set(feeds))
+           if op.type in RULES or not _known_when_built(op)]
     missing = [op for op in ops if op.type not in RULES]
     if missing:
         raise OnnxExportError("cannot export to ONNX: these ops have no ONNX form: "
-                              + "; ".join(op.where() for op in missing))
+                              + "; ".join(f"{op.where()} ({_why_not(op.type)})"
+                                          for op in missing))
     for op in ops:
         try:  # attrs changed since the op was made are refused as at creation
             check_attrs(op.type, op.opdef.attrs, op.attrs)
@@ -109,6 +117,15 @@ def export_onnx(fetches, feed_list, path, session: Session | None = None, feed_s
     data = model.SerializeToString()
     atomic_write(os.path.abspath(path), lambda f: f.write(data))
     return os.path.abspath(path)
+
+
+def _known_when_built(op: Operation) -> bool:
+    return not op.opdef.stateful and all(t._static is not None for t in op.outputs)
+
+
+def _why_not(op_type: str) -> str:
+    """Why ops of `op_type` have no ONNX form, as an export error says it."""
+    return NO_ONNX.get(op_type, "no ONNX rule has been written for this op type yet")
 
 
 def _feed_shapes(graph, feeds, feed_shapes) -> list[list]:
@@ -198,6 +215,26 @@ class _Builder:
         """A helper value belonging to `op`, named `<op name>/<what>`."""
         return self.unique(f"{op.name}/{what}")
 
+    def step(self, op: Operation, what: str, onnx_type: str, inputs, **attrs) -> str:
+        """A helper node of `op` named `<op name>/<what>`; returns the name of its output."""
+        out = self.tmp(op, what)
+        self.node(onnx_type, inputs, [out], out, **attrs)
+        return out
+
+    def number(self, op: Operation, what: str, value, dtype=None) -> str:
+        """A scalar initializer `<op name>/<what>` of NumPy `dtype` (op's output dtype if None)."""
+        dtype = op.outputs[0].dtype.np if dtype is None else dtype
+        return self.const(f"{op.name}/{what}", np.asarray(value, dtype))
+
+    def shape_of(self, op: Operation, i: int) -> str:
+        """The shape of input i of `op` as an int64 vector: a constant where it is fully known
+        (then whatever computes the input may not be exported: the shape is all that is
+        read), else a Shape node."""
+        t = op.inputs[i]
+        if t.shape.is_fully_defined():
+            return self.ints(f"{op.name}/shape_{i}", t.shape.as_list())
+        return self.step(op, f"shape_{i}", "Shape", [self.x(t)])
+
     def static(self, op: Operation, i: int, what: str):
         """Input i of `op`, which ONNX needs as a value known when exporting."""
         value = op.inputs[i]._static
@@ -223,7 +260,7 @@ for _ours, _theirs in {
         "Neg": "Neg", "Abs": "Abs", "Exp": "Exp", "Log": "Log", "Sqrt": "Sqrt", "Pow": "Pow",
         "Tanh": "Tanh", "Sigmoid": "Sigmoid", "Relu": "Relu", "Sign": "Sign", "Floor": "Floor",
         "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Erf": "Erf", "Reciprocal": "Reciprocal",
-        "Softplus": "Softplus", "Maximum": "Max", "Minimum": "Min", "Select": "Where",
+        "Softplus": "Softplus", "Elu": "Elu", "Maximum": "Max", "Minimum": "Min", "Select": "Where",
         "Identity": "Identity", "StopGradient": "Identity", "PlaceholderWithDefault": "Identity",
         "Equal": "Equal", "Greater": "Greater", "GreaterEqual": "GreaterOrEqual",
         "Less": "Less", "LessEqual": "LessOrEqual", "LogicalAnd": "And", "LogicalOr": "Or",
@@ -304,20 +341,52 @@ def _matmul(b, op):
     b.node("MatMul", [a, c], [b.y(op)], op.name)
 
 
+def _reduce_node(b, op, onnx_type: str, x: str, out: str, name: str, axis, keepdims) -> None:
+    """One ONNX reduction of x over `axis` (None: every axis; []: none, as in TF)."""
+    axes = None if axis is None else [int(a) for a in np.reshape(axis, -1)]
+    if axes == []:  # ONNX reads no axes as all of them
+        b.node("Identity", [x], [out], name)
+        return
+    inputs, attrs = [x], {"keepdims": int(bool(keepdims))}
+    if axes is not None:
+        # ReduceSum takes its axes as an input from opset 13, the others from opset 18
+        if b.opset >= (13 if onnx_type == "ReduceSum" else 18):
+            inputs.append(b.ints(f"{op.name}/axes", axes))
+        else:
+            attrs["axes"] = axes
+    b.node(onnx_type, inputs, [out], name, **attrs)
+
+
 def _reduce(onnx_type: str):
     def rule(b, op):
-        axis = op.attrs["axis"]
-        axes = None if axis is None else [int(a) for a in np.reshape(axis, -1)]
-        keepdims = int(bool(op.attrs["keepdims"]))
-        inputs = [b.x(op.inputs[0])]
-        attrs = {"keepdims": keepdims}
-        if axes is not None:
-            # ReduceSum takes its axes as an input from opset 13, the others from opset 18
-            if b.opset >= (13 if onnx_type == "ReduceSum" else 18):
-                inputs.append(b.ints(f"{op.name}/axes", axes))
-            else:
-                attrs["axes"] = axes
-        b.node(onnx_type, inputs, [b.y(op)], op.name, **attrs)
+        _reduce_node(b, op, onnx_type, b.x(op.inputs[0]), b.y(op), op.name, op.attrs["axis"],
+                     op.attrs["keepdims"])
+    return rule
+
+
+def _any_all(b, op):
+    """Any: a count of true elements above 0; All: a count of false ones equal to 0 (ONNX's
+    ReduceMax and ReduceMin take booleans only from opset 20; a count is 0 where the axes are
+    empty, as reduce_any's False and reduce_all's True want)."""
+    x = b.x(op.inputs[0])
+    if op.type == "All":
+        x = b.step(op, "not", "Not", [x])
+    ones = b.step(op, "ones", "Cast", [x], to=b.onnx.TensorProto.INT64)
+    count = b.tmp(op, "count")
+    _reduce_node(b, op, "ReduceSum", ones, count, count, op.attrs["axis"], op.attrs["keepdims"])
+    b.node("Greater" if op.type == "Any" else "Equal",
+           [count, b.number(op, "zero", 0, np.int64)], [b.y(op)], op.name)
+
+
+def _arg(onnx_type: str):
+    """ArgMax/ArgMin: ONNX's gives int64, the first index of a tie, as NumPy's does."""
+    def rule(b, op):
+        attrs = {"axis": int(op.attrs["axis"]), "keepdims": 0}
+        if op.attrs["output_type"] is _dt.int64:
+            b.node(onnx_type, [b.x(op.inputs[0])], [b.y(op)], op.name, **attrs)
+            return
+        index = b.step(op, "int64", onnx_type, [b.x(op.inputs[0])], **attrs)
+        b.node("Cast", [index], [b.y(op)], op.name, to=b.elem_type(op.attrs["output_type"]))
     return rule
 
 
@@ -363,20 +432,351 @@ def _squeeze(b, op):
 
 
 def _shape(b, op):
-    out = b.tmp(op, "int64")
-    b.node("Shape", [b.x(op.inputs[0])], [out], out)
-    b.node("Cast", [out], [b.y(op)], op.name, to=b.elem_type(op.attrs["out_type"]))
+    b.node("Cast", [b.shape_of(op, 0)], [b.y(op)], op.name, to=b.elem_type(op.attrs["out_type"]))
 
 
 def _like(fill: float):
     def rule(b, op):
-        x = op.inputs[0]
-        shape = b.tmp(op, "shape")
-        b.node("Shape", [b.x(x)], [shape], shape)
         value = np.array([fill], dtype=op.outputs[0].dtype.np)
-        b.node("ConstantOfShape", [shape], [b.y(op)], op.name,
+        b.node("ConstantOfShape", [b.shape_of(op, 0)], [b.y(op)], op.name,
                value=b.onnx.numpy_helper.from_array(value, "value"))
     return rule
+
+
+# -- elementwise ops that take a few ONNX nodes ---------------------------------------------------
+def _not_equal(b, op):
+    equal = b.step(op, "equal", "Equal", [b.x(t) for t in op.inputs])
+    b.node("Not", [equal], [b.y(op)], op.name)
+
+
+def _rsqrt(b, op):
+    root = b.step(op, "sqrt", "Sqrt", [b.x(op.inputs[0])])
+    b.node("Reciprocal", [root], [b.y(op)], op.name)
+
+
+def _relu6(b, op):
+    b.node("Clip", [b.x(op.inputs[0]), b.number(op, "zero", 0), b.number(op, "six", 6)],
+           [b.y(op)], op.name)
+
+
+def _leaky_relu(b, op):
+    b.node("LeakyRelu", [b.x(op.inputs[0])], [b.y(op)], op.name, alpha=float(op.attrs["alpha"]))
+
+
+def _expm1(b, op):
+    """Kahan's expm1 from exp and log (ONNX has no expm1, and exp(x) - 1 loses the digits of
+    a small x): (u - 1) * x / log(u) with u = exp(x); x itself where u rounds to 1; u - 1
+    where that is exact, at -1 (x very negative) or infinite."""
+    x = b.x(op.inputs[0])
+    one = b.number(op, "one", 1)
+    u = b.step(op, "exp", "Exp", [x])
+    u1 = b.step(op, "exp_minus_one", "Sub", [u, one])
+    ratio = b.step(op, "ratio", "Div", [b.step(op, "mul", "Mul", [u1, x]),
+                                         b.step(op, "log", "Log", [u])])
+    exact = b.step(op, "exact", "Or", [b.step(op, "at_minus_one", "Equal",
+                                              [u1, b.number(op, "minus_one", -1)]),
+                                       b.step(op, "infinite", "IsInf", [u])])
+    far = b.step(op, "far", "Where", [exact, u1, ratio])
+    b.node("Where", [b.step(op, "at_one", "Equal", [u, one]), x, far], [b.y(op)], op.name)
+
+
+def _log1p(b, op):
+    """rt.log1p's steps (passes/expand.py writes the same ones): log(u) + (x - (w - 1)) / w
+    with u = 1 + x and w = u clipped to [tiny, max]; the correction restores what rounding
+    1 + x lost, so a small x is not lost (ONNX has no log1p)."""
+    x = b.x(op.inputs[0])
+    info = np.finfo(op.outputs[0].dtype.np)
+    one = b.number(op, "one", 1)
+    u = b.step(op, "u", "Add", [one, x])
+    w = b.step(op, "w", "Clip", [u, b.number(op, "tiny", info.tiny), b.number(op, "max", info.max)])
+    lost = b.step(op, "lost", "Sub", [x, b.step(op, "w1", "Sub", [w, one])])
+    correction = b.step(op, "correction", "Div", [lost, w])
+    b.node("Add", [b.step(op, "log", "Log", [u]), correction], [b.y(op)], op.name)
+
+
+def _floor_div(b, op):
+    """Floats: floor(x / y). Integers: (x - x mod y) / y, exact (ONNX's Div of integers rounds
+    toward zero, floor division down). An integer division by zero, an error here, is not
+    defined in ONNX."""
+    x, y = (b.x(t) for t in op.inputs)
+    if op.inputs[0].dtype.is_integer:
+        multiple = b.step(op, "multiple", "Sub", [x, b.step(op, "mod", "Mod", [x, y], fmod=0)])
+        b.node("Div", [multiple, y], [b.y(op)], op.name)
+    else:
+        b.node("Floor", [b.step(op, "quotient", "Div", [x, y])], [b.y(op)], op.name)
+
+
+def _floor_mod(b, op):
+    """x mod y with the sign of y, as NumPy's remainder. Integers: ONNX's Mod. Floats: ONNX's
+    Mod is C's fmod (the sign of x); as NumPy does, y is added to a nonzero remainder whose
+    sign is not y's."""
+    x, y = (b.x(t) for t in op.inputs)
+    if op.inputs[0].dtype.is_integer:
+        b.node("Mod", [x, y], [b.y(op)], op.name, fmod=0)
+        return
+    zero = b.number(op, "zero", 0)
+    r = b.step(op, "fmod", "Mod", [x, y], fmod=1)
+    nonzero = b.step(op, "nonzero", "Not", [b.step(op, "is_zero", "Equal", [r, zero])])
+    signs_differ = b.step(op, "signs_differ", "Xor", [b.step(op, "r_negative", "Less", [r, zero]),
+                                                      b.step(op, "y_negative", "Less", [y, zero])])
+    shift = b.step(op, "shift", "And", [nonzero, signs_differ])
+    b.node("Where", [shift, b.step(op, "shifted", "Add", [r, y]), r], [b.y(op)], op.name)
+
+
+# -- shapes, sequences, indexing, joining ---------------------------------------------------------
+_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
+
+
+def _size(b, op):
+    """The element count: a constant where the shape is known, else ONNX's Size."""
+    t = op.inputs[0]
+    if t.shape.is_fully_defined():
+        count = b.number(op, "count", t.shape.num_elements(), np.int64)
+    else:
+        count = b.step(op, "count", "Size", [b.x(t)])
+    b.node("Cast", [count], [b.y(op)], op.name, to=b.elem_type(op.attrs["out_type"]))
+
+
+def _rank(b, op):
+    rank = b.step(op, "rank", "Size", [b.shape_of(op, 0)])
+    b.node("Cast", [rank], [b.y(op)], op.name, to=b.elem_type(_dt.int32))
+
+
+def _fill(b, op):
+    shape = b.static(op, 0, "the shape to fill")
+    b.node("Expand", [b.x(op.inputs[1]), b.ints(f"{op.name}/shape", shape)], [b.y(op)], op.name)
+
+
+def _eye(b, op):
+    """The matrix itself, as an initializer."""
+    value = np.eye(op.attrs["n"], op.attrs["m"], dtype=op.attrs["dtype"].np)
+    b.names[op.outputs[0]] = b.const(op.outputs[0].name, value)
+
+
+_RANGE_DTYPES = (_dt.float32, _dt.float64, _dt.int16, _dt.int32, _dt.int64)
+
+
+def _range(b, op):
+    """ONNX's Range, with start, limit and delta cast to the op's dtype as np.arange does."""
+    dtype = op.attrs["dtype"]
+    if dtype not in _RANGE_DTYPES:
+        raise OnnxExportError(f"cannot export {op.where()} to ONNX: ONNX's Range takes no "
+                              f"{dtype.name}")
+    inputs = [b.x(t) if t.dtype is dtype else b.step(op, what, "Cast", [b.x(t)],
+                                                     to=b.elem_type(dtype))
+              for t, what in zip(op.inputs, ("start", "limit", "delta"))]
+    b.node("Range", inputs, [b.y(op)], op.name)
+
+
+def _sum_to(b, op):
+    """A sum over the leading axes and those that are 1 in the target (summing an axis that
+    is already 1 changes nothing), reshaped to the target: the adjoint of a broadcast."""
+    target = [int(d) for d in b.static(op, 1, "the target shape").reshape(-1)]
+    rank = op.inputs[0].shape.ndims
+    if rank is None:
+        raise OnnxExportError(f"cannot export to ONNX: {op.where()} sums a gradient of unknown "
+                              "rank")
+    lead = rank - len(target)
+    axes = [*range(lead), *(lead + i for i, d in enumerate(target) if d == 1)]
+    x = b.x(op.inputs[0])
+    if axes:
+        total = b.tmp(op, "sum")
+        _reduce_node(b, op, "ReduceSum", x, total, total, axes, keepdims=True)
+        x = total
+    attrs = {"allowzero": 1} if 0 in target else {}
+    b.node("Reshape", [x, b.ints(f"{op.name}/shape", target)], [b.y(op)], op.name, **attrs)
+
+
+def _gather(b, op):
+    b.node("Gather", [b.x(t) for t in op.inputs], [b.y(op)], op.name,
+           axis=int(op.attrs["axis"]))
+
+
+def _one_hot(b, op):
+    """As rt.one_hot computes it: the indices (as int64) compared with 0..depth-1 along the new
+    axis, then on_value or off_value. An index outside [0, depth) gives a row of off_value
+    (ONNX's OneHot would count a negative index from the end)."""
+    depth, axis = op.attrs["depth"], op.attrs["axis"]
+    rank = op.inputs[0].shape.ndims
+    if axis != -1 and rank is None:
+        raise OnnxExportError(f"cannot export to ONNX: {op.where()} has indices of unknown rank")
+    classes = np.arange(depth, dtype=np.int64).reshape((depth,) + (1,) * (
+        0 if axis == -1 else rank - axis))
+    indices = b.step(op, "int64", "Cast", [b.x(op.inputs[0])], to=b.onnx.TensorProto.INT64)
+    indices = b.step(op, "expanded", "Unsqueeze", [indices, b.ints(f"{op.name}/axis", [axis])])
+    hot = b.step(op, "hot", "Equal", [indices, b.const(f"{op.name}/classes", classes)])
+    dtype = op.attrs["dtype"]
+    # (ONNX Runtime's Where takes no booleans: it chooses uint8s, then cast)
+    values = [b.number(op, what, op.attrs[f"{what}_value"], np.uint8 if dtype.is_bool else None)
+              for what in ("on", "off")]
+    if dtype.is_bool:
+        chosen = b.step(op, "uint8", "Where", [hot, *values])
+        b.node("Cast", [chosen], [b.y(op)], op.name, to=b.elem_type(dtype))
+    else:
+        b.node("Where", [hot, *values], [b.y(op)], op.name)
+
+
+def _where(b, op):
+    """np.argwhere: ONNX's NonZero gives the coordinates as [rank, n]; transposed."""
+    coords = b.step(op, "nonzero", "NonZero", [b.x(op.inputs[0])])
+    b.node("Transpose", [coords], [b.y(op)], op.name, perm=[1, 0])
+
+
+def _slice(b, op):
+    begin = b.static(op, 1, "begin").astype(np.int64).reshape(-1)
+    size = b.static(op, 2, "size").astype(np.int64).reshape(-1)
+    end = np.where(size == -1, _INT64_MAX, begin + size)
+    b.node("Slice", [b.x(op.inputs[0]), b.ints(f"{op.name}/begin", begin),
+                     b.ints(f"{op.name}/end", end), b.ints(f"{op.name}/axes", range(len(begin)))],
+           [b.y(op)], op.name)
+
+
+def _strided_slice(b, op):
+    """`x[index]`: one Slice for the slices and integer indices, a Squeeze of the axes an
+    integer removes, an Unsqueeze for each None (np.newaxis)."""
+    spec = op.attrs["index"]
+    consumed = sum(1 for s in spec if s is not None and s is not Ellipsis)
+    rank = op.inputs[0].shape.ndims
+    if Ellipsis in spec and rank is None:
+        raise OnnxExportError(f"cannot export to ONNX: {op.where()} has '...' in its index and "
+                              "an input of unknown rank")
+    starts, ends, axes, steps_, removed, added = [], [], [], [], [], []
+    axis = out = 0  # the input axis the next index reads, the output axis it makes
+    for s in spec:
+        if s is None:
+            added.append(out)
+            out += 1
+        elif s is Ellipsis:
+            axis += rank - consumed
+            out += rank - consumed
+        elif isinstance(s, int):
+            starts.append(s)
+            ends.append(_INT64_MAX if s == -1 else s + 1)
+            axes.append(axis)
+            steps_.append(1)
+            removed.append(axis)
+            axis += 1
+        else:
+            _, start, stop, step = s
+            step = 1 if step is None else step
+            if start is None:
+                start = 0 if step > 0 else _INT64_MAX
+            if stop is None:
+                stop = _INT64_MAX if step > 0 else _INT64_MIN  # (ONNX clamps these)
+            if (start, stop, step) != (0, _INT64_MAX, 1):
+                starts.append(start)
+                ends.append(stop)
+                axes.append(axis)
+                steps_.append(step)
+            axis += 1
+            out += 1
+    steps = []
+    if axes:
+        steps.append(("slice", "Slice", [b.ints(f"{op.name}/{what}", values) for what, values in
+                                         (("starts", starts), ("ends", ends), ("axes", axes),
+                                          ("steps", steps_))]))
+    if removed:
+        steps.append(("squeeze", "Squeeze", [b.ints(f"{op.name}/removed", removed)]))
+    if added:
+        steps.append(("unsqueeze", "Unsqueeze", [b.ints(f"{op.name}/added", added)]))
+    _chain(b, op, b.x(op.inputs[0]), steps)
+
+
+def _chain(b, op, x: str, steps) -> None:
+    """Nodes one after another from x, each step (what, ONNX type, more inputs) reading the
+    previous one's output; the last writes op's output (an Identity if there are no steps)."""
+    steps = steps or [("identity", "Identity", [])]
+    for what, onnx_type, more in steps[:-1]:
+        x = b.step(op, what, onnx_type, [x, *more])
+    _, onnx_type, more = steps[-1]
+    b.node(onnx_type, [x, *more], [b.y(op)], op.name)
+
+
+def _pack(b, op):
+    axis = int(op.attrs["axis"])
+    new_axis = b.ints(f"{op.name}/axis", [axis])
+    parts = [b.step(op, f"expanded_{i}", "Unsqueeze", [b.x(t), new_axis])
+             for i, t in enumerate(op.inputs)]
+    b.node("Concat", parts, [b.y(op)], op.name, axis=axis)
+
+
+def _unpack(b, op):
+    axis, num = int(op.attrs["axis"]), op.attrs["num"]
+    squeezed = b.ints(f"{op.name}/axis", [axis])
+    if num == 1:
+        b.node("Squeeze", [b.x(op.inputs[0]), squeezed], [b.y(op)], op.name)
+        return
+    parts = [b.tmp(op, f"part_{i}") for i in range(num)]
+    b.node("Split", [b.x(op.inputs[0]), b.ints(f"{op.name}/sizes", [1] * num)], parts, op.name,
+           axis=axis)
+    for i, part in enumerate(parts):
+        b.node("Squeeze", [part, squeezed], [b.y(op, i)], f"{op.name}/squeeze_{i}")
+
+
+def _split(b, op):
+    axis = int(op.attrs["axis"])
+    sizes = [None if t.shape.dims is None else t.shape.dims[axis] for t in op.outputs]
+    if None in sizes:
+        raise OnnxExportError(f"cannot export to ONNX: {op.where()} needs its sizes known when "
+                              "the graph is built")
+    x = b.x(op.inputs[0])
+    if len(sizes) == 1:
+        b.node("Identity", [x], [b.y(op)], op.name)
+        return
+    b.node("Split", [x, b.ints(f"{op.name}/sizes", sizes)],
+           [b.y(op, i) for i in range(len(sizes))], op.name, axis=axis)
+
+
+def _tile(b, op):
+    b.node("Tile", [b.x(op.inputs[0]), b.ints(f"{op.name}/multiples", op.attrs["multiples"])],
+           [b.y(op)], op.name)
+
+
+_PAD_MODES = {"CONSTANT": "constant", "REFLECT": "reflect"}  # ONNX has no SYMMETRIC
+
+
+def _pad(b, op):
+    mode = op.attrs["mode"]
+    if mode not in _PAD_MODES:
+        raise OnnxExportError(f"cannot export {op.where()} to ONNX: ONNX's Pad has no {mode} "
+                              "mode (it has CONSTANT and REFLECT)")
+    pads = b.static(op, 1, "the paddings").astype(np.int64).reshape(-1, 2)
+    inputs = [b.x(op.inputs[0]), b.ints(f"{op.name}/pads", [*pads[:, 0], *pads[:, 1]])]
+    if mode == "CONSTANT":
+        inputs.append(b.number(op, "value", op.attrs["constant_values"]))
+    b.node("Pad", inputs, [b.y(op)], op.name, mode=_PAD_MODES[mode])
+
+
+def _custom_gradient(b, op):
+    """The identity on the function's outputs (its last n_out inputs): the custom gradient
+    rule is no part of a forward model."""
+    n = op.attrs["n_out"]
+    for i, t in enumerate(op.inputs[-n:]):
+        b.node("Identity", [b.x(t)], [b.y(op, i)], op.name if i == 0 else f"{op.name}/{i}")
+
+
+# -- losses ---------------------------------------------------------------------------------------
+def _softmax_xent(b, op):
+    """-sum(labels * log_softmax(logits)) along the axis, as rt.softmax_xent."""
+    labels, logits = (b.x(t) for t in op.inputs)
+    axis = int(op.attrs["axis"])
+    log_p = b.step(op, "log_softmax", "LogSoftmax", [logits], axis=axis)
+    product = b.step(op, "mul", "Mul", [labels, log_p])
+    total = b.tmp(op, "sum")
+    _reduce_node(b, op, "ReduceSum", product, total, total, [axis], keepdims=False)
+    b.node("Neg", [total], [b.y(op)], op.name)
+
+
+def _sparse_softmax_xent(b, op):
+    """-log_softmax(logits) at each label, as rt.sparse_softmax_xent."""
+    labels, logits = (b.x(t) for t in op.inputs)
+    log_p = b.step(op, "log_softmax", "LogSoftmax", [logits], axis=-1)
+    last = b.ints(f"{op.name}/last_axis", [-1])
+    index = b.step(op, "index", "Unsqueeze", [
+        b.step(op, "int64", "Cast", [labels], to=b.onnx.TensorProto.INT64), last])
+    picked = b.step(op, "picked", "GatherElements", [log_p, index], axis=-1)
+    b.node("Neg", [b.step(op, "squeezed", "Squeeze", [picked, last])], [b.y(op)], op.name)
 
 
 # -- convolution and pooling: NHWC here, NCHW in ONNX -------------------------------------------
@@ -398,10 +798,10 @@ def _window_attrs(op, k_hw, dilations=(1, 1)):
     return attrs
 
 
-def _nchw(b, op, onnx_type, inputs, **attrs):
-    """`onnx_type` on input 0 transposed to NCHW, its result transposed back to NHWC."""
+def _nchw(b, op, onnx_type, inputs, data=0, **attrs):
+    """`onnx_type` on input `data` transposed to NCHW, its result transposed back to NHWC."""
     x = b.tmp(op, "nchw")
-    b.node("Transpose", [b.x(op.inputs[0])], [x], x, perm=[0, 3, 1, 2])
+    b.node("Transpose", [b.x(op.inputs[data])], [x], x, perm=[0, 3, 1, 2])
     y = b.tmp(op, "nchw_out")
     b.node(onnx_type, [x, *inputs], [y], op.name, **attrs)
     b.node("Transpose", [y], [b.y(op)], f"{op.name}/nhwc", perm=[0, 2, 3, 1])
@@ -417,6 +817,30 @@ def _conv2d(b, op):
     if None not in k_hw:
         attrs["kernel_shape"] = [int(k) for k in k_hw]
     _nchw(b, op, "Conv", [w], dilations=list(dilations), **attrs)
+
+
+def _conv2d_backprop_input(b, op):
+    """conv2d_transpose: ONNX's ConvTranspose, with the pads of the forward convolution from an
+    input of the output's size, and the output_padding that gives back the rows and columns
+    its stride skipped."""
+    w_hwio = op.inputs[1]
+    out_hw = op.outputs[0].shape.as_list()[1:3] if op.outputs[0].shape.ndims == 4 else [None] * 2
+    k_hw = w_hwio.shape.as_list()[0:2] if w_hwio.shape.ndims == 4 else [None] * 2
+    if None in out_hw or None in k_hw:
+        raise OnnxExportError(f"cannot export to ONNX: {op.where()} needs its output's height "
+                              "and width and its filter's size known when the graph is built")
+    strides, dilations = op.attrs["strides"], op.attrs["dilations"]
+    pads = resolve_pads(op.attrs["padding"], out_hw, k_hw, strides, dilations)
+    extra = []
+    for size, k, stride, dilation, (before, after) in zip(out_hw, k_hw, strides, dilations,
+                                                          pads):
+        n = output_size(size, k, stride, dilation, (before, after))  # out_backprop's size
+        extra.append(size - (stride * (n - 1) + (k - 1) * dilation + 1 - before - after))
+    w = b.step(op, "filter_oihw", "Transpose", [b.x(w_hwio)], perm=[3, 2, 0, 1])
+    (top, bottom), (left, right) = pads
+    _nchw(b, op, "ConvTranspose", [w], data=2, kernel_shape=[int(k) for k in k_hw],
+          strides=list(strides), dilations=list(dilations),
+          pads=[int(top), int(left), int(bottom), int(right)], output_padding=extra)
 
 
 def _pool(onnx_type: str, **extra):
@@ -436,7 +860,42 @@ RULES.update({
     "LogSoftmax": _softmax("LogSoftmax"), "BroadcastTo": _broadcast_to, "ConcatV2": _concat,
     "ExpandDims": _expand_dims, "Squeeze": _squeeze, "Shape": _shape,
     "ZerosLike": _like(0), "OnesLike": _like(1),
-    "Conv2D": _conv2d, "MaxPool": _pool("MaxPool"),
+    "Any": _any_all, "All": _any_all, "ArgMax": _arg("ArgMax"), "ArgMin": _arg("ArgMin"),
+    "NotEqual": _not_equal, "Rsqrt": _rsqrt, "Relu6": _relu6, "LeakyRelu": _leaky_relu,
+    "Expm1": _expm1, "Log1p": _log1p, "FloorDiv": _floor_div, "FloorMod": _floor_mod,
+    "Size": _size, "Rank": _rank, "Fill": _fill, "Eye": _eye, "Range": _range,
+    "SumTo": _sum_to, "GatherV2": _gather, "OneHot": _one_hot, "Where": _where,
+    "Slice": _slice, "StridedSlice": _strided_slice, "Pack": _pack, "Unpack": _unpack,
+    "Split": _split, "Tile": _tile, "Pad": _pad, "CustomGradient": _custom_gradient,
+    "SoftmaxCrossEntropyWithLogits": _softmax_xent,
+    "SparseSoftmaxCrossEntropyWithLogits": _sparse_softmax_xent,
+    "Conv2D": _conv2d, "Conv2DBackpropInput": _conv2d_backprop_input, "MaxPool": _pool("MaxPool"),
     # TF's average leaves the padding out of the count
     "AvgPool": _pool("AveragePool", count_include_pad=0),
 })
+
+
+# -- op types with no ONNX form, each with the reason an export error gives -----------------------
+# Every op type of the registry is in RULES or here (tests/test_onnx.py checks it), so an op added
+# to the registry needs a decision: a rule, or a reason.
+_GRADIENT_KERNEL = ("a gradient kernel with no ONNX operator; ONNX models are inference graphs: "
+                    "export the forward graph")
+_ASSIGNMENT = ("assigns a variable, and ONNX models are stateless inference graphs (a control "
+               "dependency on an assignment also brings it in)")
+_RANDOM = ("draws from the session's random generator, whose values ONNX Runtime's "
+           "RandomNormal/RandomUniform cannot reproduce; feed the draws as an input instead")
+NO_ONNX: dict[str, str] = {
+    "Placeholder": "a placeholder is a model input only when it is in feed_list",
+    "NoOp": ("computes nothing: groups and control dependencies have no ONNX form; fetch "
+             "tensors, not operations"),
+    "CheckNumerics": ("a run-time check that raises on NaN or Inf, and an ONNX graph cannot "
+                      "raise; export the checked tensor itself"),
+    "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "
+                 "(at most 1024 of them) is stored as a constant"),
+    "Assign": _ASSIGNMENT, "AssignAdd": _ASSIGNMENT, "AssignSub": _ASSIGNMENT,
+    "RandomStandardNormal": _RANDOM, "RandomUniform": _RANDOM,
+    "TruncatedNormal": _RANDOM + " (and ONNX has no truncated normal)",
+    "Conv2DBackpropFilter": _GRADIENT_KERNEL, "MaxPoolGrad": _GRADIENT_KERNEL,
+    "MaxPoolGradGrad": _GRADIENT_KERNEL, "AvgPoolGrad": _GRADIENT_KERNEL,
+    "GatherGrad": _GRADIENT_KERNEL, "StridedSliceGrad": _GRADIENT_KERNEL,
+}

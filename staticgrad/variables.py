@@ -136,6 +136,7 @@ def trainable_variables(scope=None) -> list[Variable]:
 
 
 def local_variables(scope=None) -> list[Variable]:
+    """The variables in the LOCAL_VARIABLES collection (those of `scope`, if given)."""
     return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
 
 

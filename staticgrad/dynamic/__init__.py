@@ -44,8 +44,7 @@ Function), `creation` (making tensors), `functions` (PyTorch-named ops), `trace`
 static), `printing` (PyTorch's repr), `nn.functional`.
 """
 
-from __future__ import annotations
-
+from .. import _namespace
 from . import autograd, nn  # noqa: F401
 from .autograd import Function, backward, grad  # noqa: F401
 from .creation import (  # noqa: F401
@@ -196,3 +195,8 @@ from .mode import (  # noqa: F401
 from .tape import nodes_created as tape_nodes_created  # noqa: F401
 from .tensor import RemovableHandle, Size, Tensor, TracerWarning  # noqa: F401
 from .trace import Traced, trace  # noqa: F401
+
+# the names imported above, and the namespaces autograd and nn (PyTorch's torch.autograd and
+# torch.nn); the other modules (tape, dispatch...) are not part of it
+__all__ = _namespace.public_names(globals(), subnamespaces=("autograd", "nn"))
+__dir__ = _namespace.public_dir(globals())

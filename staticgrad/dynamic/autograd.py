@@ -21,12 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _namespace
 from ..autodiff import _sum, backward_step
 from ..graph import _default
 from . import tape
 from .dispatch import run_operation
 from .mode import EAGER, STATE, no_grad, set_grad_enabled
 from .tensor import NO_NODE, Tensor
+
+# dy.autograd, as torch.autograd: the walk's helpers and imports are not part of it
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "grad", "no_grad", "set_grad_enabled"]
+__dir__ = _namespace.public_dir(globals())
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
@@ -44,7 +49,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     inputs = _as_tuple(inputs)
     for t, g in zip(inputs, _walk(roots, seeds, retain_graph, create_graph, inputs)):
         if g is not None:
-            accumulate(t, g, create_graph)
+            _accumulate(t, g, create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -173,7 +178,7 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                 leaf = fn.variable
                 g = _run_hooks(leaf._hooks, _sum(slots[0]))
                 if targets is None:
-                    accumulate(leaf, g, create_graph)
+                    _accumulate(leaf, g, create_graph)
                 for _, pos in capture.get(fn, ()) if capture else ():
                     found[pos] = g
     finally:
@@ -224,11 +229,11 @@ def _output_hooks(node, grads, retain: bool, create_graph: bool) -> list:
         for index, ref in node._retained.items():
             t = ref()
             if t is not None and grads[index] is not None:
-                accumulate(t, grads[index], create_graph)
+                _accumulate(t, grads[index], create_graph)
     return grads
 
 
-def accumulate(t: Tensor, g: Tensor, create_graph: bool = False) -> None:
+def _accumulate(t: Tensor, g: Tensor, create_graph: bool = False) -> None:
     """Add g into t.grad: a copy the first time, then in place (PyTorch's AccumulateGrad).
     With create_graph, out of place and recorded, so that t.grad can be differentiated."""
     old = t._grad

@@ -26,6 +26,7 @@ bool = _dt.bool_  # noqa: A001
 
 
 def get_default_dtype():
+    """The dtype of tensors made from Python floats: float32."""
     return float32
 
 
@@ -74,14 +75,17 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def FloatTensor(data) -> Tensor:  # noqa: N802 - PyTorch's legacy constructors
+    """A float32 tensor holding a copy of `data` (PyTorch's legacy constructor)."""
     return tensor(data, float32)
 
 
 def DoubleTensor(data) -> Tensor:  # noqa: N802
+    """A float64 tensor holding a copy of `data` (PyTorch's legacy constructor)."""
     return tensor(data, float64)
 
 
 def LongTensor(data) -> Tensor:  # noqa: N802
+    """An int64 tensor holding a copy of `data` (PyTorch's legacy constructor)."""
     return tensor(data, int64)
 
 
@@ -97,11 +101,13 @@ def _filled(array, dtype, requires_grad) -> Tensor:
 
 
 def zeros(*size, dtype=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros of shape `size` (float32 unless `dtype`)."""
     dt = _dt.as_dtype(dtype or float32)
     return _filled(np.zeros(as_size(size), dt.np), dt, requires_grad)
 
 
 def ones(*size, dtype=None, requires_grad=False) -> Tensor:
+    """A tensor of ones of shape `size` (float32 unless `dtype`)."""
     dt = _dt.as_dtype(dtype or float32)
     return _filled(np.ones(as_size(size), dt.np), dt, requires_grad)
 
@@ -113,28 +119,34 @@ def empty(*size, dtype=None, requires_grad=False) -> Tensor:
 
 
 def full(size, fill_value, dtype=None, requires_grad=False) -> Tensor:
+    """A tensor of shape `size` filled with `fill_value`."""
     dt = _dt.as_dtype(dtype) if dtype is not None else \
         _dtype_of(np.asarray(fill_value), not isinstance(fill_value, np.generic))
     return _filled(np.full(as_size((size,)), fill_value, dt.np), dt, requires_grad)
 
 
 def zeros_like(input, dtype=None, requires_grad=False) -> Tensor:  # noqa: A002
+    """Zeros of input's shape (and dtype, unless `dtype`)."""
     return zeros(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def ones_like(input, dtype=None, requires_grad=False) -> Tensor:  # noqa: A002
+    """Ones of input's shape (and dtype, unless `dtype`)."""
     return ones(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, requires_grad=False) -> Tensor:  # noqa: A002
+    """`fill_value` in input's shape (and dtype, unless `dtype`)."""
     return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def empty_like(input, dtype=None, requires_grad=False) -> Tensor:  # noqa: A002
+    """A tensor of input's shape whose values are whatever the memory held."""
     return empty(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def eye(n, m=None, dtype=None, requires_grad=False) -> Tensor:
+    """The identity matrix, n x m (m = n if None)."""
     dt = _dt.as_dtype(dtype or float32)
     return _filled(np.eye(n, n if m is None else m, dtype=dt.np), dt, requires_grad)
 
@@ -149,6 +161,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False) -> Tensor:
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False) -> Tensor:
+    """`steps` evenly spaced values from start to end inclusive."""
     dt = _dt.as_dtype(dtype or float32)
     return _filled(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad)
 
@@ -187,16 +200,20 @@ def randint(low=0, high=None, size=None, dtype=None) -> Tensor:
 
 
 def rand_like(input, dtype=None, requires_grad=False) -> Tensor:  # noqa: A002
+    """Uniform draws in [0, 1) in input's shape."""
     return rand(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def randn_like(input, dtype=None, requires_grad=False) -> Tensor:  # noqa: A002
+    """Standard normal draws in input's shape."""
     return randn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def is_tensor(obj) -> builtins.bool:
+    """Whether `obj` is a dynamic tensor."""
     return isinstance(obj, Tensor)
 
 
 def numel(input) -> builtins.int:  # noqa: A002
+    """The number of elements of input."""
     return input.numel()

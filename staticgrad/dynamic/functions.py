@@ -128,10 +128,12 @@ def _tensor(x) -> Tensor:
 
 # -- elementwise math ---------------------------------------------------------------------------
 def add(input, other, alpha=1):  # noqa: A002
+    """input + alpha * other, elementwise (broadcast together)."""
     return _binary("Add", input, other if alpha == 1 else mul(other, alpha))
 
 
 def sub(input, other, alpha=1):  # noqa: A002
+    """input - alpha * other, elementwise."""
     return _binary("Sub", input, other if alpha == 1 else mul(other, alpha))
 
 
@@ -144,6 +146,7 @@ def rsub(input, other):  # noqa: A002
 
 
 def mul(input, other):  # noqa: A002
+    """input * other, elementwise."""
     return _binary("Mul", input, other)
 
 
@@ -166,10 +169,12 @@ divide = true_divide = div
 
 
 def floor_divide(input, other):  # noqa: A002
+    """input // other, rounded down (toward -inf), elementwise."""
     return _binary("FloorDiv", input, other)
 
 
 def remainder(input, other):  # noqa: A002
+    """input % other, with the sign of other (Python's %), elementwise."""
     return _binary("FloorMod", input, other)
 
 
@@ -183,10 +188,12 @@ def pow(input, exponent):  # noqa: A001, A002
 
 
 def maximum(input, other):  # noqa: A002
+    """The larger of input and other, elementwise."""
     return _binary("Maximum", input, other)
 
 
 def minimum(input, other):  # noqa: A002
+    """The smaller of input and other, elementwise."""
     return _binary("Minimum", input, other)
 
 
@@ -243,24 +250,27 @@ floor = _unary("Floor", "floor: the largest integer <= input, elementwise.")
 logical_not = _unary("LogicalNot", "logical_not: not input, elementwise.", float_only=False)
 
 
-def _compare(op_type):
+def _compare(op_type, symbol):
     def fn(input, other):  # noqa: A002
         return _binary(op_type, input, other)
     fn.__name__ = op_type.lower()
+    fn.__doc__ = f"input {symbol} other, elementwise (a bool tensor)."
     return fn
 
 
-eq, ne = _compare("Equal"), _compare("NotEqual")
-lt, le = _compare("Less"), _compare("LessEqual")
-gt, ge = _compare("Greater"), _compare("GreaterEqual")
+eq, ne = _compare("Equal", "=="), _compare("NotEqual", "!=")
+lt, le = _compare("Less", "<"), _compare("LessEqual", "<=")
+gt, ge = _compare("Greater", ">"), _compare("GreaterEqual", ">=")
 less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
 
 
 def logical_and(input, other):  # noqa: A002
+    """input and other, elementwise (as booleans)."""
     return _op("LogicalAnd", [_as(_tensor(input), bool), _as(_tensor(other), bool)])
 
 
 def logical_or(input, other):  # noqa: A002
+    """input or other, elementwise (as booleans)."""
     return _op("LogicalOr", [_as(_tensor(input), bool), _as(_tensor(other), bool)])
 
 
@@ -270,6 +280,7 @@ def equal(input, other) -> builtins.bool:  # noqa: A002
 
 
 def allclose(input, other, rtol=1e-5, atol=1e-8) -> builtins.bool:  # noqa: A002
+    """True if |input - other| <= atol + rtol * |other| everywhere."""
     return builtins.bool(np.allclose(_tensor(input)._data, _tensor(other)._data, rtol, atol))
 
 
@@ -309,6 +320,7 @@ def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
 
 
 def prod(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """The product over `dim` (all elements if None)."""
     x = input if dtype is None else _as(input, _dt.as_dtype(dtype))
     return _reduce("Prod", x, dim, keepdim, "ProdBackward1")
 
@@ -340,10 +352,12 @@ def min(input, dim=None, keepdim=False, other=None):  # noqa: A001, A002
 
 
 def amax(input, dim=None, keepdim=False):  # noqa: A002
+    """The largest value over `dim` (a dim or a tuple; all if None), without indices."""
     return _reduce("Max", input, dim, keepdim)
 
 
 def amin(input, dim=None, keepdim=False):  # noqa: A002
+    """The smallest value over `dim` (a dim or a tuple; all if None), without indices."""
     return _reduce("Min", input, dim, keepdim)
 
 
@@ -356,18 +370,22 @@ def _arg(op_type, input, dim, keepdim):  # noqa: A002
 
 
 def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    """The index of the largest value along `dim` (of the flattened input if None)."""
     return _arg("ArgMax", input, dim, keepdim)
 
 
 def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    """The index of the smallest value along `dim` (of the flattened input if None)."""
     return _arg("ArgMin", input, dim, keepdim)
 
 
 def all(input, dim=None, keepdim=False):  # noqa: A001, A002
+    """True where every element over `dim` (all if None) is nonzero."""
     return _reduce("All", _as(input, bool), dim, keepdim)
 
 
 def any(input, dim=None, keepdim=False):  # noqa: A001, A002
+    """True where some element over `dim` (all if None) is nonzero."""
     return _reduce("Any", _as(input, bool), dim, keepdim)
 
 
@@ -379,6 +397,7 @@ def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
 
 
 def std(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
+    """The standard deviation over `dim` (divided by n - 1 unless unbiased=False)."""
     return sqrt(var(input, dim, unbiased, keepdim))
 
 
@@ -404,6 +423,7 @@ def matmul(input, other):  # noqa: A002
 
 
 def mm(input, mat2):  # noqa: A002
+    """The product of two matrices."""
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: both arguments must be matrices, got {input.ndim}D and "
                            f"{mat2.ndim}D")
@@ -411,16 +431,19 @@ def mm(input, mat2):  # noqa: A002
 
 
 def bmm(input, mat2):  # noqa: A002
+    """The batched product of two 3-D tensors ([b, n, m] @ [b, m, p])."""
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"bmm: both arguments must be 3D, got {input.ndim}D and {mat2.ndim}D")
     return matmul(input, mat2)
 
 
 def mv(input, vec):  # noqa: A002
+    """The product of a matrix and a vector."""
     return matmul(input, vec)
 
 
 def dot(input, other):  # noqa: A002
+    """The dot product of two vectors."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     return sum(mul(input, other))
@@ -444,6 +467,7 @@ def view_as(input, other):  # noqa: A002
 
 
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    """input with its dims start_dim..end_dim merged into one."""
     dims = list(input.shape)
     if not dims:
         return reshape(input, 1)
@@ -469,6 +493,7 @@ def squeeze(input, dim=None):  # noqa: A002
 
 
 def permute(input, *dims):  # noqa: A002
+    """input with its axes in the order `dims`."""
     dims = as_size(dims)
     return _op("Transpose", [input], {"perm": tuple(d % len(dims) for d in dims)},
                "PermuteBackward0")
@@ -508,6 +533,7 @@ def expand_as(input, other):  # noqa: A002
 
 
 def broadcast_to(input, size):  # noqa: A002
+    """input broadcast to `size` (a view, not a copy)."""
     return expand(input, size)
 
 
@@ -545,10 +571,12 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 def chunk(input, chunks, dim=0):  # noqa: A002
+    """input cut into `chunks` pieces of equal size along `dim` (the last may be smaller)."""
     return split(input, -(-input.shape[dim] // builtins.int(chunks)), dim)
 
 
 def unbind(input, dim=0):  # noqa: A002
+    """The slices of input along `dim`, as a tuple."""
     axis = builtins.int(dim) % input.ndim
     return run_operation("Unpack", [input], {"num": input.shape[axis], "axis": axis}).outputs
 
@@ -575,10 +603,12 @@ def getitem(input, key):  # noqa: A002
 
 
 def softmax(input, dim):  # noqa: A002
+    """exp(input) / sum(exp(input)) along `dim`."""
     return _op("Softmax", [input], {"axis": builtins.int(dim)})
 
 
 def log_softmax(input, dim):  # noqa: A002
+    """input - log(sum(exp(input))) along `dim`, computed stably."""
     return _op("LogSoftmax", [input], {"axis": builtins.int(dim)})
 
 
@@ -589,6 +619,7 @@ def clone(input):  # noqa: A002
 
 
 def detach(input):  # noqa: A002
+    """input as a new leaf tensor sharing its data, cut from the graph."""
     return input.detach()
 
 

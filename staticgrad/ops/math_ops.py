@@ -560,6 +560,7 @@ def cast(x, dtype, name=None):
 
 
 def to_float(x, name=None):
+    """x cast to float32 (TF1's deprecated shorthand for cast(x, float32))."""
     return cast(x, _dt.float32, name)
 
 

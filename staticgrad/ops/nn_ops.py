@@ -7,6 +7,7 @@ decompose into other ops.
 
 from __future__ import annotations
 
+from .. import _namespace
 from .. import dtypes as _dt
 from ..graph import name_scope
 from . import math_ops as M
@@ -15,6 +16,17 @@ from .attr_types import Axis
 from .indexing_ops import one_hot
 from .reduction_ops import reduce_sum
 from .registry import apply1, convert_to_tensor, register
+
+# sg.nn is this module: its helper imports (M, apply1, reduce_sum...) are not part of it
+__all__ = [
+    "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d",
+    "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "dropout", "elu",
+    "l2_loss", "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments", "relu", "relu6",
+    "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits_v2", "softplus", "sparse_softmax_cross_entropy_with_logits",
+    "tanh",
+]
+__dir__ = _namespace.public_dir(globals())
 
 relu = M.relu
 relu6 = M.relu6

@@ -1,7 +1,6 @@
 """`sg.train`: optimizers, the global step, and checkpoints (TF1's `tf.train`)."""
 
-from __future__ import annotations
-
+from .. import _namespace
 from ..graph_io import export_meta_graph, import_meta_graph, write_graph  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
 from .optimizers import (  # noqa: F401
@@ -26,3 +25,7 @@ from .training_util import (  # noqa: F401
     get_or_create_global_step,
     global_step,
 )
+
+# the names imported above; the submodules (optimizer, saver...) are not part of sg.train
+__all__ = _namespace.public_names(globals())
+__dir__ = _namespace.public_dir(globals())

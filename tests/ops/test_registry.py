@@ -1,13 +1,20 @@
 """What the registry does as a graph is built (ops/registry.py): large constants and
-build-time folding, and a list that mixes ints and tensors made into one tensor.
-See helpers.py for what each case checks and the feeding modes."""
+build-time folding, and a list that mixes ints and tensors made into one tensor; and that
+every op type has a decision for ONNX. See helpers.py for what each case checks and the
+feeding modes."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import staticgrad as sg
+from staticgrad.onnx import NO_ONNX, RULES
+from staticgrad.ops.registry import REGISTRY
 from tests.ops.helpers import (
     F32,
     F64,
@@ -54,3 +61,28 @@ def test_shape_lists_mixing_ints_and_tensors(build, ref, mode):
     t, res = run_graph(build, [x], mode)
     check_result(t, res, np.asarray(ref(x)).astype(F32), out_dtype=F32, mode="dynamic")
     assert t.shape.ndims == res.ndim  # the rank is known statically
+
+
+def test_every_op_type_has_an_onnx_rule_or_a_reason_for_none():
+    """Each op type of the registry has a rule in staticgrad.onnx.RULES or, in NO_ONNX, the
+    reason it has no ONNX form (what export_onnx's error says): an op type added to the
+    registry needs one of the two. Runs without the onnx package."""
+    problems = [f"{t}: no ONNX rule in staticgrad/onnx.py RULES, and no reason in NO_ONNX "
+                "why it has no ONNX form; add one or the other"
+                for t in sorted(set(REGISTRY) - set(RULES) - set(NO_ONNX))]
+    problems += [f"{t}: both an ONNX rule and a reason for none (NO_ONNX); keep one"
+                 for t in sorted(set(RULES) & set(NO_ONNX))]
+    problems += [f"{t}: in staticgrad.onnx.{table}, but no op type {t!r} is registered"
+                 for table, types in (("RULES", RULES), ("NO_ONNX", NO_ONNX))
+                 for t in sorted(set(types) - set(REGISTRY))]
+    problems += [f"{t}: NO_ONNX gives no reason" for t, why in NO_ONNX.items()
+                 if not (isinstance(why, str) and why.strip())]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_onnx_tables_load_without_the_onnx_package():
+    code = ("import sys; sys.modules['onnx'] = None; import staticgrad.onnx as o; "
+            "assert o.RULES and o.NO_ONNX")
+    root = Path(__file__).resolve().parents[2]  # where `import staticgrad` finds this one
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert run.returncode == 0, run.stderr

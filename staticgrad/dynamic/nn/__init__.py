@@ -1,3 +1,7 @@
 """`dy.nn`: for now only `functional` (PyTorch's torch.nn.functional, a small part of it)."""
 
-from . import functional  # noqa: F401
+from ... import _namespace
+from . import functional
+
+__all__ = ["functional"]
+__dir__ = _namespace.public_dir(globals())

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _namespace
 from .. import creation
 from .. import functions as _f
 from ..dispatch import run_operation
+
+__all__ = [
+    "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "elu", "l1_loss",
+    "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu", "relu6",
+    "sigmoid", "softmax", "softplus", "tanh",
+]
+__dir__ = _namespace.public_dir(globals())
 
 relu = _f.relu
 sigmoid = _f.sigmoid
@@ -20,18 +28,22 @@ log_softmax = _f.log_softmax
 
 
 def leaky_relu(input, negative_slope=0.01):  # noqa: A002
+    """input where positive, else negative_slope * input, elementwise."""
     return _f._op("LeakyRelu", [input], {"alpha": float(negative_slope)})
 
 
 def elu(input):  # noqa: A002
+    """input where positive, else exp(input) - 1, elementwise."""
     return _f._op("Elu", [input])
 
 
 def softplus(input):  # noqa: A002
+    """log(1 + exp(input)), elementwise, computed stably."""
     return _f._op("Softplus", [input])
 
 
 def relu6(input):  # noqa: A002
+    """min(max(input, 0), 6), elementwise."""
     return _f._op("Relu6", [input])
 
 
@@ -58,6 +70,7 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002
 
 
 def l1_loss(input, target, reduction="mean"):  # noqa: A002
+    """|input - target|, reduced by `reduction` (mean, sum or none)."""
     return _reduce(_f.abs(input - target), reduction)
 
 
