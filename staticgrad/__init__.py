@@ -209,5 +209,6 @@ __version__ = "0.1.0"
 # The public API: every name bound above, less the package's own modules (which the import
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.
 __all__ = _namespace.public_names(globals(), subnamespaces=(
-    "debugging", "dynamic", "errors", "initializers", "layers", "losses", "nn", "train"))
+    "debugging", "dynamic", "errors", "initializers", "layers", "losses", "nn", "train",
+    "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())
