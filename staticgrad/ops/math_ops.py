@@ -59,23 +59,15 @@ def broadcast_infer(kinds: str, out_dtype=None):
     return infer
 
 
-def _ufunc_call(ufunc, arity):
-    """`np.add` -> "np.add({0}, {1}, out={out})"; a call already written out stays."""
-    if ufunc is None or callable(ufunc) or "(" in ufunc:
-        return ufunc
-    return f"{ufunc}({', '.join('{%d}' % i for i in range(arity))}, out={{out}})"
-
-
-def _unary(op_type, numpy, grad, kinds="f", ufunc=None, **kw):
+def _unary(op_type, numpy, grad, kinds="f", **kw):
     kw.setdefault("new_array", not kw.get("view", False))
     register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, broadcasts=False, arity=1,
-             ufunc=_ufunc_call(ufunc, 1), **kw)
-
-
-def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, ufunc=None, **kw):
-    register(op_type, broadcast_infer(kinds, out_dtype), numpy, grad, elementwise=True, arity=2,
-             differentiable=grad is not None, new_array=True, ufunc=_ufunc_call(ufunc, 2),
              **kw)
+
+
+def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, **kw):
+    register(op_type, broadcast_infer(kinds, out_dtype), numpy, grad, elementwise=True, arity=2,
+             differentiable=grad is not None, new_array=True, **kw)
 
 
 # -- unary ops: (type, NumPy expression, gradient) ----------------------------------------------
@@ -93,43 +85,35 @@ def _relu6_grad(op, g):
     return [where(logical_and(greater(x, 0), less(x, 6)), g, zeros_like(g))]
 
 
-_unary("Neg", E("-x0"), lambda op, g: [-g], kinds="fi", ufunc="np.negative")
-_unary("Abs", E("abs(x0)"), lambda op, g: [g * sign(_x(op))], kinds="fi", ufunc="np.absolute")
-_unary("Sign", E("sign(x0)"), lambda op, g: [zeros_like(_x(op))], kinds="fi", ufunc="np.sign")
-_unary("Square", E("square(x0)"), lambda op, g: [g * (2 * _x(op))], kinds="fi",
-       ufunc="np.square")
-_unary("Sqrt", E("sqrt(x0)"), lambda op, g: [g * (0.5 / _y(op))], ufunc="np.sqrt")
-_unary("Rsqrt", E("1 / sqrt(x0)"), lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))],
-       ufunc="np.divide(1, np.sqrt({0}, out={out}), out={out})")
-_unary("Reciprocal", E("1 / x0"), lambda op, g: [g * -square(_y(op))], ufunc="np.reciprocal")
-_unary("Exp", E("exp(x0)"), lambda op, g: [g * _y(op)], ufunc="np.exp", vector="exp")
-_unary("Expm1", E("expm1(x0)"), lambda op, g: [g * exp(_x(op))], ufunc="np.expm1")
-_unary("Log", E("log(x0)"), lambda op, g: [g / _x(op)], ufunc="np.log", vector="log")
-_unary("Log1p", E("log1p(x0)"), lambda op, g: [g / (1 + _x(op))],
-       ufunc="rt.log1p({0}, out={out})")
-_unary("Sin", E("sin(x0)"), lambda op, g: [g * cos(_x(op))], ufunc="np.sin")
-_unary("Cos", E("cos(x0)"), lambda op, g: [-(g * sin(_x(op)))], ufunc="np.cos")
-_unary("Tan", E("tan(x0)"), lambda op, g: [g * (1 + square(_y(op)))], ufunc="np.tan")
+_unary("Neg", E("-x0"), lambda op, g: [-g], kinds="fi")
+_unary("Abs", E("abs(x0)"), lambda op, g: [g * sign(_x(op))], kinds="fi")
+_unary("Sign", E("sign(x0)"), lambda op, g: [zeros_like(_x(op))], kinds="fi")
+_unary("Square", E("square(x0)"), lambda op, g: [g * (2 * _x(op))], kinds="fi")
+_unary("Sqrt", E("sqrt(x0)"), lambda op, g: [g * (0.5 / _y(op))])
+_unary("Rsqrt", E("1 / sqrt(x0)"), lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))])
+_unary("Reciprocal", E("1 / x0"), lambda op, g: [g * -square(_y(op))])
+_unary("Exp", E("exp(x0)"), lambda op, g: [g * _y(op)])
+_unary("Expm1", E("expm1(x0)"), lambda op, g: [g * exp(_x(op))])
+_unary("Log", E("log(x0)"), lambda op, g: [g / _x(op)])
+_unary("Log1p", E("log1p(x0)"), lambda op, g: [g / (1 + _x(op))])
+_unary("Sin", E("sin(x0)"), lambda op, g: [g * cos(_x(op))])
+_unary("Cos", E("cos(x0)"), lambda op, g: [-(g * sin(_x(op)))])
+_unary("Tan", E("tan(x0)"), lambda op, g: [g * (1 + square(_y(op)))])
 # Tanh's and Sigmoid's gradients read their output, through one op each as TF1's do
 _unary("Tanh", E("tanh(x0)"),
-       lambda op, g: [apply1("TanhGrad", [_y(op), g], name="TanhGrad")], ufunc="np.tanh",
-       vector="tanh")
+       lambda op, g: [apply1("TanhGrad", [_y(op), g], name="TanhGrad")])
 _unary("Sigmoid", E("sigmoid(x0)"),
-       lambda op, g: [apply1("SigmoidGrad", [_y(op), g], name="SigmoidGrad")],
-       ufunc="rt.sigmoid({0}, out={out})", vector="sigmoid")
-_unary("Softplus", E("softplus(x0)"), lambda op, g: [g * sigmoid(_x(op))],
-       ufunc="rt.softplus({0}, out={out})")
+       lambda op, g: [apply1("SigmoidGrad", [_y(op), g], name="SigmoidGrad")])
+_unary("Softplus", E("softplus(x0)"), lambda op, g: [g * sigmoid(_x(op))])
 _unary("Erf", E("erf(x0)"),
        lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
 # Relu's gradient reads its output, as TF1's does (y > 0 exactly where x > 0, NaN included):
 # the input is then free once y is computed, and y can take its buffer
 _unary("Relu", E("maximum(x0, 0)"),
-       lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi",
-       ufunc="np.maximum({0}, 0, out={out})")
-_unary("Relu6", E("clip(x0, 0, 6)"), _relu6_grad, kinds="fi",
-       ufunc="rt.clip({0}, 0, 6, out={out})")
+       lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi")
+_unary("Relu6", E("clip(x0, 0, 6)"), _relu6_grad, kinds="fi")
 _unary("Elu", E("elu(x0)"), lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
-_unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))], ufunc="np.floor")
+_unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))])
 _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True)
 register("StopGradient", unary_infer("fib"), E("x0"), None, differentiable=False, view=True,
          elementwise=True, broadcasts=False, arity=1)
@@ -153,34 +137,26 @@ def _grad_infer(kinds, what):
 
 # Relu's gradient: g where the input was positive, else 0. TF1 multiplies by the mask too
 # (a NaN gradient stays NaN); in NumPy `g * mask` is about ten times faster than np.where.
-# With out= the mask is the only new array (one byte an element), and out may be g's or
-# the features' buffer: the mask is made before anything is written.
 register("ReluGrad", _grad_infer("fi", "gradients and features"), E("x0 * (x1 > 0)"),
          lambda op, gg: [apply1("ReluGrad", [gg, op.inputs[1]], name="ReluGrad"),
                          zeros_like(op.inputs[1])],
-         elementwise=True, broadcasts=False, new_array=True,
-         ufunc="np.multiply({0}, np.greater({1}, 0), out={out})", arity=2)
+         elementwise=True, broadcasts=False, new_array=True, arity=2)
 
 
 # TanhGrad(y, dy) = dy * (1 - y^2), SigmoidGrad(y, dy) = dy * (y * (1 - y)): y is the
 # activation's output, dy the gradient arriving at it; each computes in the order the three
-# ops it replaces did. Their out= forms make no temporary: they compute in out, which
-# therefore is never the buffer of an input they read after writing it (reads_after_out).
-# Their own gradients (for second derivatives), with gg arriving:
+# ops it replaces did. Their own gradients (for second derivatives), with gg arriving:
 #   d/dy = gg * dy * (-2 y)         d/d(dy) = TanhGrad(y, gg)
 #   d/dy = gg * dy * (1 - 2 y)      d/d(dy) = SigmoidGrad(y, gg)
 register("TanhGrad", _grad_infer("f", "outputs and gradients"), E("x1 * (1 - square(x0))"),
          lambda op, gg: [gg * op.inputs[1] * (-2 * op.inputs[0]),
                          apply1("TanhGrad", [op.inputs[0], gg], name="TanhGrad")],
-         elementwise=True, broadcasts=False, new_array=True, arity=2,
-         ufunc="np.multiply({1}, np.subtract(1, np.square({0}, out={out}), out={out}), "
-               "out={out})", reads_after_out=(1,))
+         elementwise=True, broadcasts=False, new_array=True, arity=2)
 register("SigmoidGrad", _grad_infer("f", "outputs and gradients"),
          E("x1 * (x0 * (1 - x0))"),
          lambda op, gg: [gg * op.inputs[1] * (1 - 2 * op.inputs[0]),
                          apply1("SigmoidGrad", [op.inputs[0], gg], name="SigmoidGrad")],
-         elementwise=True, broadcasts=False, new_array=True, arity=2,
-         ufunc="np.multiply({1}, np.multiply({0}, np.subtract(1, {0})), out={out})")
+         elementwise=True, broadcasts=False, new_array=True, arity=2)
 
 
 def _leaky_relu_grad(op, g):
@@ -267,33 +243,25 @@ def _mul_grad(op, g):
     return [g * y if wants(op, 0) else None, x * g if wants(op, 1) else None]
 
 
-_binary("Add", E("x0 + x1"), lambda op, g: [g, g], ufunc="np.add")
-_binary("Sub", E("x0 - x1"), lambda op, g: [g, -g if wants(op, 1) else None],
-        ufunc="np.subtract")
-_binary("Mul", E("x0 * x1"), _mul_grad, ufunc="np.multiply")
-_binary("RealDiv", E("x0 / x1"), _div_grad, kinds="f", ufunc="np.divide")
-def _integer_checked(operator, ufunc, kernel):
+_binary("Add", E("x0 + x1"), lambda op, g: [g, g])
+_binary("Sub", E("x0 - x1"), lambda op, g: [g, -g if wants(op, 1) else None])
+_binary("Mul", E("x0 * x1"), _mul_grad)
+_binary("RealDiv", E("x0 / x1"), _div_grad, kinds="f")
+def _integer_checked(operator, kernel):
     """`x // y` for floats; for integers rt's kernel, which refuses a zero divisor (TF1
-    raises; NumPy gives 0 with a warning). The numpy form and the out= form."""
+    raises; NumPy gives 0 with a warning)."""
     def emit(args, ctx):
         if ctx.in_dtypes[0].is_integer:
             return f"rt.{kernel}({args[0]}, {args[1]})"
         return f"{args[0]} {operator} {args[1]}"
-
-    def into(args, out, ctx):
-        fn = f"rt.{kernel}" if ctx.in_dtypes[0].is_integer else ufunc
-        return f"{fn}({args[0]}, {args[1]}, out={out})"
-    return {"numpy": emit, "ufunc": into}
+    return emit
 
 
-_binary("FloorDiv", grad=None, **_integer_checked("//", "np.floor_divide", "floordiv"))
-_binary("FloorMod", grad=_mod_grad,  # (% is np.remainder)
-        **_integer_checked("%", "np.remainder", "floormod"))
+_binary("FloorDiv", _integer_checked("//", "floordiv"), None)
+_binary("FloorMod", _integer_checked("%", "floormod"), _mod_grad)  # (% is np.remainder)
 _binary("Pow", E("x0 ** x1"), _pow_grad)
-_binary("Maximum", E("maximum(x0, x1)"), lambda op, g: _minmax_grad(op, g, greater_equal),
-        ufunc="np.maximum")
-_binary("Minimum", E("minimum(x0, x1)"), lambda op, g: _minmax_grad(op, g, less_equal),
-        ufunc="np.minimum")
+_binary("Maximum", E("maximum(x0, x1)"), lambda op, g: _minmax_grad(op, g, greater_equal))
+_binary("Minimum", E("minimum(x0, x1)"), lambda op, g: _minmax_grad(op, g, less_equal))
 for _t, _sym in [("Equal", "=="), ("NotEqual", "!="), ("Less", "<"), ("LessEqual", "<="),
                  ("Greater", ">"), ("GreaterEqual", ">=")]:
     _binary(_t, E(f"x0 {_sym} x1"), None, kinds="fib", out_dtype=_dt.bool_)
@@ -352,7 +320,7 @@ def _clip_grad(op, g):  # TF1's rule: t's gradient where it was not clipped, a b
 # NumPy backend writes log1p with it (backends/numpy/expand.py): np.clip (rt.clip) is one
 # pass over memory
 register("ClipByValue", _clip_infer, E("clip(x0, x1, x2)"), _clip_grad, elementwise=True,
-         new_array=True, ufunc="rt.clip({0}, {1}, {2}, out={out})", arity=3)
+         new_array=True, arity=3)
 
 
 def _add_n_infer(ctx):
@@ -385,8 +353,7 @@ def _add_n_numpy(args, ctx):
 
 register("AddN", _add_n_infer, _add_n_numpy,
          lambda op, g: [g] * len(op.inputs), elementwise=True, broadcasts=False,
-         new_array=True, ufunc=lambda args, out, ctx: f"rt.add_n({', '.join(args)}, out={out})",
-         arity=(1, None))
+         new_array=True, arity=(1, None))
 
 
 # -- matmul -----------------------------------------------------------------------------------

@@ -60,13 +60,6 @@ class OpDef:
     static_inputs: tuple = ()    # inputs read only for their (static) value, e.g. shape tensors
     shape_inputs: tuple = ()     # inputs read only for their shape, e.g. zeros_like's argument
     new_array: bool = False      # the result is always a new array: never an input or a view
-    ufunc: str | Callable | None = None  # the op as one call writing into `out=`, which
-    #                              may be one of its inputs: "np.add({0}, {1}, out={out})",
-    #                              or f(args, out, ctx) -> that text (memory plans, fused kernels)
-    reads_after_out: tuple = ()  # inputs `ufunc` reads after writing into out: out is never
-    #                              their buffer (TanhGrad's dy: dy * (1 - y^2), 1 - y^2 in out)
-    vector: str | None = None    # its function in runtime_fast ("exp": fast.exp(x, out=r)),
-    #                              which float32 fused kernels call where [fast] works
     doc: str = ""
     expr: Expr | None = None     # an elementwise op's math in the shared notation (ops/expr.py),
     #                              of which `numpy` is the NumPy printing
@@ -296,13 +289,6 @@ def render_format(opdef: OpDef, args: list[str], attrs: dict) -> str:
         return opdef.numpy.format(*args)
     return opdef.numpy.format(*args, **{k: opdef.attrs[k].literal(attrs[k])
                                         for k in opdef.format_attrs})
-
-
-def render_ufunc(opdef: OpDef, args: list[str], out: str, ctx: NodeCtx) -> str:
-    """The node written into `out` (which may be one of `args`), from `opdef.ufunc`."""
-    if isinstance(opdef.ufunc, str):
-        return opdef.ufunc.format(*args, out=out)
-    return opdef.ufunc(args, out, ctx)
 
 
 def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:

@@ -312,8 +312,8 @@ def test_sparse_cross_entropy_rejects_out_of_range_labels():
 def test_tanh_and_sigmoid_gradients_are_bit_for_bit_the_three_step_products(disable):
     """TanhGrad and SigmoidGrad compute dy * (1 - y*y) and dy * (y * (1 - y)) in NumPy's own
     float32 steps, in every plan: fused blocks and out= buffers (their out= forms compute in
-    out, never the buffer of an input read after it: OpDef.reads_after_out), plain lines,
-    and the sum's seed simplified away or multiplied in."""
+    out, never the buffer of an input read after it: the NumPy backend's READS_AFTER_OUT),
+    plain lines, and the sum's seed simplified away or multiplied in."""
     n = 200_003  # large: fused in blocks, buffers reused
     x = sg.placeholder(sg.float32, [n], name="x")
     t = sg.tanh(x * 0.75)

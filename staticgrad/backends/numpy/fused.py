@@ -17,7 +17,7 @@
                           scratch=(2, np.float32))
     Sum = np.sum(np.array([p[0] for p in parts], dtype=np.float32))
 
-A block allocates no array of its dtype when every member has an out= form (`OpDef.ufunc`;
+A block allocates no array of its dtype when every member has an out= form (lowering.OUT_FORMS;
 ReluGrad's still makes its mask, a byte an element): rows are assigned by liveness, a result
 taking the row of an input that dies there, so a long chain runs in a few rows that stay in
 cache. A member without one makes its array as usual, and it is deleted after its last use.
@@ -26,9 +26,10 @@ cache. A member without one makes its array as usual, and it is deleted after it
 from __future__ import annotations
 
 from ...ir import Node, Value
-from ...ops.registry import np_dtype, render_numpy, render_ufunc
+from ...ops.registry import np_dtype, render_numpy
 from . import fast as runtime_fast
 from .blocks import BLOCK
+from .lowering import OUT_FORMS, READS_AFTER_OUT, VECTOR, out_form
 
 EXPRESSION_LIMIT = 240  # characters of a fused expression shown in the comment
 
@@ -82,7 +83,7 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
     domain = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape
     dtype = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).dtype
     vector = vector_math and dtype.name == "float32" and \
-        any(m.opdef.vector for m in node.members) and runtime_fast.available()
+        any(m.type in VECTOR for m in node.members) and runtime_fast.available()
 
     def param(v: Value, arg: str) -> None:
         local[id(v)] = names.make(v.name)
@@ -139,21 +140,21 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
         else:
             name = local[id(v)] = names.make(v.name)
             dest = f"{out_params[id(v)]}[lo:hi]" if id(v) in out_params else None
-            if from_block and m.opdef.ufunc and (dest or v.dtype is dtype):
+            if from_block and m.type in OUT_FORMS and (dest or v.dtype is dtype):
                 if dest is None:
                     dest = rows.take([x for k, x in enumerate(m.inputs)
                                       if last_use[id(x)] == i
-                                      and k not in m.opdef.reads_after_out])
+                                      and k not in READS_AFTER_OUT.get(m.type, ())])
                     rows.hold(v, dest)
                 # a number as a 0-d array of its dtype: a ufunc converts a Python number on
                 # every call (0.4 us, as long as the call itself, time the other threads wait)
                 a = [number(x) if id(x) not in local and x.const is not None and
                      x.const.ndim == 0 else arg for x, arg in zip(m.inputs, a)]
-                if vector and m.opdef.vector and v.dtype is dtype:
-                    emit(f"{name} = fast.{m.opdef.vector}({a[0]}, out={dest})", m.origin)
+                if vector and m.type in VECTOR and v.dtype is dtype:
+                    emit(f"{name} = fast.{VECTOR[m.type]}({a[0]}, out={dest})", m.origin)
                     calls_fast = True
                 else:
-                    emit(f"{name} = {render_ufunc(m.opdef, a, dest, m.ctx)}", m.origin)
+                    emit(f"{name} = {out_form(m.type, a, dest, m.ctx)}", m.origin)
             else:
                 emit(f"{name} = {render_numpy(m.opdef, a, m.ctx)}", m.origin)
                 if dest:  # a group output without an out= form

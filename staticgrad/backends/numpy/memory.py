@@ -11,7 +11,7 @@ invisible: it was made by this program (never a fed array, a variable's value or
 constant), nothing else refers to it (every consumer is an op whose result is a new array,
 `OpDef.new_array`: no view, no assignment into a variable, not a fetch), it dies at this
 node, and it has the result's exact shape and dtype. Which ops can write into `out=` is
-their own `OpDef.ufunc`.
+their own out= form (lowering.OUT_FORMS).
 
 A variable's update (AssignAdd, AssignSub: an optimizer's step) writes into the variable's
 own array, as `w -= lr * g` does by hand, when no value of this program that may be that
@@ -31,6 +31,7 @@ import dataclasses
 
 from ...ir import Node, Program, Value
 from ...passes.rewrite import output_kinds
+from .lowering import OUT_FORMS, READS_AFTER_OUT
 
 # Buffers smaller than this are left to NumPy: for them `del` and `out=` cost more than they
 # save (a ufunc call with out= takes about a microsecond longer).
@@ -62,9 +63,9 @@ def plan_memory(program: Program) -> Program:
                 continue
             end = last_use.get(id(v), node)  # never read: free at once
             free_after.setdefault(id(end), []).append(v)
-        if node.opdef.ufunc and len(node.outputs) == 1 and not node.members:
+        if node.type in OUT_FORMS and len(node.outputs) == 1 and not node.members:
             out = node.outputs[0]
-            late = [node.inputs[i] for i in node.opdef.reads_after_out]
+            late = [node.inputs[i] for i in READS_AFTER_OUT.get(node.type, ())]
             for v in node.runtime_inputs():
                 if _reusable(v, out, node, last_use, consumers, fetched) and \
                         not any(v is x for x in late):

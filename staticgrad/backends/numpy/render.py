@@ -23,10 +23,11 @@ from ...errors import UnimplementedError
 from ...graph import Operation
 from ...ir import Node, Program, Value
 from ...ops.attr_types import Name
-from ...ops.registry import render_format, render_numpy, render_ufunc, scalar_literal
+from ...ops.registry import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from . import parts
 from .fused import render_group
+from .lowering import out_form
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
 RESERVED = {"np", "rt", "fast", "V", "R", "L", "run", "lo", "hi"} | set(dir(builtins))
@@ -228,7 +229,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             [known(id(v)) or ref(v, node) for v in node.inputs]  # (most: a name made already)
         into = write_into.get(id(node)) if write_into else None
         if into is not None:  # the result goes into a dying input's buffer
-            code = render_ufunc(node.opdef, args, expr[id(into)], node.ctx)
+            code = out_form(node.type, args, expr[id(into)], node.ctx)
         else:
             try:
                 code = _code(node, args, shared)

@@ -261,17 +261,18 @@ def test_sum_to_that_does_nothing_is_not_overwritten():
     assert (got_b == 1).all() and (got_c == 2).all()
 
 
-def test_every_ufunc_form_computes_what_the_ops_numpy_form_computes():
-    """The memory plan writes results with `OpDef.ufunc` (out=); it must agree with `numpy`."""
-    from staticgrad import runtime
-    from staticgrad.ops.registry import REGISTRY, NodeCtx, kernel, render_ufunc
-    checked = 0
-    for op_type, opdef in REGISTRY.items():
-        if not opdef.ufunc:
-            continue
+def test_every_out_form_computes_what_the_ops_reference_kernel_computes():
+    """The memory plan and fused kernels write results with the NumPy backend's out= forms
+    (lowering.OUT_FORMS); each must agree with the op's reference kernel, written into a
+    new buffer and into each input's own buffer it may take."""
+    from staticgrad.backends.numpy import runtime
+    from staticgrad.backends.numpy.lowering import OUT_FORMS, READS_AFTER_OUT, out_form
+    from staticgrad.ops.registry import REGISTRY, NodeCtx, kernel
+    assert set(OUT_FORMS) <= set(REGISTRY) and set(READS_AFTER_OUT) <= set(OUT_FORMS)
+    for op_type, form in OUT_FORMS.items():
+        opdef = REGISTRY[op_type]
         # {0}, {1}..., then {out}; a callable form takes any number (AddN): three
-        arity = len(set(re.findall(r"{\d+}", opdef.ufunc))) if isinstance(opdef.ufunc, str) \
-            else 3
+        arity = len(set(re.findall(r"{\d+}", form))) if isinstance(form, str) else 3
         arrays = [np.linspace(0.5, 2.0, 7) + i for i in range(arity)]
         ctx = NodeCtx(op_type, {}, [sg.TensorShape([7])] * arity, [sg.float64] * arity,
                       [None] * arity)
@@ -280,15 +281,14 @@ def test_every_ufunc_form_computes_what_the_ops_numpy_form_computes():
         out = np.empty(7)
         names = {f"a{i}": a for i, a in enumerate(arrays)}
         env = {"np": np, "rt": runtime, "out": out, **names}
-        got = eval(render_ufunc(opdef, list(names), "out", ctx), env)
+        got = eval(out_form(op_type, list(names), "out", ctx), env)
         assert got is out, op_type
         np.testing.assert_array_equal(out, want, err_msg=op_type)
         for i in range(arity):  # and in place: the result written over each input it may
-            if i in opdef.reads_after_out:  # (one it reads after writing out: never)
+            if i in READS_AFTER_OUT.get(op_type, ()):  # (one it reads after writing out)
                 continue
             env = {"np": np, "rt": runtime, **{k: a.copy() for k, a in names.items()}}
-            got = eval(render_ufunc(opdef, list(names), f"a{i}", ctx), env)
+            got = eval(out_form(op_type, list(names), f"a{i}", ctx), env)
             assert got is env[f"a{i}"], op_type
             np.testing.assert_array_equal(got, want, err_msg=f"{op_type} into input {i}")
-        checked += 1
-    assert checked >= 18
+    assert len(OUT_FORMS) >= 30

@@ -1,0 +1,78 @@
+"""How the NumPy backend writes an op beyond its reference kernel (the op's `numpy`, which
+it prints as it is): into a buffer it chooses (`out=`), and with the [fast] extra's vector
+math. Tables keyed by op type, read by the memory plan (memory.py) and the fused kernels
+(fused.py).
+
+- OUT_FORMS: the op as one expression writing its result into `out`, which may be the
+  buffer of one of its inputs (except those of READS_AFTER_OUT): a format string of {0},
+  {1}... and {out}, or f(args, out, ctx) -> that text. Only ops with a form here take a
+  dying input's buffer, and only they compute in a fused block's scratch rows.
+- READS_AFTER_OUT: inputs an out form reads after it has written into out (it computes in
+  out, making no temporary): out is never their buffer.
+- VECTOR: runtime_fast's function computing the op in float32 fused kernels ("exp":
+  fast.exp(x, out=row)), where the [fast] extra works.
+"""
+
+from __future__ import annotations
+
+
+def _integer_checked(kernel: str, ufunc: str):
+    """x // y (x % y) into out: for integers rt's kernel, which refuses a zero divisor as
+    TF1 does (the reference kernel does the same); for floats NumPy's ufunc."""
+    def into(args, out, ctx):
+        fn = f"rt.{kernel}" if ctx.in_dtypes[0].is_integer else ufunc
+        return f"{fn}({args[0]}, {args[1]}, out={out})"
+    return into
+
+
+OUT_FORMS = {
+    "Neg": "np.negative({0}, out={out})",
+    "Abs": "np.absolute({0}, out={out})",
+    "Sign": "np.sign({0}, out={out})",
+    "Square": "np.square({0}, out={out})",
+    "Sqrt": "np.sqrt({0}, out={out})",
+    "Rsqrt": "np.divide(1, np.sqrt({0}, out={out}), out={out})",
+    "Reciprocal": "np.reciprocal({0}, out={out})",
+    "Exp": "np.exp({0}, out={out})",
+    "Expm1": "np.expm1({0}, out={out})",
+    "Log": "np.log({0}, out={out})",
+    "Log1p": "rt.log1p({0}, out={out})",
+    "Sin": "np.sin({0}, out={out})",
+    "Cos": "np.cos({0}, out={out})",
+    "Tan": "np.tan({0}, out={out})",
+    "Tanh": "np.tanh({0}, out={out})",
+    "Sigmoid": "rt.sigmoid({0}, out={out})",
+    "Softplus": "rt.softplus({0}, out={out})",
+    "Relu": "np.maximum({0}, 0, out={out})",
+    "Relu6": "rt.clip({0}, 0, 6, out={out})",
+    "Floor": "np.floor({0}, out={out})",
+    # the mask is made before anything is written: out may be either input's buffer
+    "ReluGrad": "np.multiply({0}, np.greater({1}, 0), out={out})",
+    "TanhGrad": "np.multiply({1}, np.subtract(1, np.square({0}, out={out}), out={out}), "
+                "out={out})",
+    "SigmoidGrad": "np.multiply({1}, np.multiply({0}, np.subtract(1, {0})), out={out})",
+    "Add": "np.add({0}, {1}, out={out})",
+    "Sub": "np.subtract({0}, {1}, out={out})",
+    "Mul": "np.multiply({0}, {1}, out={out})",
+    "RealDiv": "np.divide({0}, {1}, out={out})",
+    "FloorDiv": _integer_checked("floordiv", "np.floor_divide"),
+    "FloorMod": _integer_checked("floormod", "np.remainder"),
+    "Maximum": "np.maximum({0}, {1}, out={out})",
+    "Minimum": "np.minimum({0}, {1}, out={out})",
+    "ClipByValue": "rt.clip({0}, {1}, {2}, out={out})",
+    "AddN": lambda args, out, ctx: f"rt.add_n({', '.join(args)}, out={out})",
+}
+
+READS_AFTER_OUT: dict[str, tuple] = {
+    "TanhGrad": (1,),  # dy * (1 - y^2): 1 - y^2 in out, then dy read
+}
+
+VECTOR = {"Exp": "exp", "Log": "log", "Tanh": "tanh", "Sigmoid": "sigmoid"}
+
+
+def out_form(op_type: str, args: list[str], out: str, ctx) -> str:
+    """The op written into `out` (which may be one of `args`), from OUT_FORMS."""
+    form = OUT_FORMS[op_type]
+    if isinstance(form, str):
+        return form.format(*args, out=out)
+    return form(args, out, ctx)

@@ -1,0 +1,28 @@
+"""The NumPy backend's lowering tables (backends/numpy/lowering.py) against the registry: it
+claims every op and has a form for each; its out= and vector tables name real elementwise
+ops. (What each out= form computes: test_memory.py; the vector kernels: test_fast.py.)"""
+
+from __future__ import annotations
+
+from staticgrad.backends import get_backend
+from staticgrad.backends.numpy.lowering import OUT_FORMS, READS_AFTER_OUT, VECTOR
+from staticgrad.ops.registry import REGISTRY
+
+
+def test_the_numpy_backend_claims_every_op_and_has_a_form_for_each():
+    backend = get_backend("numpy")
+    unclaimed = sorted(op for op in REGISTRY if not backend.supports(op))
+    assert not unclaimed, f"ops the NumPy backend cannot compute: {unclaimed}"
+    formless = sorted(op for op, d in REGISTRY.items() if d.computes and d.numpy is None)
+    assert not formless, f"ops that compute but have no NumPy form: {formless}"
+    assert not backend.supports("NoSuchOp")
+
+
+def test_the_tables_name_elementwise_ops_of_the_registry():
+    for table in (OUT_FORMS, READS_AFTER_OUT, VECTOR):
+        for op_type in table:
+            assert op_type in REGISTRY, f"{op_type} is in a lowering table but not registered"
+            assert REGISTRY[op_type].elementwise, f"{op_type} is not elementwise"
+    assert set(READS_AFTER_OUT) <= set(OUT_FORMS) and set(VECTOR) <= set(OUT_FORMS)
+    for op_type, inputs in READS_AFTER_OUT.items():
+        assert all(0 <= i < REGISTRY[op_type].arity for i in inputs), op_type
