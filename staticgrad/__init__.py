@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     initializers,
     layers,
     losses,
+    math,
     runtime,
     train,
 )
@@ -75,6 +76,7 @@ from .initializers import (  # noqa: F401
     zeros_initializer,
 )
 from .ops import nn_ops as nn  # noqa: F401
+from .ops import vocabulary as _vocabulary
 from .ops.array_ops import (  # noqa: F401
     broadcast_to,
     expand_dims,
@@ -99,56 +101,31 @@ from .ops.debug_ops import (  # noqa: F401
 from .ops.indexing_ops import eye, gather, lin_space, linspace, one_hot, range, slice  # noqa: F401
 from .ops.join_ops import concat, pad, split, stack, tile, unstack  # noqa: F401
 from .ops.math_ops import (  # noqa: F401
-    abs,
     add,
     add_n,
     cast,
     clip_by_value,
-    cos,
     div,
     divide,
-    elu,
     equal,
-    erf,
-    exp,
-    expm1,
-    floor,
     floor_div,
     floordiv,
     floormod,
     greater,
     greater_equal,
-    identity,
     leaky_relu,
     less,
     less_equal,
-    log,
-    log1p,
     logical_and,
-    logical_not,
     logical_or,
     matmul,
     maximum,
     minimum,
     mod,
     multiply,
-    negative,
     not_equal,
     pow,
-    reciprocal,
-    relu,
-    relu6,
-    rsqrt,
-    sigmoid,
-    sign,
-    sin,
-    softplus,
-    sqrt,
-    square,
-    stop_gradient,
     subtract,
-    tan,
-    tanh,
     to_float,
     truediv,
     where,
@@ -206,9 +183,12 @@ newaxis = None
 bool = bool_  # noqa: A001 - TF1's name for the boolean dtype
 __version__ = "0.1.0"
 
+# The elementwise functions the op vocabulary offers in sg (sg.tanh...): ops/vocabulary.py
+globals().update(_vocabulary.namespace("sg"))
+
 # The public API: every name bound above, less the package's own modules (which the import
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.
 __all__ = _namespace.public_names(globals(), subnamespaces=(
-    "debugging", "dynamic", "errors", "initializers", "layers", "losses", "nn", "train",
-    "runtime_fast"))
+    "debugging", "dynamic", "errors", "initializers", "layers", "losses", "math", "nn",
+    "train", "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())

@@ -46,6 +46,7 @@ static), `printing` (PyTorch's repr), `nn.functional`.
 
 from .. import _namespace
 from . import autograd, nn  # noqa: F401
+from . import functions as _functions
 from .autograd import Function, backward, grad  # noqa: F401
 from .creation import (  # noqa: F401
     DoubleTensor,
@@ -90,8 +91,6 @@ from .creation import (  # noqa: F401
     zeros_like,
 )
 from .functions import (  # noqa: F401
-    abs,
-    absolute,
     add,
     all,
     allclose,
@@ -109,18 +108,13 @@ from .functions import (  # noqa: F401
     clone,
     concat,
     concatenate,
-    cos,
     detach,
     div,
     divide,
     dot,
     eq,
     equal,
-    erf,
-    exp,
-    expm1,
     flatten,
-    floor,
     floor_divide,
     ge,
     greater,
@@ -130,11 +124,8 @@ from .functions import (  # noqa: F401
     le,
     less,
     less_equal,
-    log,
-    log1p,
     log_softmax,
     logical_and,
-    logical_not,
     logical_or,
     lt,
     matmul,
@@ -148,26 +139,16 @@ from .functions import (  # noqa: F401
     multiply,
     mv,
     ne,
-    neg,
-    negative,
     not_equal,
     permute,
     pow,
     prod,
-    reciprocal,
-    relu,
     remainder,
     reshape,
     result_type,
-    rsqrt,
     rsub,
-    sigmoid,
-    sign,
-    sin,
     softmax,
     split,
-    sqrt,
-    square,
     squeeze,
     stack,
     std,
@@ -176,8 +157,6 @@ from .functions import (  # noqa: F401
     sum,
     swapaxes,
     t,
-    tan,
-    tanh,
     transpose,
     true_divide,
     unbind,
@@ -198,5 +177,8 @@ from .trace import Traced, trace  # noqa: F401
 
 # the names imported above, and the namespaces autograd and nn (PyTorch's torch.autograd and
 # torch.nn); the other modules (tape, dispatch...) are not part of it
+# the elementwise functions the op vocabulary offers here (dy.tanh...): ops/vocabulary.py
+globals().update(_functions.ELEMENTWISE)
+
 __all__ = _namespace.public_names(globals(), subnamespaces=("autograd", "nn"))
 __dir__ = _namespace.public_dir(globals())

@@ -17,7 +17,10 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..graph import Tensor as GraphTensor
+from ..ops import vocabulary
 from ..ops.indexing_ops import normalize_index
+from ..ops.registry import REGISTRY, NodeCtx
+from ..shapes import TensorShape
 from . import tape
 from .creation import (
     as_size,
@@ -228,26 +231,32 @@ def _unary(op_type, doc, float_only=True, name=None):
     return fn
 
 
-neg = negative = _unary("Neg", "neg: -input, elementwise.", float_only=False)
-abs = absolute = _unary("Abs", "abs: |input|, elementwise.", float_only=False)  # noqa: A001
-sign = _unary("Sign", "sign: -1, 0 or 1, elementwise.", float_only=False)
-square = _unary("Square", "square: input ** 2, elementwise.", float_only=False)
-sqrt = _unary("Sqrt", "sqrt: the square root, elementwise.")
-rsqrt = _unary("Rsqrt", "rsqrt: 1 / sqrt(input), elementwise.")
-reciprocal = _unary("Reciprocal", "reciprocal: 1 / input, elementwise.")
-exp = _unary("Exp", "exp: e ** input, elementwise.")
-expm1 = _unary("Expm1", "expm1: exp(input) - 1, elementwise.")
-log = _unary("Log", "log: the natural logarithm, elementwise.")
-log1p = _unary("Log1p", "log1p: log(1 + input), elementwise.")
-sin = _unary("Sin", "sin: the sine, elementwise.")
-cos = _unary("Cos", "cos: the cosine, elementwise.")
-tan = _unary("Tan", "tan: the tangent, elementwise.")
-tanh = _unary("Tanh", "tanh: the hyperbolic tangent, elementwise.")
-sigmoid = _unary("Sigmoid", "sigmoid: 1 / (1 + exp(-input)), elementwise.")
-erf = _unary("Erf", "erf: the error function, elementwise.")
-relu = _unary("Relu", "relu: max(input, 0), elementwise.", float_only=False)
-floor = _unary("Floor", "floor: the largest integer <= input, elementwise.")
-logical_not = _unary("LogicalNot", "logical_not: not input, elementwise.", float_only=False)
+def _accepts(op_type: str, dtype) -> bool:
+    """Does the one-input op take a tensor of `dtype`?"""
+    ctx = NodeCtx(op_type, {}, [TensorShape([1])], [dtype], [None])
+    try:
+        REGISTRY[op_type].infer(ctx)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _float_only(op_type: str) -> bool:
+    """An op of floats only: the dynamic mode casts an integer tensor to float32 for it, as
+    PyTorch computes torch.sqrt of an integer tensor."""
+    return _accepts(op_type, float32) and not _accepts(op_type, int64)
+
+
+# The elementwise functions the op vocabulary offers in the dynamic mode (ops/vocabulary.py),
+# each also a Tensor method of its name (x.tanh()): dy.neg, dy.tanh, dy.logical_not...
+ELEMENTWISE: dict = {}
+_ELEMENTWISE_METHODS: dict = {}
+for _type, _api, _name in vocabulary.dynamic_entries():
+    _fn = _unary(_type, f"{_name}: {_api.doc}, elementwise.", float_only=_float_only(_type))
+    _ELEMENTWISE_METHODS[_name] = _fn
+    for _alias in (_name, *_api.dynamic_aliases):
+        ELEMENTWISE[_alias] = _fn
+globals().update(ELEMENTWISE)
 
 
 def _compare(op_type, symbol):
@@ -398,7 +407,7 @@ def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
 
 def std(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
     """The standard deviation over `dim` (divided by n - 1 unless unbiased=False)."""
-    return sqrt(var(input, dim, unbiased, keepdim))
+    return ELEMENTWISE["sqrt"](var(input, dim, unbiased, keepdim))
 
 
 # -- matrix products -----------------------------------------------------------------------------
@@ -655,13 +664,11 @@ def _swap(fn):
 
 
 _METHODS = {
-    "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "neg": neg, "abs": abs,
-    "sign": sign, "square": square, "sqrt": sqrt, "rsqrt": rsqrt, "reciprocal": reciprocal,
-    "exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "sin": sin, "cos": cos, "tan": tan,
-    "tanh": tanh, "sigmoid": sigmoid, "erf": erf, "relu": relu, "floor": floor,
+    **_ELEMENTWISE_METHODS,  # x.tanh(), x.neg()...: the op vocabulary's (see ELEMENTWISE)
+    "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow,
     "clamp": clamp, "clip": clamp, "maximum": maximum, "minimum": minimum,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-    "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_and": logical_and, "logical_or": logical_or,
     "sum": sum, "mean": mean, "prod": prod, "max": max, "min": min, "amax": amax, "amin": amin,
     "argmax": argmax, "argmin": argmin, "all": all, "any": any, "var": var, "std": std,
     "matmul": matmul, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot,
@@ -682,7 +689,8 @@ _METHODS = {
     "__floordiv__": floor_divide, "__rfloordiv__": _swap(floor_divide),
     "__mod__": remainder, "__rmod__": _swap(remainder),
     "__pow__": pow, "__rpow__": _swap(pow), "__matmul__": matmul, "__rmatmul__": _swap(matmul),
-    "__neg__": neg, "__abs__": abs, "__invert__": logical_not,
+    "__neg__": ELEMENTWISE["neg"], "__abs__": ELEMENTWISE["abs"],
+    "__invert__": ELEMENTWISE["logical_not"],
     "__and__": logical_and, "__or__": logical_or,
     "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
     "__getitem__": getitem,

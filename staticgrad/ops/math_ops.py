@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..shapes import broadcast_shapes
+from . import vocabulary
 from .attr_types import Bool, DType, Float
 from .expr import parse as E
 from .registry import (
@@ -20,6 +21,7 @@ from .registry import (
     register,
     wants,
 )
+from .vocabulary import Api
 
 _KIND_NAMES = {"f": "a floating", "i": "an integer", "b": "a bool", "fi": "a numeric",
                "fib": "any", "ib": "an integer or bool"}
@@ -59,10 +61,17 @@ def broadcast_infer(kinds: str, out_dtype=None):
     return infer
 
 
-def _unary(op_type, numpy, grad, kinds="f", **kw):
+def _unary(op_type, numpy, grad, kinds="f", api=None, **kw):
+    """Register a one-input elementwise op; with `api`, make and return its graph builder,
+    which the op vocabulary then offers (ops/vocabulary.py)."""
     kw.setdefault("new_array", not kw.get("view", False))
     register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, broadcasts=False, arity=1,
-             **kw)
+             api=api, **kw)
+    if api is None:
+        return None
+    builder = vocabulary.unary_builder(op_type, api)
+    vocabulary.offer(op_type, builder)
+    return builder
 
 
 def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, **kw):
@@ -70,8 +79,6 @@ def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, **kw):
              differentiable=grad is not None, new_array=True, **kw)
 
 
-# -- unary ops: (type, NumPy expression, gradient) ----------------------------------------------
-# In the rules, x is the input, y the output, g the incoming gradient.
 def _x(op):
     return op.inputs[0]
 
@@ -85,40 +92,70 @@ def _relu6_grad(op, g):
     return [where(logical_and(greater(x, 0), less(x, 6)), g, zeros_like(g))]
 
 
-_unary("Neg", E("-x0"), lambda op, g: [-g], kinds="fi")
-_unary("Abs", E("abs(x0)"), lambda op, g: [g * sign(_x(op))], kinds="fi")
-_unary("Sign", E("sign(x0)"), lambda op, g: [zeros_like(_x(op))], kinds="fi")
-_unary("Square", E("square(x0)"), lambda op, g: [g * (2 * _x(op))], kinds="fi")
-_unary("Sqrt", E("sqrt(x0)"), lambda op, g: [g * (0.5 / _y(op))])
-_unary("Rsqrt", E("1 / sqrt(x0)"), lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))])
-_unary("Reciprocal", E("1 / x0"), lambda op, g: [g * -square(_y(op))])
-_unary("Exp", E("exp(x0)"), lambda op, g: [g * _y(op)])
-_unary("Expm1", E("expm1(x0)"), lambda op, g: [g * exp(_x(op))])
-_unary("Log", E("log(x0)"), lambda op, g: [g / _x(op)])
-_unary("Log1p", E("log1p(x0)"), lambda op, g: [g / (1 + _x(op))])
-_unary("Sin", E("sin(x0)"), lambda op, g: [g * cos(_x(op))])
-_unary("Cos", E("cos(x0)"), lambda op, g: [-(g * sin(_x(op)))])
-_unary("Tan", E("tan(x0)"), lambda op, g: [g * (1 + square(_y(op)))])
+# -- unary ops: type, expression, gradient, and how users reach it ---------------------------
+# In the rules, x is the input, y the output, g the incoming gradient. An op's Api puts its
+# builder in sg (and sg.math, sg.nn as named) and in the dynamic mode (ops/vocabulary.py).
+_MATH, _NN = ("sg", "math"), ("sg", "nn", "math")
+negative = _unary("Neg", E("-x0"), lambda op, g: [-g], kinds="fi",
+                  api=Api("negative", "-x", dynamic="neg", dynamic_aliases=("negative",)))
+abs = _unary("Abs", E("abs(x0)"), lambda op, g: [g * sign(_x(op))], kinds="fi",  # noqa: A001
+             api=Api("abs", "|x|", dynamic_aliases=("absolute",)))
+sign = _unary("Sign", E("sign(x0)"), lambda op, g: [zeros_like(_x(op))], kinds="fi",
+              api=Api("sign", "-1, 0 or 1 by the sign of x"))
+square = _unary("Square", E("square(x0)"), lambda op, g: [g * (2 * _x(op))], kinds="fi",
+                api=Api("square", "x * x"))
+sqrt = _unary("Sqrt", E("sqrt(x0)"), lambda op, g: [g * (0.5 / _y(op))],
+              api=Api("sqrt", "the square root"))
+rsqrt = _unary("Rsqrt", E("1 / sqrt(x0)"), lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))],
+               api=Api("rsqrt", "1 / sqrt(x)"))
+reciprocal = _unary("Reciprocal", E("1 / x0"), lambda op, g: [g * -square(_y(op))],
+                    api=Api("reciprocal", "1 / x"))
+exp = _unary("Exp", E("exp(x0)"), lambda op, g: [g * _y(op)], api=Api("exp", "e ** x"))
+expm1 = _unary("Expm1", E("expm1(x0)"), lambda op, g: [g * exp(_x(op))],
+               api=Api("expm1", "e ** x - 1, accurate near 0"))
+log = _unary("Log", E("log(x0)"), lambda op, g: [g / _x(op)],
+             api=Api("log", "the natural logarithm"))
+log1p = _unary("Log1p", E("log1p(x0)"), lambda op, g: [g / (1 + _x(op))],
+               api=Api("log1p", "log(1 + x), accurate near 0"))
+sin = _unary("Sin", E("sin(x0)"), lambda op, g: [g * cos(_x(op))], api=Api("sin", "the sine"))
+cos = _unary("Cos", E("cos(x0)"), lambda op, g: [-(g * sin(_x(op)))],
+             api=Api("cos", "the cosine"))
+tan = _unary("Tan", E("tan(x0)"), lambda op, g: [g * (1 + square(_y(op)))],
+             api=Api("tan", "the tangent"))
 # Tanh's and Sigmoid's gradients read their output, through one op each as TF1's do
-_unary("Tanh", E("tanh(x0)"),
-       lambda op, g: [apply1("TanhGrad", [_y(op), g], name="TanhGrad")])
-_unary("Sigmoid", E("sigmoid(x0)"),
-       lambda op, g: [apply1("SigmoidGrad", [_y(op), g], name="SigmoidGrad")])
-_unary("Softplus", E("softplus(x0)"), lambda op, g: [g * sigmoid(_x(op))])
-_unary("Erf", E("erf(x0)"),
-       lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))])
+tanh = _unary("Tanh", E("tanh(x0)"),
+              lambda op, g: [apply1("TanhGrad", [_y(op), g], name="TanhGrad")],
+              api=Api("tanh", "the hyperbolic tangent", namespaces=_NN))
+sigmoid = _unary("Sigmoid", E("sigmoid(x0)"),
+                 lambda op, g: [apply1("SigmoidGrad", [_y(op), g], name="SigmoidGrad")],
+                 api=Api("sigmoid", "1 / (1 + exp(-x))", namespaces=_NN))
+softplus = _unary("Softplus", E("softplus(x0)"), lambda op, g: [g * sigmoid(_x(op))],
+                  api=Api("softplus", "log(1 + exp(x)), computed stably", namespaces=_NN,
+                          dynamic=None))
+erf = _unary("Erf", E("erf(x0)"),
+             lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))],
+             api=Api("erf", "the error function"))
 # Relu's gradient reads its output, as TF1's does (y > 0 exactly where x > 0, NaN included):
 # the input is then free once y is computed, and y can take its buffer
-_unary("Relu", E("maximum(x0, 0)"),
-       lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi")
-_unary("Relu6", E("clip(x0, 0, 6)"), _relu6_grad, kinds="fi")
-_unary("Elu", E("elu(x0)"), lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))])
-_unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))])
-_unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True)
-register("StopGradient", unary_infer("fib"), E("x0"), None, differentiable=False, view=True,
-         elementwise=True, broadcasts=False, arity=1)
-register("LogicalNot", unary_infer("b"), E("logical_not(x0)"), None, differentiable=False,
-         elementwise=True, broadcasts=False, arity=1)
+relu = _unary("Relu", E("maximum(x0, 0)"),
+              lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi",
+              api=Api("relu", "max(x, 0)", namespaces=("sg", "nn")))
+relu6 = _unary("Relu6", E("clip(x0, 0, 6)"), _relu6_grad, kinds="fi",
+               api=Api("relu6", "min(max(x, 0), 6)", namespaces=("sg", "nn"), dynamic=None))
+elu = _unary("Elu", E("elu(x0)"),
+             lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))],
+             api=Api("elu", "x where x > 0, else exp(x) - 1", namespaces=("sg", "nn"),
+                     dynamic=None))
+floor = _unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))],
+               api=Api("floor", "the largest integer not above x"))
+identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
+                  api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
+stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,
+                       differentiable=False,
+                       api=Api("stop_gradient", "x, through which no gradient flows",
+                               namespaces=("sg",), dynamic=None))
+logical_not = _unary("LogicalNot", E("logical_not(x0)"), None, kinds="b", new_array=False,
+                     differentiable=False, api=Api("logical_not", "not x (bools)"))
 
 
 def _grad_infer(kinds, what):
@@ -426,14 +463,6 @@ def _operands(x, y):
     return x, y
 
 
-def _unary_fn(op_type, default_name=None):
-    def fn(x, name=None):
-        return apply1(op_type, [convert_to_tensor(x)], name=name)
-    fn.__name__ = default_name or op_type.lower()
-    fn.__doc__ = f"Elementwise {op_type}.\n\n>>> {fn.__name__}(x)  # doctest: +SKIP"
-    return fn
-
-
 def _binary_fn(op_type, default_name=None):
     def fn(x, y, name=None):
         x, y = _operands(x, y)
@@ -444,31 +473,6 @@ def _binary_fn(op_type, default_name=None):
     return fn
 
 
-negative = _unary_fn("Neg", "negative")
-abs = _unary_fn("Abs", "abs")  # noqa: A001 - TF1's name
-sign = _unary_fn("Sign")
-square = _unary_fn("Square")
-sqrt = _unary_fn("Sqrt")
-rsqrt = _unary_fn("Rsqrt")
-reciprocal = _unary_fn("Reciprocal")
-exp = _unary_fn("Exp")
-expm1 = _unary_fn("Expm1")
-log = _unary_fn("Log")
-log1p = _unary_fn("Log1p")
-sin = _unary_fn("Sin")
-cos = _unary_fn("Cos")
-tan = _unary_fn("Tan")
-tanh = _unary_fn("Tanh")
-sigmoid = _unary_fn("Sigmoid")
-softplus = _unary_fn("Softplus")
-erf = _unary_fn("Erf")
-relu = _unary_fn("Relu")
-relu6 = _unary_fn("Relu6")
-elu = _unary_fn("Elu")
-floor = _unary_fn("Floor")
-identity = _unary_fn("Identity")
-stop_gradient = _unary_fn("StopGradient", "stop_gradient")
-logical_not = _unary_fn("LogicalNot", "logical_not")
 
 add = _binary_fn("Add")
 subtract = _binary_fn("Sub", "subtract")

@@ -11,6 +11,7 @@ from .. import _namespace
 from .. import dtypes as _dt
 from ..graph import name_scope
 from . import math_ops as M
+from . import vocabulary
 from .array_ops import expand_dims
 from .attr_types import Axis
 from .indexing_ops import one_hot
@@ -18,23 +19,19 @@ from .reduction_ops import reduce_sum
 from .registry import apply1, convert_to_tensor, register
 
 # sg.nn is this module: its helper imports (M, apply1, reduce_sum...) are not part of it
-__all__ = [
+__all__ = sorted([
     "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d",
-    "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "dropout", "elu",
-    "l2_loss", "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments", "relu", "relu6",
-    "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
-    "softmax_cross_entropy_with_logits_v2", "softplus", "sparse_softmax_cross_entropy_with_logits",
-    "tanh",
-]
+    "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "dropout", "l2_loss",
+    "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments",
+    "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
+] + list(vocabulary.namespace("nn")))
 __dir__ = _namespace.public_dir(globals())
 
-relu = M.relu
-relu6 = M.relu6
-elu = M.elu
 leaky_relu = M.leaky_relu
-sigmoid = M.sigmoid
-tanh = M.tanh
-softplus = M.softplus
+# the activations the op vocabulary offers in sg.nn (relu, sigmoid, tanh...): ops/vocabulary.py
+_ACTIVATIONS = vocabulary.namespace("nn")
+globals().update(_ACTIVATIONS)
 
 
 def _axis_infer(ctx):

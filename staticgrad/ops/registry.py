@@ -63,6 +63,7 @@ class OpDef:
     doc: str = ""
     expr: Expr | None = None     # an elementwise op's math in the shared notation (ops/expr.py),
     #                              of which `numpy` is the NumPy printing
+    api: object = None           # how it is offered to users (ops/vocabulary.py's Api), if so
     attrs: dict[str, AttrType] = dataclasses.field(default_factory=dict)  # declared types
     arity: int | tuple = 1       # how many inputs: n, or (at least, at most or None)
     checks_input: int | None = None  # its run-time error is about input i's values (a check):

@@ -1,0 +1,50 @@
+"""sg.math: TF1's `tf.math`, the mathematical functions: the elementwise ones the op
+vocabulary offers here (ops/vocabulary.py), and the arithmetic, comparisons and reductions.
+
+    sg.math.tanh(x), sg.math.add(x, y), sg.math.reduce_sum(x, axis=1)
+"""
+
+from ._namespace import public_dir
+from .ops import vocabulary as _vocabulary
+from .ops.math_ops import (  # noqa: F401
+    add,
+    divide,
+    equal,
+    floordiv,
+    floormod,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    logical_and,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    not_equal,
+    pow,
+    subtract,
+    truediv,
+)
+from .ops.nn_impl import squared_difference  # noqa: F401
+from .ops.reduction_ops import (  # noqa: F401
+    argmax,
+    argmin,
+    reduce_all,
+    reduce_any,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_prod,
+    reduce_sum,
+)
+
+globals().update(_vocabulary.namespace("math"))
+
+__all__ = sorted([
+    "add", "argmax", "argmin", "divide", "equal", "floordiv", "floormod", "greater",
+    "greater_equal", "less", "less_equal", "logical_and", "logical_or", "maximum", "minimum",
+    "multiply", "not_equal", "pow", "reduce_all", "reduce_any", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_prod", "reduce_sum", "squared_difference", "subtract", "truediv",
+    *_vocabulary.namespace("math")])
+__dir__ = public_dir(globals())
