@@ -214,6 +214,17 @@ def erf(x):
     return np.asarray(out, dtype=x.dtype)[()] if x.ndim == 0 else out.astype(x.dtype)
 
 
+_erfc_vec = np.frompyfunc(math.erfc, 1, 1)
+
+
+def erfc(x):
+    """1 - erf(x), from the C library's erfc (math.erfc): accurate in the tail, where
+    1 - erf(x) would be 0 for x above 6 (float64) and lose every digit before."""
+    x = np.asarray(x)
+    out = _erfc_vec(x)
+    return np.asarray(out, dtype=x.dtype)[()] if x.ndim == 0 else out.astype(x.dtype)
+
+
 def elu(x):
     return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
 

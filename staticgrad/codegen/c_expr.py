@@ -40,7 +40,10 @@ C = CPrinter({
     "abs": "sg_abs", "sign": "sg_sign", "square": "sg_square", "sqrt": "sqrt", "exp": "exp",
     "expm1": "expm1", "log": "log", "log1p": "log1p", "sin": "sin", "cos": "cos",
     "tan": "tan", "tanh": "tanh", "sigmoid": "sg_sigmoid", "softplus": "sg_softplus",
-    "erf": "erf", "elu": "sg_elu", "floor": "floor", "logical_not": "sg_logical_not",
+    "erf": "erf", "erfc": "erfc", "elu": "sg_elu", "floor": "floor", "ceil": "ceil",
+    # C's round() takes halves away from zero: rint rounds them to even, as NumPy's does
+    "round": "rint", "rint": "rint", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+    "logical_not": "sg_logical_not",
     "maximum": "sg_maximum", "minimum": "sg_minimum", "logical_and": "sg_logical_and",
     "logical_or": "sg_logical_or", "select": "sg_select", "clip": "sg_clip",
 })

@@ -25,7 +25,8 @@ NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc"
 OPS = sorted(k for k, d in REGISTRY.items() if d.expr is not None)
 # functions the C library and NumPy (or staticgrad.runtime) compute each their own way
 APPROXIMATE = {"Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "Tanh", "Sigmoid",
-               "Softplus", "Erf", "Elu", "Pow", "Sqrt", "Rsqrt", "TanhGrad", "SigmoidGrad"}
+               "Softplus", "Erf", "Erfc", "Elu", "Pow", "Sqrt", "Rsqrt", "TanhGrad",
+               "SigmoidGrad", "Selu", "Softsign"}
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 6.0, 7.5, 1e-7, -1e-30, 1e30, -1e30,
            np.inf, -np.inf, np.nan, 88.0, -90.0, 710.0, -745.0]
 
@@ -58,8 +59,9 @@ def _source(cases) -> str:
     """One extern "C" function per (op, dtype): out[i] = expression(x0[i], x1[i]...)."""
     lines = ["#include <cmath>", "using std::exp; using std::expm1; using std::log;",
              "using std::log1p; using std::sqrt; using std::sin; using std::cos;",
-             "using std::tan; using std::tanh; using std::erf; using std::floor;",
-             "using std::pow;", preamble()]
+             "using std::tan; using std::tanh; using std::erf; using std::erfc;",
+             "using std::floor; using std::ceil; using std::rint; using std::pow;",
+             "using std::isnan; using std::isinf; using std::isfinite;", preamble()]
     for name, op_type, ins, out in cases:
         args = ", ".join(f"const {C_TYPES[d.name]}* x{i}" for i, d in enumerate(ins))
         expr = C.format(REGISTRY[op_type].expr).format(*[f"x{i}[i]" for i in range(len(ins))])

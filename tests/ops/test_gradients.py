@@ -11,6 +11,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.ops.registry import REGISTRY, apply1
+from tests.ops.test_vocabulary import gradient_rows
 
 F = sg.float64
 RNG = np.random.default_rng(0)
@@ -186,6 +187,10 @@ def _clipped_identity(x):
 # directly by users) are still listed in CASES above; none is exempt.
 EXEMPT: set[str] = set()
 
+
+# and a row for each op that the op vocabulary offers with gradient inputs in its one test
+# row (tests/ops/test_vocabulary.py's REFERENCES)
+CASES += gradient_rows()
 
 TOLERANCES = {"Cast": dict(eps=1e-2, rtol=1e-4, atol=1e-5)}
 

@@ -1,8 +1,14 @@
 """The op vocabulary (ops/vocabulary.py): every op registered with an Api is offered, from
 that one entry, as a graph builder in each namespace it names, and as a dynamic-mode function
-and Tensor method, each with a docstring, computing the same values in both modes."""
+and Tensor method, each with a docstring, computing the same values in both modes.
+
+REFERENCES is the one test row each such op needs: its value computed independently (in
+float64, then rounded to the op's dtype), the interval its inputs are drawn from, and, for a
+new differentiable op, the inputs its finite-difference rows in test_gradients.py use."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -14,6 +20,57 @@ from staticgrad.ops.vocabulary import Api
 
 ENTRIES = vocabulary.entries()
 NAMESPACES = {"sg": sg, "nn": sg.nn, "math": sg.math}
+RNG = np.random.default_rng(11)
+
+
+def _away(points, margin=0.1):
+    """Gradient inputs in [-2.5, 2.5], at least `margin` from each of `points` (the kinks)."""
+    def make(shape):
+        x = RNG.uniform(-2.5, 2.5, shape)
+        for p in points:
+            near = np.abs(x - p) < margin
+            x[near] = p + np.where(x[near] >= p, margin, -margin)
+        return x
+    return make
+
+
+_vec = np.vectorize
+# op type: (reference (float64 in, out), (low, high) of the inputs, gradient inputs or None:
+# None where the op has a finite-difference row of its own in test_gradients.py, or none)
+REFERENCES = {
+    "Neg": (lambda x: -x, (-3, 3), None),
+    "Abs": (np.abs, (-3, 3), None),
+    "Sign": (np.sign, (-3, 3), None),
+    "Square": (lambda x: x * x, (-3, 3), None),
+    "Sqrt": (np.sqrt, (0.1, 4), None),
+    "Rsqrt": (lambda x: 1 / np.sqrt(x), (0.1, 4), None),
+    "Reciprocal": (lambda x: 1 / x, (0.5, 4), None),
+    "Exp": (np.exp, (-3, 3), None),
+    "Expm1": (_vec(math.expm1), (-3, 3), None),
+    "Log": (np.log, (0.1, 4), None),
+    "Log1p": (_vec(math.log1p), (-0.5, 3), None),
+    "Sin": (np.sin, (-3, 3), None),
+    "Cos": (np.cos, (-3, 3), None),
+    "Tan": (np.tan, (-1, 1), None),
+    "Tanh": (np.tanh, (-3, 3), None),
+    "Sigmoid": (lambda x: 1 / (1 + np.exp(-x)), (-8, 8), None),
+    "Softplus": (lambda x: np.log1p(np.exp(x)), (-8, 8), None),
+    "Erf": (_vec(math.erf), (-2, 2), None),
+    "Relu": (lambda x: np.where(x > 0, x, 0), (-3, 3), None),
+    "Relu6": (lambda x: np.minimum(np.maximum(x, 0), 6), (-9, 9), None),
+    "Elu": (lambda x: np.where(x > 0, x, _vec(math.expm1)(x)), (-3, 3), None),
+    "Floor": (_vec(math.floor), (-3, 3), None),
+    "Identity": (lambda x: x, (-3, 3), None),
+    "StopGradient": (lambda x: x, (-3, 3), None),
+    "LogicalNot": (np.logical_not, (0, 1), None),
+}
+
+
+def gradient_rows() -> list:
+    """test_gradients.py's rows for the ops whose REFERENCES entry gives gradient inputs."""
+    builders = {t: b for t, _, b in ENTRIES}
+    return [(t, builders[t], [(make, (2, 3))], True)
+            for t, (_, _, make) in REFERENCES.items() if make is not None]
 
 
 @pytest.mark.parametrize("op_type, api, builder", ENTRIES, ids=[e[0] for e in ENTRIES])
@@ -35,9 +92,31 @@ def test_each_entry_is_offered_where_it_says_with_a_docstring(op_type, api, buil
     assert callable(getattr(dy.Tensor, name)), f"Tensor.{name}"
 
 
-def _input(op_type: str):
-    x = np.random.default_rng(7).uniform(0.1, 2.0, 12).astype(np.float32)
-    return x > 1 if op_type == "LogicalNot" else x
+def _input(op_type: str, dtype=np.float32, n: int = 12):
+    low, high = REFERENCES[op_type][1]
+    x = np.random.default_rng(7).uniform(low, high, n)
+    return x > (low + high) / 2 if op_type == "LogicalNot" else x.astype(dtype)
+
+
+def test_every_entry_has_its_reference_row():
+    missing = sorted(t for t, _, _ in ENTRIES if t not in REFERENCES)
+    assert not missing, f"ops offered without a REFERENCES row: {missing}"
+    assert set(REFERENCES) <= {t for t, _, _ in ENTRIES}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op_type, api, builder", ENTRIES, ids=[e[0] for e in ENTRIES])
+def test_each_entry_computes_its_reference(op_type, api, builder, dtype):
+    x = _input(op_type, dtype, 64)
+    reference = REFERENCES[op_type][0]
+    with sg.Graph().as_default():
+        t = sg.placeholder(sg.as_dtype(x.dtype), [64])
+        got = sg.Session().run(builder(t), {t: x})
+    want = np.asarray(reference(x.astype(np.float64) if x.dtype != bool else x))
+    want = want.astype(got.dtype)
+    assert got.dtype == want.dtype and got.shape == (64,)
+    tolerance = {np.float32: 2e-6, np.float64: 1e-14}.get(got.dtype.type, 0)
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=op_type)
 
 
 @pytest.mark.parametrize("op_type, api, builder",
