@@ -322,3 +322,23 @@ def test_missing_onnx_package_says_what_to_install(tmp_path, monkeypatch):
     hint = r"pip install 'staticgrad\[onnx\]'"
     with sg.Session() as sess, pytest.raises(ImportError, match=hint):
         export_onnx(x * 2.0, [x], tmp_path / "m.onnx", session=sess)
+
+
+def _vocabulary_with_rules():
+    from staticgrad.onnx import RULES
+    from staticgrad.ops import vocabulary
+    return [(t, b) for t, _, b in vocabulary.entries() if t in RULES and t != "LogicalNot"]
+
+
+@pytest.mark.parametrize("op_type, builder", _vocabulary_with_rules(),
+                         ids=[t for t, _ in _vocabulary_with_rules()])
+def test_every_offered_elementwise_op_with_a_rule_matches_onnx_runtime(tmp_path, op_type,
+                                                                       builder):
+    """Each op of the op vocabulary that has an ONNX rule, on inputs from its reference row's
+    range (tests/ops/test_vocabulary.py), special values included."""
+    from tests.ops.test_vocabulary import REFERENCES
+    low, high = REFERENCES[op_type][1]
+    values = np.concatenate([np.linspace(low, high, 13), [low, high, 0.5, -0.5, 2.5, -2.5]])
+    values = values[(values >= low) & (values <= high)].astype(np.float32)
+    x = sg.placeholder(sg.float32, [len(values)], name="x")
+    check_parity(tmp_path, builder(x), {"x": x}, [{"x": values}])
