@@ -148,6 +148,8 @@ elu = _unary("Elu", E("elu(x0)"),
                      dynamic=None))
 floor = _unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))],
                api=Api("floor", "the largest integer not above x"))
+ceil = _unary("Ceil", E("ceil(x0)"), lambda op, g: [zeros_like(_x(op))],
+              api=Api("ceil", "the smallest integer not below x"))
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,

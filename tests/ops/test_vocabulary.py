@@ -60,6 +60,7 @@ REFERENCES = {
     "Relu6": (lambda x: np.minimum(np.maximum(x, 0), 6), (-9, 9), None),
     "Elu": (lambda x: np.where(x > 0, x, _vec(math.expm1)(x)), (-3, 3), None),
     "Floor": (_vec(math.floor), (-3, 3), None),
+    "Ceil": (np.ceil, (-3, 3), _away([-2, -1, 0, 1, 2])),
     "Identity": (lambda x: x, (-3, 3), None),
     "StopGradient": (lambda x: x, (-3, 3), None),
     "LogicalNot": (np.logical_not, (0, 1), None),
