@@ -150,6 +150,8 @@ floor = _unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))],
                api=Api("floor", "the largest integer not above x"))
 ceil = _unary("Ceil", E("ceil(x0)"), lambda op, g: [zeros_like(_x(op))],
               api=Api("ceil", "the smallest integer not below x"))
+round = _unary("Round", E("round(x0)"), lambda op, g: [zeros_like(_x(op))],  # noqa: A001
+               api=Api("round", "the nearest integer, halves to the even one (banker's)"))
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,

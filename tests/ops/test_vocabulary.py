@@ -61,6 +61,7 @@ REFERENCES = {
     "Elu": (lambda x: np.where(x > 0, x, _vec(math.expm1)(x)), (-3, 3), None),
     "Floor": (_vec(math.floor), (-3, 3), None),
     "Ceil": (np.ceil, (-3, 3), _away([-2, -1, 0, 1, 2])),
+    "Round": (_vec(lambda v: float(round(v))), (-3, 3), _away([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5])),
     "Identity": (lambda x: x, (-3, 3), None),
     "StopGradient": (lambda x: x, (-3, 3), None),
     "LogicalNot": (np.logical_not, (0, 1), None),
