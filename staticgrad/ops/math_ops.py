@@ -152,6 +152,8 @@ ceil = _unary("Ceil", E("ceil(x0)"), lambda op, g: [zeros_like(_x(op))],
               api=Api("ceil", "the smallest integer not below x"))
 round = _unary("Round", E("round(x0)"), lambda op, g: [zeros_like(_x(op))],  # noqa: A001
                api=Api("round", "the nearest integer, halves to the even one (banker's)"))
+rint = _unary("Rint", E("rint(x0)"), lambda op, g: [zeros_like(_x(op))],
+              api=Api("rint", "the nearest integer, halves to the even one", dynamic=None))
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,
