@@ -337,8 +337,11 @@ def test_every_offered_elementwise_op_with_a_rule_matches_onnx_runtime(tmp_path,
     """Each op of the op vocabulary that has an ONNX rule, on inputs from its reference row's
     range (tests/ops/test_vocabulary.py), special values included."""
     from tests.ops.test_vocabulary import REFERENCES
-    low, high = REFERENCES[op_type][1]
+    low, high, *special = REFERENCES[op_type][1]
     values = np.concatenate([np.linspace(low, high, 13), [low, high, 0.5, -0.5, 2.5, -2.5]])
-    values = values[(values >= low) & (values <= high)].astype(np.float32)
+    values = values[(values >= low) & (values <= high)]
+    if special:
+        values = np.concatenate([values, [np.nan, np.inf, -np.inf]])
+    values = values.astype(np.float32)
     x = sg.placeholder(sg.float32, [len(values)], name="x")
     check_parity(tmp_path, builder(x), {"x": x}, [{"x": values}])

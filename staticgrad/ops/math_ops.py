@@ -61,12 +61,14 @@ def broadcast_infer(kinds: str, out_dtype=None):
     return infer
 
 
-def _unary(op_type, numpy, grad, kinds="f", api=None, **kw):
-    """Register a one-input elementwise op; with `api`, make and return its graph builder,
-    which the op vocabulary then offers (ops/vocabulary.py)."""
+def _unary(op_type, numpy, grad, kinds="f", api=None, out_dtype=None, **kw):
+    """Register a one-input elementwise op (of `out_dtype`, else its input's); with `api`,
+    make and return its graph builder, which the op vocabulary then offers
+    (ops/vocabulary.py). Without a gradient rule it is not differentiable."""
     kw.setdefault("new_array", not kw.get("view", False))
-    register(op_type, unary_infer(kinds), numpy, grad, elementwise=True, broadcasts=False, arity=1,
-             api=api, **kw)
+    kw.setdefault("differentiable", grad is not None)
+    register(op_type, unary_infer(kinds, out_dtype), numpy, grad, elementwise=True,
+             broadcasts=False, arity=1, api=api, **kw)
     if api is None:
         return None
     builder = vocabulary.unary_builder(op_type, api)
@@ -157,11 +159,10 @@ rint = _unary("Rint", E("rint(x0)"), lambda op, g: [zeros_like(_x(op))],
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,
-                       differentiable=False,
                        api=Api("stop_gradient", "x, through which no gradient flows",
                                namespaces=("sg",), dynamic=None))
 logical_not = _unary("LogicalNot", E("logical_not(x0)"), None, kinds="b", new_array=False,
-                     differentiable=False, api=Api("logical_not", "not x (bools)"))
+                     api=Api("logical_not", "not x (bools)"))
 
 
 def _grad_infer(kinds, what):

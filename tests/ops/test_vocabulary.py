@@ -35,8 +35,9 @@ def _away(points, margin=0.1):
 
 
 _vec = np.vectorize
-# op type: (reference (float64 in, out), (low, high) of the inputs, gradient inputs or None:
-# None where the op has a finite-difference row of its own in test_gradients.py, or none)
+# op type: (reference (float64 in, out), (low, high) of the inputs, with "special" for NaN and
+# the infinities among them too, gradient inputs or None: None where the op has a
+# finite-difference row of its own in test_gradients.py, or none)
 REFERENCES = {
     "Neg": (lambda x: -x, (-3, 3), None),
     "Abs": (np.abs, (-3, 3), None),
@@ -95,9 +96,14 @@ def test_each_entry_is_offered_where_it_says_with_a_docstring(op_type, api, buil
     assert callable(getattr(dy.Tensor, name)), f"Tensor.{name}"
 
 
+SPECIAL = [np.nan, np.inf, -np.inf]
+
+
 def _input(op_type: str, dtype=np.float32, n: int = 12):
-    low, high = REFERENCES[op_type][1]
+    low, high, *special = REFERENCES[op_type][1]
     x = np.random.default_rng(7).uniform(low, high, n)
+    if special:
+        x[:len(SPECIAL)] = SPECIAL
     return x > (low + high) / 2 if op_type == "LogicalNot" else x.astype(dtype)
 
 
@@ -118,6 +124,9 @@ def test_each_entry_computes_its_reference(op_type, api, builder, dtype):
     want = np.asarray(reference(x.astype(np.float64) if x.dtype != bool else x))
     want = want.astype(got.dtype)
     assert got.dtype == want.dtype and got.shape == (64,)
+    if got.dtype == bool:
+        np.testing.assert_array_equal(got, want, err_msg=op_type)
+        return
     tolerance = {np.float32: 2e-6, np.float64: 1e-14}.get(got.dtype.type, 0)
     np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=op_type)
 
