@@ -156,6 +156,8 @@ round = _unary("Round", E("round(x0)"), lambda op, g: [zeros_like(_x(op))],  # n
                api=Api("round", "the nearest integer, halves to the even one (banker's)"))
 rint = _unary("Rint", E("rint(x0)"), lambda op, g: [zeros_like(_x(op))],
               api=Api("rint", "the nearest integer, halves to the even one", dynamic=None))
+is_nan = _unary("IsNan", E("isnan(x0)"), None, out_dtype=_dt.bool_,
+                api=Api("is_nan", "x is NaN (a bool)", dynamic="isnan"))
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,
