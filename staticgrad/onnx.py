@@ -259,7 +259,7 @@ for _ours, _theirs in {
         "Add": "Add", "AddN": "Sum", "Sub": "Sub", "Mul": "Mul", "RealDiv": "Div",
         "Neg": "Neg", "Abs": "Abs", "Exp": "Exp", "Log": "Log", "Sqrt": "Sqrt", "Pow": "Pow",
         "Tanh": "Tanh", "Sigmoid": "Sigmoid", "Relu": "Relu", "Sign": "Sign", "Floor": "Floor",
-        "Ceil": "Ceil", "Round": "Round", "Rint": "Round", "IsNan": "IsNaN",
+        "Ceil": "Ceil", "Round": "Round", "Rint": "Round", "IsNan": "IsNaN", "IsInf": "IsInf",
         "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Erf": "Erf", "Reciprocal": "Reciprocal",
         "Softplus": "Softplus", "Elu": "Elu", "Maximum": "Max", "Minimum": "Min", "Select": "Where",
         "Identity": "Identity", "StopGradient": "Identity", "PlaceholderWithDefault": "Identity",
