@@ -309,6 +309,16 @@ def _activation_grad(b, op):
     b.node("Mul", [dy, factor], [b.y(op)], op.name)
 
 
+def _is_finite(b, op):
+    """not (isnan(x) or isinf(x)): ONNX has no IsFinite."""
+    x = b.x(op.inputs[0])
+    nan, inf, either = b.tmp(op, "nan"), b.tmp(op, "inf"), b.tmp(op, "nan_or_inf")
+    b.node("IsNaN", [x], [nan], nan)
+    b.node("IsInf", [x], [inf], inf)
+    b.node("Or", [nan, inf], [either], either)
+    b.node("Not", [either], [b.y(op)], op.name)
+
+
 def _const(b, op):
     b.names[op.outputs[0]] = b.const(op.outputs[0].name, op.attrs["value"])
 
@@ -852,6 +862,7 @@ def _pool(onnx_type: str, **extra):
 
 
 RULES.update({
+    "IsFinite": _is_finite,
     "Square": _square, "ClipByValue": _clip, "Const": _const, "VariableV2": _variable,
     "Cast": _cast, "ReluGrad": _activation_grad, "TanhGrad": _activation_grad,
     "SigmoidGrad": _activation_grad,

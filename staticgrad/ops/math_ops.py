@@ -160,6 +160,9 @@ is_nan = _unary("IsNan", E("isnan(x0)"), None, out_dtype=_dt.bool_,
                 api=Api("is_nan", "x is NaN (a bool)", dynamic="isnan"))
 is_inf = _unary("IsInf", E("isinf(x0)"), None, out_dtype=_dt.bool_,
                 api=Api("is_inf", "x is +inf or -inf (a bool)", dynamic="isinf"))
+is_finite = _unary("IsFinite", E("isfinite(x0)"), None, out_dtype=_dt.bool_,
+                   api=Api("is_finite", "x is neither NaN nor infinite (a bool)",
+                           dynamic="isfinite"))
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,

@@ -66,6 +66,7 @@ REFERENCES = {
     "Rint": (_vec(lambda v: float(round(v))), (-3, 3), _away([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5])),
     "IsNan": (_vec(math.isnan), (-3, 3, "special"), None),
     "IsInf": (_vec(math.isinf), (-3, 3, "special"), None),
+    "IsFinite": (_vec(math.isfinite), (-3, 3, "special"), None),
     "Identity": (lambda x: x, (-3, 3), None),
     "StopGradient": (lambda x: x, (-3, 3), None),
     "LogicalNot": (np.logical_not, (0, 1), None),
