@@ -319,6 +319,15 @@ def _is_finite(b, op):
     b.node("Not", [either], [b.y(op)], op.name)
 
 
+def _erfc(b, op):
+    """1 - Erf(x): ONNX has no Erfc (the tail, where erfc is tiny, keeps only absolute
+    accuracy)."""
+    erf = b.tmp(op, "erf")
+    b.node("Erf", [b.x(op.inputs[0])], [erf], erf)
+    one = b.const(f"{op.name}/one", np.ones((), op.outputs[0].dtype.np))
+    b.node("Sub", [one, erf], [b.y(op)], op.name)
+
+
 def _const(b, op):
     b.names[op.outputs[0]] = b.const(op.outputs[0].name, op.attrs["value"])
 
@@ -862,7 +871,7 @@ def _pool(onnx_type: str, **extra):
 
 
 RULES.update({
-    "IsFinite": _is_finite,
+    "IsFinite": _is_finite, "Erfc": _erfc,
     "Square": _square, "ClipByValue": _clip, "Const": _const, "VariableV2": _variable,
     "Cast": _cast, "ReluGrad": _activation_grad, "TanhGrad": _activation_grad,
     "SigmoidGrad": _activation_grad,

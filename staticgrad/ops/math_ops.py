@@ -163,6 +163,9 @@ is_inf = _unary("IsInf", E("isinf(x0)"), None, out_dtype=_dt.bool_,
 is_finite = _unary("IsFinite", E("isfinite(x0)"), None, out_dtype=_dt.bool_,
                    api=Api("is_finite", "x is neither NaN nor infinite (a bool)",
                            dynamic="isfinite"))
+erfc = _unary("Erfc", E("erfc(x0)"),
+              lambda op, g: [g * ((-2 / np.sqrt(np.pi)) * exp(-square(_x(op))))],
+              api=Api("erfc", "1 - erf(x), accurate where erf(x) is near 1"))
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,

@@ -67,6 +67,7 @@ REFERENCES = {
     "IsNan": (_vec(math.isnan), (-3, 3, "special"), None),
     "IsInf": (_vec(math.isinf), (-3, 3, "special"), None),
     "IsFinite": (_vec(math.isfinite), (-3, 3, "special"), None),
+    "Erfc": (_vec(math.erfc), (-3, 3), _away([])),
     "Identity": (lambda x: x, (-3, 3), None),
     "StopGradient": (lambda x: x, (-3, 3), None),
     "LogicalNot": (np.logical_not, (0, 1), None),
