@@ -166,6 +166,14 @@ is_finite = _unary("IsFinite", E("isfinite(x0)"), None, out_dtype=_dt.bool_,
 erfc = _unary("Erfc", E("erfc(x0)"),
               lambda op, g: [g * ((-2 / np.sqrt(np.pi)) * exp(-square(_x(op))))],
               api=Api("erfc", "1 - erf(x), accurate where erf(x) is near 1"))
+# SELU's scale and scale * alpha (Klambauer et al. 2017, as TF1 writes them); expm1 of
+# min(x, 0): the branch a positive x does not take never overflows
+selu = _unary("Selu", E("select(x0 > 0, 1.0507009873554805 * x0, "
+                        "1.7580993408473766 * expm1(minimum(x0, 0)))"),
+              lambda op, g: [where(greater(_x(op), 0), g * 1.0507009873554805,
+                                   g * (_y(op) + 1.7580993408473766))],
+              api=Api("selu", "the scaled exponential linear unit: 1.0507 x where x > 0, "
+                      "else 1.7581 (exp(x) - 1)", namespaces=("nn",)))
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,
