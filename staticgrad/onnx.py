@@ -260,7 +260,7 @@ for _ours, _theirs in {
         "Neg": "Neg", "Abs": "Abs", "Exp": "Exp", "Log": "Log", "Sqrt": "Sqrt", "Pow": "Pow",
         "Tanh": "Tanh", "Sigmoid": "Sigmoid", "Relu": "Relu", "Sign": "Sign", "Floor": "Floor",
         "Ceil": "Ceil", "Round": "Round", "Rint": "Round", "IsNan": "IsNaN", "IsInf": "IsInf",
-        "Selu": "Selu",
+        "Selu": "Selu", "Softsign": "Softsign",
         "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Erf": "Erf", "Reciprocal": "Reciprocal",
         "Softplus": "Softplus", "Elu": "Elu", "Maximum": "Max", "Minimum": "Min", "Select": "Where",
         "Identity": "Identity", "StopGradient": "Identity", "PlaceholderWithDefault": "Identity",

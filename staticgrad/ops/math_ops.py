@@ -174,6 +174,9 @@ selu = _unary("Selu", E("select(x0 > 0, 1.0507009873554805 * x0, "
                                    g * (_y(op) + 1.7580993408473766))],
               api=Api("selu", "the scaled exponential linear unit: 1.0507 x where x > 0, "
                       "else 1.7581 (exp(x) - 1)", namespaces=("nn",)))
+softsign = _unary("Softsign", E("x0 / (1 + abs(x0))"),
+                  lambda op, g: [g / square(1 + abs(_x(op)))],
+                  api=Api("softsign", "x / (1 + |x|)", namespaces=("nn",)))
 identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,

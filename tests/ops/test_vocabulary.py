@@ -71,6 +71,7 @@ REFERENCES = {
     "Selu": (lambda x: np.where(x > 0, 1.0507009873554805 * x,
                                 1.0507009873554805 * 1.6732632423543772 * np.expm1(x)),
              (-3, 3), _away([0])),
+    "Softsign": (lambda x: x / (1 + np.abs(x)), (-3, 3), _away([0])),
     "Identity": (lambda x: x, (-3, 3), None),
     "StopGradient": (lambda x: x, (-3, 3), None),
     "LogicalNot": (np.logical_not, (0, 1), None),
