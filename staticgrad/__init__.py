@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     math,
     runtime,
     train,
+    viz,
 )
 from .autodiff import (  # noqa: F401
     NoGradient,
@@ -61,6 +62,7 @@ from .graph import (  # noqa: F401
     get_collection,
     get_collection_ref,
     get_default_graph,
+    get_default_session,  # noqa: F401
     name_scope,
     reset_default_graph,
 )
@@ -159,7 +161,7 @@ from .ops.state_ops import (  # noqa: F401
     truncated_normal,
 )
 from .ops.state_ops import tuple_ as tuple  # noqa: F401, A001 - TF1's name
-from .session import InteractiveSession, Session, get_default_session  # noqa: F401
+from .session import InteractiveSession, Session  # noqa: F401
 from .shapes import Dimension, TensorShape  # noqa: F401
 from .variable_scope import (  # noqa: F401
     AUTO_REUSE,

@@ -48,8 +48,8 @@ from . import runtime
 from .backends import get_backend
 from .backends.numpy import runtime as generated_rt
 from .backends.numpy.parts import compile_module
-from .graph import Tensor
-from .session import Session, generator_seed, get_default_session
+from .graph import Tensor, get_default_session
+from .session import Session, generator_seed
 from .train.atomic_files import atomic_write_all
 
 __all__ = ["export"]

@@ -99,7 +99,6 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Run this tensor in `session` (default: the default session) and return its value."""
-        from .session import _session_for
         return _session_for(session, self).run(self, feed_dict=feed_dict)
 
     def __repr__(self) -> str:
@@ -172,7 +171,6 @@ class Operation:
 
     def run(self, feed_dict=None, session=None) -> None:
         """Run this operation in `session` (default: the default session)."""
-        from .session import _session_for
         _session_for(session, self).run(self, feed_dict=feed_dict)
 
     def __repr__(self):
@@ -208,8 +206,11 @@ class Graph:
     # -- building ---------------------------------------------------------------------------
     def create_op(self, op_type: str, inputs, attrs=None, name=None) -> Operation:
         """Create an operation of a registered type; infers its output shapes and dtypes."""
-        from .ops.registry import create_operation
-        return create_operation(self, op_type, list(inputs), dict(attrs or {}), name)
+        return self._create_operation(op_type, list(inputs), dict(attrs or {}), name)
+
+    # the ops layer (ops/registry.py) installs its create_operation here: the graph knows how
+    # to hold operations, the op table knows how to make them
+    _create_operation = None
 
     def _add_op(self, op: Operation) -> None:
         with self._lock:
@@ -320,9 +321,7 @@ class Graph:
 
     def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
         """Resolve a Tensor, Operation, Variable or name string to an element of this graph."""
-        from .variables import Variable
-        if isinstance(obj, Variable):
-            obj = obj._tensor
+        obj = _graph_element(obj)
         if isinstance(obj, str):
             obj = self.get_tensor_by_name(obj) if ":" in obj else self.get_operation_by_name(obj)
         if isinstance(obj, Tensor | Operation):
@@ -392,11 +391,9 @@ class Graph:
         if control_inputs is None:
             entry = None
         else:
-            from .variables import Variable
             entry = []
             for c in control_inputs:
-                if isinstance(c, Variable):
-                    c = c._tensor
+                c = _graph_element(c)
                 if isinstance(c, Tensor):
                     c = c.op
                 if not isinstance(c, Operation):
@@ -450,10 +447,15 @@ class Graph:
     def __repr__(self):
         return f"<sg.Graph with {len(self._ops)} ops>"
 
-    def _repr_svg_(self):
-        """Jupyter draws a graph (see staticgrad.viz; None, so the text repr, without graphviz)."""
-        from .viz import repr_svg
-        return repr_svg(self)
+    # Jupyter draws a graph: staticgrad.viz installs its repr_svg here as _repr_svg_ (which
+    # gives None, so the text repr, without graphviz)
+
+
+def _graph_element(obj):
+    """What `obj` stands for in a graph: a variable (anything with TF1's
+    `_as_graph_element()`) gives its tensor; anything else is itself."""
+    convert = getattr(type(obj), "_as_graph_element", None)
+    return convert(obj) if convert is not None else obj
 
 
 def check_op_name(name: str) -> str:
@@ -485,6 +487,37 @@ _global_default_graph = Graph()
 def get_default_graph() -> Graph:
     """The innermost graph made default with `as_default()` in this thread, else the global one."""
     return _default.stack[-1] if _default.stack else _global_default_graph
+
+
+# -- the default session (TF1 keeps it here too, in framework/ops.py): session.py pushes
+# sessions on these stacks; Tensor.eval, Operation.run and Variable.load read them
+class _SessionStack(threading.local):
+    def __init__(self):
+        self.stack = []    # the sessions made default in this thread, innermost last
+        self.entered = []  # (session, its graph's as_default context) per `with session:`
+
+
+_sessions = _SessionStack()
+_interactive = []  # InteractiveSessions, default in every thread that has no other
+
+
+def get_default_session():
+    """The innermost session entered with `with` in this thread (or an InteractiveSession)."""
+    if _sessions.stack:
+        return _sessions.stack[-1]
+    return _interactive[-1] if _interactive else None
+
+
+def _session_for(session, element):
+    """`session`, else the default one, checked to run `element` (a tensor or an op)."""
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError(f"cannot evaluate {element.name}: no default session is registered; "
+                         "use `with sess.as_default():` or pass session=sess")
+    if session.graph is not element.graph:
+        raise ValueError(f"cannot evaluate {element.name} (made by {element.op.where()}): it "
+                         "is from another graph than the session's")
+    return session
 
 
 def reset_default_graph() -> None:

@@ -27,11 +27,11 @@ import numpy as np
 from . import _namespace
 from . import dtypes as _dt
 from .export import _check_feed_shape, _given_feed_shapes
-from .graph import Operation, Tensor
+from .graph import Operation, Tensor, get_default_session
 from .ops.attr_types import check_attrs
 from .passes.prune import prune
 from .runtime_conv import output_size, resolve_pads
-from .session import Session, get_default_session
+from .session import Session
 from .train.atomic_files import atomic_write
 
 __all__ = ["export_onnx", "OnnxExportError"]

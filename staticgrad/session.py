@@ -31,43 +31,26 @@ from .errors import (
     format_location,
     user_location,
 )
-from .graph import Graph, Operation, Tensor, get_default_graph
+from .graph import (
+    Graph,
+    Operation,
+    Tensor,
+    _interactive,
+    _sessions,
+    get_default_graph,
+)
 from .variables import Variable
 
 log = logging.getLogger("staticgrad.session")
 
 
-class _SessionStack(threading.local):
-    def __init__(self):
-        self.stack = []    # the sessions made default in this thread, innermost last
-        self.entered = []  # (session, its graph's as_default context) per `with session:`
-
-
-_sessions = _SessionStack()
-_interactive = []  # InteractiveSessions, default in every thread that has no other
-
-
-def get_default_session():
-    """The innermost session entered with `with` in this thread (or an InteractiveSession)."""
-    if _sessions.stack:
-        return _sessions.stack[-1]
-    return _interactive[-1] if _interactive else None
+# (the default-session stacks live with the graph, as in TF1's framework/ops.py: a tensor's
+# eval() finds its session there without importing this module)
 
 
 class FeedKeyError(TypeError, ValueError):
     """A feed_dict key that names no tensor of the graph: TF1's TypeError ('Cannot interpret
     feed_dict key as Tensor'), and a ValueError as staticgrad raised before."""
-
-
-def _session_for(session, element):
-    session = session or get_default_session()
-    if session is None:
-        raise ValueError(f"cannot evaluate {element.name}: no default session is registered; "
-                         "use `with sess.as_default():` or pass session=sess")
-    if session.graph is not element.graph:
-        raise ValueError(f"cannot evaluate {element.name} (made by {element.op.where()}): it "
-                         "is from another graph than the session's")
-    return session
 
 
 # -- fetch structures -----------------------------------------------------------------------------

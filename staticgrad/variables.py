@@ -11,7 +11,7 @@ each session (two sessions on one graph hold independent values) and is set by r
 from __future__ import annotations
 
 from . import dtypes as _dt
-from .graph import GraphKeys, Tensor, get_default_graph
+from .graph import GraphKeys, Tensor, _session_for, get_default_graph
 from .ops import state_ops
 from .ops.registry import apply1, convert_to_tensor
 
@@ -97,13 +97,16 @@ class Variable:
     def initialized_value(self) -> Tensor:
         return self._initial_value
 
+    def _as_graph_element(self) -> Tensor:
+        """What the variable stands for in its graph (TF1's protocol): its value tensor."""
+        return self._tensor
+
     # -- running -------------------------------------------------------------------------------
     def eval(self, session=None):
         return self._tensor.eval(session=session)
 
     def load(self, value, session=None):
         """Set this variable's value in `session` directly, without adding ops."""
-        from .session import _session_for
         _session_for(session, self._tensor)._set_variable(self, value)
 
     def assign(self, value, use_locking=False, name=None, read_value=True):

@@ -259,3 +259,6 @@ def repr_svg(graph_or_fetches) -> str | None:
             _warned = True
             warnings.warn(str(e), stacklevel=2)
         return None
+
+
+Graph._repr_svg_ = repr_svg  # Jupyter draws a graph (the graph layer is below this one)

@@ -1,0 +1,83 @@
+"""The package's layers, bottom to top: no module imports one above its own layer, at its
+top or inside a function (the `ast` of every module, not only what runs at import). A lower
+layer that needs something of a higher one gets it installed from above (Graph.create_op by
+the op table, Graph._repr_svg_ by viz) or through a protocol (`_as_graph_element`)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "staticgrad"
+
+# bottom to top; a module belongs to the layer of its longest matching prefix
+LAYERS = [
+    ("base", ["dtypes", "shapes", "errors", "gcpause", "_namespace", "runtime", "runtime_conv"]),
+    ("graph", ["graph"]),
+    ("ops", ["ops", "variables", "variable_scope", "initializers", "autodiff", "layers",
+             "losses", "debugging", "math"]),
+    ("ir and passes", ["ir", "passes", "codegen"]),
+    ("backends", ["backends"]),
+    ("session", ["compiler", "session"]),
+    ("train, export, onnx, viz, cli, dynamic",
+     ["train", "graph_io", "export", "onnx", "viz", "cli", "dynamic", "demo", "__main__", ""]),
+]
+
+
+def _layer(module: str) -> int:
+    """The layer of staticgrad.<module> (module "" is the package's __init__)."""
+    best, length = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".") or p == "") and len(p) > length:
+                best, length = i, len(p)
+    return best
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(module: str, path: Path):
+    """(imported staticgrad module, line) for every import in the module, at any depth."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    package = [p for p in package if p]
+    known = _modules()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").startswith("staticgrad"):
+                target = node.module[len("staticgrad."):] if node.module != "staticgrad" else ""
+            else:
+                continue
+            for alias in node.names:  # `from . import viz` imports the module viz
+                full = f"{target}.{alias.name}" if target else alias.name
+                yield (full if full in known else target), node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "staticgrad" or alias.name.startswith("staticgrad."):
+                    yield alias.name[len("staticgrad."):], node.lineno
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = []
+    for module, path in sorted(_modules().items()):
+        own = _layer(module)
+        for target, line in _imports(module, path):
+            if _layer(target) > own:
+                upward.append(f"staticgrad/{path.relative_to(PACKAGE)}:{line} ({LAYERS[own][0]}) "
+                              f"imports {target or 'staticgrad'} ({LAYERS[_layer(target)][0]})")
+    assert not upward, "imports that go up the layers:\n" + "\n".join(upward)
+
+
+def test_every_module_has_a_layer():
+    assert all(_layer(m) is not None for m in _modules())
+    assert _layer("graph") == 1 and _layer("ops.registry") == 2 and _layer("") == len(LAYERS) - 1
