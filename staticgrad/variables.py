@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import dtypes as _dt
 from .graph import GraphKeys, Tensor, _session_for, get_default_graph
-from .ops import state_ops
+from .ops import bind_operators, state_ops
 from .ops.registry import apply1, convert_to_tensor
 
 
@@ -154,3 +154,7 @@ def global_variables_initializer():
 
 
 initialize_all_variables = global_variables_initializer
+
+
+bind_operators(Variable)  # x + v, v[0]... as on tensors
+Variable.__array_ufunc__ = None  # NumPy defers to them: np_array + v is a tensor

@@ -81,3 +81,22 @@ def test_no_module_imports_a_layer_above_its_own():
 def test_every_module_has_a_layer():
     assert all(_layer(m) is not None for m in _modules())
     assert _layer("graph") == 1 and _layer("ops.registry") == 2 and _layer("") == len(LAYERS) - 1
+
+
+def test_import_circles_stay_inside_one_folder():
+    """Modules that import each other in a circle are one folder's (ops/, dynamic/): a
+    circle across folders would tie their layers together."""
+    import networkx as nx
+    graph = nx.DiGraph()
+    for module, path in _modules().items():
+        graph.add_node(module)
+        for target, _ in _imports(module, path):
+            if target != module:
+                graph.add_edge(module, target)
+    crossing = []
+    for circle in nx.strongly_connected_components(graph):
+        folders = {m if (PACKAGE / m.replace(".", "/")).is_dir() else m.rpartition(".")[0]
+                   for m in circle}
+        if len(circle) > 1 and len(folders) > 1:
+            crossing.append(sorted(circle))
+    assert not crossing, f"import circles across folders: {crossing}"

@@ -1,13 +1,12 @@
 """Op families, one module each; importing this package registers every op type.
 
 Also binds Python operators (`+ - * / // % ** @`, unary `-`, `abs`, `< <= > >=`, `[]`) to
-`Tensor` and `Variable`.
+`Tensor` (and `bind_operators` to `Variable`, in variables.py).
 """
 
 from __future__ import annotations
 
 from ..graph import Tensor
-from ..variables import Variable
 from . import (  # noqa: F401
     array_ops,
     conv_ops,
@@ -57,8 +56,11 @@ _OPERATORS = {
     "__getitem__": indexing_ops.getitem,
 }
 
-for _cls in (Tensor, Variable):
-    for _name, _fn in _OPERATORS.items():
-        setattr(_cls, _name, _fn)
-    _cls.__array_priority__ = 100
-Variable.__array_ufunc__ = None
+def bind_operators(cls) -> None:
+    """Give `cls` (Tensor; Variable, from variables.py) Python's operators on tensors."""
+    for name, fn in _OPERATORS.items():
+        setattr(cls, name, fn)
+    cls.__array_priority__ = 100
+
+
+bind_operators(Tensor)

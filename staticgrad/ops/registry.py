@@ -455,15 +455,15 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
     `dtype` is a requirement (TypeError on mismatch); `dtype_hint` is tried first for Python and
     NumPy values (so `x + 1` keeps x's float32).
     """
-    if type(value) is not Tensor and isinstance(value, _variable_class()):
-        value = value._tensor
+    if type(value) is not Tensor and _stands_for_tensor(value):
+        value = value._as_graph_element()  # a Variable: its tensor
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not _dt.as_dtype(dtype):
             raise TypeError(f"tensor {value.name} has dtype {value.dtype.name}, but "
                             f"{_dt.as_dtype(dtype).name} is required "
                             f"(created at {value.op.where()})")
         return value
-    if isinstance(value, list | tuple) and any(isinstance(v, Tensor | _variable_class())
+    if isinstance(value, list | tuple) and any(isinstance(v, Tensor) or _stands_for_tensor(v)
                                                for v in value):
         from .join_ops import stack
         return stack(list(value), name=name)
@@ -478,14 +478,13 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
 
 
 def is_tensor_like(value) -> bool:
-    return type(value) is Tensor or isinstance(value, Tensor | _variable_class())
+    return type(value) is Tensor or isinstance(value, Tensor) or _stands_for_tensor(value)
 
 
-@functools.cache
-def _variable_class() -> type:
-    """sg.Variable (imported when first needed: variables.py imports this module)."""
-    from ..variables import Variable
-    return Variable
+def _stands_for_tensor(value) -> bool:
+    """Is `value` a stand-in for a tensor of a graph (a Variable: TF1's _as_graph_element
+    protocol, which keeps this layer from importing variables.py)?"""
+    return hasattr(type(value), "_as_graph_element")
 
 
 def scalar_literal(value) -> str | None:

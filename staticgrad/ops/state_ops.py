@@ -124,10 +124,8 @@ for _type, _kind in (("Assign", "set"), ("AssignAdd", "add"), ("AssignSub", "sub
 
 
 def _variable_ref(ref):
-    from ..variables import Variable
-    if isinstance(ref, Variable):
-        return ref._tensor, ref._var_name
-    t = convert_to_tensor(ref)
+    """(value tensor, variable name) of a Variable or of its value tensor."""
+    t = convert_to_tensor(ref)  # (a Variable gives its tensor: _as_graph_element)
     if t.op.type != "VariableV2":
         raise TypeError(f"can only assign to a variable, not to {t.name} ({t.op.type})")
     return t, t.op.name
@@ -182,13 +180,11 @@ def no_op(name=None):
 
 def group(*inputs, name=None):
     """An op that runs all `inputs` (ops or tensors) and outputs nothing."""
-    from ..graph import Tensor
-    from ..variables import Variable
+    from ..graph import Tensor, _graph_element
     deps = []
     for item in inputs:
         for x in (item if isinstance(item, list | tuple) else [item]):
-            if isinstance(x, Variable):
-                x = x._tensor
+            x = _graph_element(x)  # a Variable: its tensor
             deps.append(x.op if isinstance(x, Tensor) else x)
     g = deps[0].graph if deps else get_default_graph()
     with g.control_dependencies(deps):
