@@ -12,6 +12,7 @@
 
 from . import (  # noqa: F401
     _namespace,
+    compat,
     debugging,
     dynamic,
     errors,
@@ -19,6 +20,7 @@ from . import (  # noqa: F401
     layers,
     losses,
     math,
+    random,
     runtime,
     train,
     viz,
@@ -191,6 +193,6 @@ globals().update(_vocabulary.namespace("sg"))
 # The public API: every name bound above, less the package's own modules (which the import
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.
 __all__ = _namespace.public_names(globals(), subnamespaces=(
-    "debugging", "dynamic", "errors", "initializers", "layers", "losses", "math", "nn",
-    "train", "runtime_fast"))
+    "compat", "debugging", "dynamic", "errors", "initializers", "layers", "losses", "math",
+    "nn", "random", "train", "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())

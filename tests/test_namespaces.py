@@ -28,8 +28,12 @@ INTERNAL = {
 def _namespaces() -> dict[str, ModuleType]:
     """Each namespace by the path a user writes (sg.nn), walking the modules in `__all__`."""
     found, stack = {}, [(path, importlib.import_module(name)) for path, name in ROOTS.items()]
+    seen = set()  # (sg.compat.v1 is sg again: each module is walked once)
     while stack:
         path, module = stack.pop()
+        if module.__name__ in seen:
+            continue
+        seen.add(module.__name__)
         found[path] = module
         for name in getattr(module, "__all__", ()):
             value = getattr(module, name, None)

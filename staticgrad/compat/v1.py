@@ -1,0 +1,23 @@
+"""sg.compat.v1: every name of staticgrad (TF1's API), for programs that import
+`tf.compat.v1`: `import staticgrad.compat.v1 as tf` runs them as `import staticgrad as tf`.
+Names are looked up in staticgrad when asked for (PEP 562), so this is the same API."""
+
+import importlib
+
+
+def _staticgrad():
+    return importlib.import_module("staticgrad")
+
+
+def __getattr__(name):
+    if name == "__all__":
+        return list(_staticgrad().__all__)
+    try:
+        return getattr(_staticgrad(), name)
+    except AttributeError:
+        raise AttributeError(f"module 'staticgrad.compat.v1' has no attribute {name!r}") \
+            from None
+
+
+def __dir__():
+    return sorted(_staticgrad().__all__)
