@@ -87,7 +87,8 @@ def _where(location: tuple) -> str:
 
 
 def _comment(op: Operation) -> str:
-    return f"# {op.type} {_printable(op.name)!r} at {_where(op.location)}"
+    # (a printable name has no quote or backslash: quoted as repr() would, without it)
+    return f"# {op.type} '{_printable(op.name)}' at {_where(op.location)}"
 
 
 def render(program: Program, title: str = "", vector_math: bool = True) -> Rendered:
