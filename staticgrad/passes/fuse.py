@@ -11,6 +11,8 @@ outside reads, or that are fetched, are written out in full; the rest live in on
 Groups are made in one pass in program order. A node joins (and merges) the open groups of
 its inputs; a group closes once something outside it reads one of its values, so that the
 group can run as one step, after everything it reads and before everything that reads it.
+Each region of a node is fused on its own; to the program around it, the node is one that
+no group takes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import itertools
 
 from ..ir import Node, Program, Value
 from ..ops.registry import OpDef
-from .rewrite import assigns_variables, output_kinds, reads_variable, waited_on
+from .rewrite import assigns_variables, map_regions, output_kinds, reads_variable, waited_on
 
 # Below this many elements a group gains nothing from blocks and threads.
 FUSE_MIN_ELEMENTS = 1 << 16
@@ -29,6 +31,7 @@ FUSED = OpDef("Fused", infer=None, numpy=None, differentiable=False,
 
 
 def fuse_elementwise(program: Program) -> Program:
+    program = map_regions(program, fuse_elementwise)
     if not any(large(v) for v in output_kinds(program)):
         return program  # nothing large enough to gain from blocks
     waited = waited_on(program)
@@ -104,7 +107,7 @@ def fuse_elementwise(program: Program) -> Program:
         read = {id(v) for n in nodes for v in n.runtime_inputs()} | fetched
         nodes = [n for n in nodes if id(n) in waited or not n.outputs
                  or any(id(v) not in absorbed or id(v) in read for v in n.outputs)]
-    return Program(nodes, program.feeds, program.fetches)
+    return Program(nodes, program.feeds, program.fetches, nested=program.nested)
 
 
 def _domain(node: Node):

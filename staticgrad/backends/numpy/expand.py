@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Node, Program, constant_value, make_node
+from ...ir import Node, Program, constant_value, make_node, walk
 from ...ops.registry import get_opdef
 from ...passes.fuse import large
 from ...passes.rewrite import rewrite, same_type
 
 
 def expand_composites(program: Program) -> Program:
-    if not any([n.type == "Log1p" for n in program.nodes]):
+    if not any([n.type == "Log1p" for n in walk(program)]):
         return program  # nothing to expand: no walk
 
     def visit(node):

@@ -21,7 +21,7 @@ import numpy as np
 from ...codegen.templates import render_template
 from ...errors import UnimplementedError
 from ...graph import Operation
-from ...ir import Node, Program, Value
+from ...ir import Node, Program, Value, walk
 from ...ops.attr_types import Name
 from ...ops.registry import render_format, render_numpy, render_ufunc, scalar_literal
 from ...ops.state_ops import Store
@@ -188,6 +188,9 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         marks.append(len(body))
         made.append(len(names.made))
         op = node.origin
+        if node.regions:  # (no op that this backend can render holds regions yet)
+            raise UnimplementedError(None, op, f"{op.where()}: the NumPy backend cannot "
+                                               f"render a {node.type} holding regions")
         if node.opdef.numpy is None and not node.members:
             continue  # a NoOp: nothing to compute
         if node.members:  # a fused group: a block kernel, and the lines that run it
@@ -402,11 +405,12 @@ class _Shared:
             return True
         if self.sole is None:
             uses: dict[int, int] = {}
-            for node in self.program.nodes:
+            nodes = walk(self.program)
+            for node in nodes:
                 for u in node.runtime_inputs():
                     uses[id(u)] = uses.get(id(u), 0) + 1
             fetched = {id(f) for f in self.program.fetches if isinstance(f, Value)}
-            self.sole = {id(u) for node in self.program.nodes for u in node.outputs
+            self.sole = {id(u) for node in nodes for u in node.outputs
                          if uses.get(id(u)) == 1 and id(u) not in fetched
                          and (node.members or not node.opdef.view)}
         return id(v) not in self.sole

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir import Program
+from ...ir import Program, walk
 from ...passes.rewrite import output_kinds
 
 
@@ -23,7 +23,7 @@ def hold_scalars(program: Program) -> Program:
     ones = {id(v.shape) for v in output_kinds(program) if v.shape.num_elements() == 1}
     if not ones:  # no one-element value anywhere: nothing to hold
         return dataclasses.replace(program, scalars=frozenset())
-    candidates = {id(n): n for n in program.nodes
+    candidates = {id(n): n for n in walk(program)
                   if len(n.outputs) == 1 and id(n.outputs[0].shape) in ones and _scalar_node(n)}
     parent = {k: k for k in candidates}
 
