@@ -17,8 +17,8 @@ The user's graph is never changed.
   If and While do). To the program around it, the node is then a node like any other: its
   liveness, fusion and memory plan need no look inside, and each region is planned alone.
 - `walk(program)` lists every node at every depth; `bodies(program)` every node list (the
-  program's and each region's). The passes (`passes/rewrite.py`'s `rewrite` for most) and
-  the verifier go through these two.
+  program's and each region's). The passes (`passes/rewrite.py`'s `rewrite` for most), the
+  verifier and the liveness analysis go through these two.
 - Values and nodes are never changed once made: a pass that rewrites a node makes a new one.
 """
 
@@ -143,8 +143,11 @@ class Program:
     nodes: list[Node]
     feeds: list[Value]
     fetches: list  # Values; Nodes or None for fetched operations (which return None)
-    memory: object = None  # the memory plan (backends/numpy/memory.py), made by the last pass
-    scalars: frozenset = frozenset()  # ids of nodes computed on NumPy scalars (scalars.py)
+    # plan data by the name of the pass or analysis that made it: "liveness"
+    # (passes/liveness.py), a backend's ("memory", "scalars" of the NumPy backend). It
+    # describes this program's nodes: a pass that changes them makes a Program with a new,
+    # empty plan, so that no plan outlives the nodes it was made for
+    plan: dict = dataclasses.field(default_factory=dict)
     # its nodes may be changed in place by the pass that replaces it: the program is
     # compile_plan's, and nothing else sees it (passes given a program of their own caller,
     # as in the tests, leave it as it was)

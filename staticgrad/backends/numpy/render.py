@@ -179,9 +179,10 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
     line_at, line_op = array("l"), []  # the body's lines (1-based) that compute ops, the ops
     locks = set()                      # use_locking updates: their variables' locks
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
-    memory = program.memory
+    memory = program.plan.get("memory")  # (memory.py's plan, scalars.py's held nodes)
     free_after = memory.free_after if memory else {}
     write_into = memory.write_into if memory else {}
+    held = program.plan.get("scalars", frozenset())
     marks, made = array("l"), array("l")  # where each node's lines and names begin (parts.py)
     known = expr.get
     for node in program.nodes:
@@ -210,7 +211,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
                 alias.discard(id(v))
             free(node)
             continue
-        if id(node) in program.scalars:  # the scalar fast path: computed on NumPy scalars
+        if id(node) in held:  # the scalar fast path: computed on NumPy scalars
             args = ["None" if i in node.static_uses else scalar_ref(v, node)
                     for i, v in enumerate(node.inputs)]
             (out,) = node.outputs
