@@ -19,6 +19,13 @@ The user's graph is never changed.
 - `walk(program)` lists every node at every depth; `bodies(program)` every node list (the
   program's and each region's). The passes (`passes/rewrite.py`'s `rewrite` for most), the
   verifier and the liveness analysis go through these two.
+- Variable state is explicit. A variable read is a node whose value is the variable's value
+  (rendered where each reader runs: `V['w']`), and an assignment is a node that writes it.
+  Each assignment waits on the previous one of the same variable (a control edge), and a
+  read of a variable after an assignment to it is a read node of its own that waits on that
+  assignment (`lower`): `written_by(read)` and `previous_write(write)` follow these edges,
+  and `verify` checks that every value read from a variable is used while it is the
+  variable's current value (after the write it follows, before the next one).
 - Values and nodes are never changed once made: a pass that rewrites a node makes a new one.
 """
 
@@ -192,6 +199,40 @@ def bodies(program: Program) -> list[Program]:
     return found
 
 
+def variable_of(node: Node) -> str | None:
+    """The variable that `node` reads (a variable read) or assigns (Assign, AssignAdd...)."""
+    return node.origin.name if node.opdef.reads_state else assigned_by(node)
+
+
+def assigned_by(node: Node) -> str | None:
+    """The variable that `node` assigns, if it is an assignment."""
+    if node.opdef.stateful and not node.opdef.reads_state and isinstance(node.attrs, dict):
+        return node.attrs.get("var")
+    return None
+
+
+def written_by(read: Node) -> Node | None:
+    """The assignment whose value the variable read `read` sees (its ordering edge), or None:
+    the value the variable had when the program (or the region) began."""
+    return _write_of(read.controls, read.origin.name)
+
+
+def previous_write(write: Node) -> Node | None:
+    """The assignment of the same variable that the assignment `write` comes after, if any."""
+    return _write_of(write.controls, write.attrs["var"])
+
+
+def _write_of(controls: tuple, var: str) -> Node | None:
+    for c in controls:
+        if _writes(c, var):
+            return c
+    return None
+
+
+def _writes(node: Node, var: str) -> bool:
+    return assigned_by(node) == var
+
+
 def has_effects(node: Node) -> bool:
     """Does running the node change state or draw random numbers (so that it must run even
     when nothing reads its outputs)? Its op's `stateful`, or that of a node in its regions."""
@@ -278,9 +319,18 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
         feed_values.append(v)
 
     shapes, static, ctxs = spec.shapes, spec.values, spec.ctxs
+    last_write: dict[str, Node] = {}          # variable -> its last assignment so far
+    stale: dict[Tensor, tuple] = {}           # variable -> (a read node, the write since)
 
     def value_of(t: Tensor, shape_only: bool = False) -> Value:
         v = values.get(t)
+        if v is None and t in stale:  # read after an assignment: a read node of its own
+            read, write = stale.pop(t)
+            again = Node(read.opdef, read.attrs, (), (write,), read.origin, None)
+            out = read.outputs[0]
+            again.outputs = (Value(out.shape, out.dtype, again, 0, None, out.name, t),)
+            nodes.append(again)
+            v = values[t] = again.outputs[0]
         if v is None:  # computed before the session ran: a constant
             const = static.get(t) if t in shapes else t._static
             if const is not None:
@@ -336,9 +386,25 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
                 values.setdefault(t, v)
         nodes_of[op] = node
         nodes.append(node)
+        if opdef.stateful and "var" in op.attrs:  # an assignment (ref, value)
+            _order_write(node, op.inputs[0], last_write, values, stale)
     fetch_items = [nodes_of.get(f) if isinstance(f, Operation) else value_of(f)
                    for f in fetches]
     return Program(nodes, feed_values, fetch_items, nested=False)  # (no op holds regions yet)
+
+
+def _order_write(node: Node, ref: Tensor, last_write: dict, values: dict, stale: dict) -> None:
+    """Order the assignment `node` after the last one of its variable, and make the next read
+    of the variable (`ref`) a read node of its own, after it (see `value_of` in `lower`)."""
+    var = node.attrs["var"]
+    before = last_write.get(var)
+    if before is not None:  # its one edge to a write of the variable: the one just before
+        node.controls = (*[c for c in node.controls if not _writes(c, var)], before)
+    last_write[var] = node
+    read = values.get(ref)
+    if read is not None and read.producer is not None and read.producer.opdef.reads_state:
+        del values[ref]  # (a fed variable stays fed)
+        stale[ref] = (read.producer, node)
 
 
 def _name(t: Tensor) -> str:
@@ -395,6 +461,7 @@ def _verify_body(program: Program, where: str, holder: Node | None) -> None:
         seen_nodes.add(id(node))
         for v in node.outputs:
             defined.add(id(v))
+    _verify_state(program, where)
     for f in program.fetches:
         if holder is not None and not isinstance(f, Value):
             raise VerificationError(f"the region result {f!r} is no value{where}")
@@ -402,6 +469,47 @@ def _verify_body(program: Program, where: str, holder: Node | None) -> None:
             raise VerificationError(f"fetch {f!r} is never computed{where}")
         if isinstance(f, Node) and id(f) not in seen_nodes:
             raise VerificationError(f"fetched {f!r} is not in the program{where}")
+
+
+def _verify_state(program: Program, where: str) -> None:
+    """Each assignment waits on the one of its variable before it; each read of a variable
+    waits on the assignment before it (none: the first), and its value is read (by a node,
+    or a fetch) only while no later assignment has run."""
+    current: dict[str, Node | None] = {}  # variable -> its last assignment so far
+    version: dict[int, tuple] = {}        # id(a read's Value) -> (variable, the write before)
+    for node in program.nodes:
+        if version:
+            scalars = node.attrs["scalars"] if node.members else {}
+            for m in node.members or (node,):
+                for i, v in enumerate(m.inputs):
+                    seen = version.get(id(scalars.get(id(v), v)))
+                    if seen is not None and i not in m.static_uses \
+                            and current.get(seen[0]) is not seen[1]:
+                        raise VerificationError(
+                            f"{m!r} reads variable {seen[0]!r} as it was before "
+                            f"{current[seen[0]]!r}, which runs before it{where}")
+        var = variable_of(node)
+        if var is None:
+            continue
+        if node.opdef.reads_state:
+            after = written_by(node)
+            if after is not current.get(var):
+                raise VerificationError(f"{node!r} reads variable {var!r} after {after!r}, "
+                                        f"but its last write before is "
+                                        f"{current.get(var)!r}{where}")
+            version[id(node.outputs[0])] = (var, after)
+        else:
+            if previous_write(node) is not current.get(var) or \
+                    sum([_writes(c, var) for c in node.controls]) > 1:
+                raise VerificationError(f"{node!r} assigns variable {var!r} after "
+                                        f"{previous_write(node)!r}, but its last write before "
+                                        f"is {current.get(var)!r}{where}")
+            current[var] = node
+    for f in program.fetches:
+        seen = version.get(id(f)) if isinstance(f, Value) else None
+        if seen is not None and current.get(seen[0]) is not seen[1]:
+            raise VerificationError(f"the fetch {f!r} is variable {seen[0]!r} as it was "
+                                    f"before {current[seen[0]]!r}{where}")
 
 
 def _verify_outputs(m: Node, where: str) -> None:

@@ -1,5 +1,6 @@
 """The IR: its verifier (`ir.verify`), which the suite runs after every pass (a broken program
-is refused, with what is wrong), and regions: the walkers and the verifier reach them."""
+is refused, with what is wrong); regions, which the walkers and the verifier reach; variable
+reads and assignments, ordered by edges that the verifier checks."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ from staticgrad.ir import (
     VerificationError,
     bodies,
     make_node,
+    previous_write,
     release,
+    variable_of,
     verify,
     walk,
+    written_by,
 )
 from staticgrad.ops.registry import get_opdef
-from tests.passes.helpers import Body, X, program_for, vector
+from staticgrad.passes.rewrite import rewrite
+from tests.passes.helpers import Body, X, program_for, types, vector
 
 pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph
 
@@ -100,3 +105,49 @@ def test_release_reaches_the_nodes_of_regions():
     program, middle, inner = _nested()
     release(program)
     assert all(n.outputs == () for n in walk(program))
+
+
+# -- variable state: reads and assignments ordered by edges ---------------------------------------
+def _reads_and_assignments():
+    """w read; w += 1; then (after it) w read again and assigned; w fetched at the end."""
+    w = sg.Variable([1.0, 2.0], name="w")
+    before = w * 2.0
+    step = sg.assign_add(w, [1.0, 1.0])
+    with sg.control_dependencies([step]):
+        after = sg.identity(w) * 3.0
+    again = sg.assign(w, after)
+    return program_for([before, after, again, w._tensor], {})
+
+
+def test_a_read_after_an_assignment_is_a_read_node_ordered_after_it():
+    p = _reads_and_assignments()
+    verify(p)
+    assert types(p) == ["VariableV2", "Mul", "AssignAdd", "VariableV2", "Identity", "Mul",
+                        "Assign", "VariableV2"]
+    first, mul, step, second, identity, _, again, last = p.nodes
+    assert written_by(first) is None and mul.inputs[0] is first.outputs[0]
+    assert written_by(second) is step and identity.inputs[0] is second.outputs[0]
+    assert previous_write(step) is None and previous_write(again) is step
+    assert written_by(last) is again and p.fetches[3] is last.outputs[0]  # w at the end
+    assert [variable_of(n) for n in (first, step, second, again)] == ["w"] * 4
+
+
+def test_verifier_catches_a_variable_read_or_assignment_out_of_its_order():
+    p = _reads_and_assignments()
+    first, _, step = p.nodes[:3]
+
+    def stale(node):  # the identity reads w as it was before the assign_add
+        if node.type != "Identity":
+            return node
+        return make_node(node.opdef, {}, (first.outputs[0],), node.origin, node.controls)
+    with pytest.raises(VerificationError, match=r"Identity.* reads variable 'w' as it was "
+                                                r"before <Node AssignAdd"):
+        verify(rewrite(p, stale))
+
+    def unordered(node):  # the assign no longer waits on the assign_add before it
+        return node.with_inputs(node.inputs, ()) if node.type == "Assign" else node
+    with pytest.raises(VerificationError, match="Assign.* assigns variable 'w' after None, "
+                                                "but its last write before is <Node AssignAdd"):
+        verify(rewrite(p, unordered))
+    with pytest.raises(VerificationError, match="the fetch .* is variable 'w' as it was before"):
+        verify(Program(p.nodes, p.feeds, [first.outputs[0]]))

@@ -21,7 +21,7 @@ The old Program is left as it was (passes are pure functions).
 
 from __future__ import annotations
 
-from ..ir import Node, Program, Value, walk
+from ..ir import Node, Program, Value, assigned_by, walk
 
 
 def rewrite(program: Program, visit, scoped: tuple = (), region=None) -> Program:
@@ -133,8 +133,7 @@ def reads_variable(v: Value) -> bool:
 
 def assigns_variables(program: Program) -> bool:
     """Does the program write a variable (so that reads of it must not move or merge)?"""
-    return any(n.opdef.stateful and isinstance(n.attrs, dict) and "var" in n.attrs
-               for n in walk(program))
+    return any([n.opdef.stateful and assigned_by(n) is not None for n in walk(program)])
 
 
 def output_kinds(program: Program) -> list[Value]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir import Node, Program, Value, bodies, walk
+from ...ir import Node, Program, Value, bodies, variable_of, walk
 from ...passes.liveness import liveness
 from ...passes.rewrite import output_kinds
 
@@ -92,7 +92,7 @@ def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozens
     chosen = set()
     for node in program.nodes:
         if node.opdef.reads_state:
-            reads[id(node.outputs[0])] = node.origin.name
+            reads[id(node.outputs[0])] = variable_of(node)
             continue
         if node.type in ("Assign", *_UPDATES):
             var = node.attrs["var"]

@@ -21,7 +21,7 @@ import numpy as np
 from ...codegen.templates import render_template
 from ...errors import UnimplementedError
 from ...graph import Operation
-from ...ir import Node, Program, Value, walk
+from ...ir import Node, Program, Value, previous_write, walk, written_by
 from ...ops.attr_types import Name
 from ...ops.registry import render_format, render_numpy, render_ufunc, scalar_literal
 from ...ops.state_ops import Store
@@ -175,7 +175,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             body.append(f"del {', '.join(dead)}")
 
     shared = _Shared(program, alias)
-    body, var_reads, assigned, random_ops = [], [], set(), []
+    body, var_reads, random_ops = [], [], []
     line_at, line_op = array("l"), []  # the body's lines (1-based) that compute ops, the ops
     locks = set()                      # use_locking updates: their variables' locks
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
@@ -190,8 +190,9 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         made.append(len(names.made))
         op = node.origin
         if node.regions:  # (no op that this backend can render holds regions yet)
-            raise UnimplementedError(None, op, f"{op.where()}: the NumPy backend cannot "
-                                               f"render a {node.type} holding regions")
+            raise UnimplementedError(None, op, f"{op.where() + ': ' if op else ''}the NumPy "
+                                               f"backend cannot render a {node.type} holding "
+                                               "regions")
         if node.opdef.numpy is None and not node.members:
             continue  # a NoOp: nothing to compute
         if node.members:  # a fused group: a block kernel, and the lines that run it
@@ -224,7 +225,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         if node.opdef.reads_state:  # e.g. V['w']: evaluated where each consumer runs
             expr[id(node.outputs[0])] = _code(node, [])
             alias.add(id(node.outputs[0]))
-            if op.name not in assigned and op.name not in var_reads:
+            if written_by(node) is None and op.name not in var_reads:  # its value on entry
                 var_reads.append(op.name)
             continue
         args = ["None" if i in node.static_uses else ref(v, node)
@@ -248,9 +249,8 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             body.append(f"{code.target} = {outs[0]} = {value}")
             alias.add(id(node.inputs[1]))  # the value now is the variable's: copy to fetch
             var = node.attrs["var"]
-            if code.reads_target and var not in assigned and var not in var_reads:
-                var_reads.append(var)
-            assigned.add(var)
+            if code.reads_target and previous_write(node) is None and var not in var_reads:
+                var_reads.append(var)  # (its value on entry)
             if node.attrs["use_locking"]:
                 locks.add(var)
         elif len(outs) == 1:
