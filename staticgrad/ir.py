@@ -18,14 +18,14 @@ The user's graph is never changed.
   liveness, fusion and memory plan need no look inside, and each region is planned alone.
 - `walk(program)` lists every node at every depth; `bodies(program)` every node list (the
   program's and each region's). The passes (`passes/rewrite.py`'s `rewrite` for most), the
-  verifier and the liveness analysis go through these two.
+  verifier (verify.py) and the liveness analysis go through these two.
 - Variable state is explicit. A variable read is a node whose value is the variable's value
   (rendered where each reader runs: `V['w']`), and an assignment is a node that writes it.
   Each assignment waits on the previous one of the same variable (a control edge), and a
   read of a variable after an assignment to it is a read node of its own that waits on that
   assignment (`lower`): `written_by(read)` and `previous_write(write)` follow these edges,
-  and `verify` checks that every value read from a variable is used while it is the
-  variable's current value (after the write it follows, before the next one).
+  and the verifier (verify.py) checks that every value read from a variable is used while
+  it is the variable's current value (after the write it follows, before the next one).
 - Values and nodes are never changed once made: a pass that rewrites a node makes a new one.
 """
 
@@ -413,120 +413,3 @@ def _name(t: Tensor) -> str:
 
 def _is_static(t, spec) -> bool:
     return (spec.values.get(t) if t in spec.shapes else t._static) is not None
-
-
-# -- checking --------------------------------------------------------------------------------------
-
-class VerificationError(AssertionError):
-    pass
-
-
-def verify(program: Program, after: str = "") -> None:
-    """Check the IR's invariants: every input is defined before use, every node's outputs are
-    what its op's shape rule says for its inputs (arity, shapes, dtypes), fetches exist;
-    in each region too, which sees only its own feeds. Run after every pass in the tests."""
-    _verify_body(program, f" after pass {after!r}" if after else "", None)
-
-
-def _verify_body(program: Program, where: str, holder: Node | None) -> None:
-    """Check one program or region (`holder`: the node holding it, if a region)."""
-    if holder is not None:  # a region: closed, its feeds made for it
-        for v in program.feeds:
-            if v.producer is not None or v.const is not None:
-                raise VerificationError(f"{v!r}, a feed of a region{where}, is computed")
-    if not program.nested and any([n.regions for n in program.nodes]):
-        raise VerificationError(f"a node holds regions, but the program says none does "
-                                f"(Program.nested){where}")
-    defined = set(map(id, program.feeds))
-    seen_nodes = set()
-    for node in program.nodes:
-        members = node.members or (node,)
-        # a fused group reads a broadcast scalar as the scalar itself (passes/fuse.py)
-        scalars = node.attrs["scalars"] if node.members else {}
-        for m in members:
-            for i, v in enumerate(m.inputs):
-                v = scalars.get(id(v), v)
-                if id(v) not in defined and v.const is None and i not in m.static_uses:
-                    raise VerificationError(f"{m!r} reads {v!r} before it is defined{where}")
-            for c in m.controls:
-                if id(c) not in seen_nodes:
-                    raise VerificationError(f"{m!r} waits on {c!r}, which does not run "
-                                            f"before it{where}")
-            _verify_outputs(m, where)
-            for v in m.outputs:
-                defined.add(id(v))
-            seen_nodes.add(id(m))
-        for k, region in enumerate(node.regions):
-            _verify_body(region, f" in region {k} of {node!r}{where}", node)
-        seen_nodes.add(id(node))
-        for v in node.outputs:
-            defined.add(id(v))
-    _verify_state(program, where)
-    for f in program.fetches:
-        if holder is not None and not isinstance(f, Value):
-            raise VerificationError(f"the region result {f!r} is no value{where}")
-        if isinstance(f, Value) and id(f) not in defined and f.const is None:
-            raise VerificationError(f"fetch {f!r} is never computed{where}")
-        if isinstance(f, Node) and id(f) not in seen_nodes:
-            raise VerificationError(f"fetched {f!r} is not in the program{where}")
-
-
-def _verify_state(program: Program, where: str) -> None:
-    """Each assignment waits on the one of its variable before it; each read of a variable
-    waits on the assignment before it (none: the first), and its value is read (by a node,
-    or a fetch) only while no later assignment has run."""
-    current: dict[str, Node | None] = {}  # variable -> its last assignment so far
-    version: dict[int, tuple] = {}        # id(a read's Value) -> (variable, the write before)
-    for node in program.nodes:
-        if version:
-            scalars = node.attrs["scalars"] if node.members else {}
-            for m in node.members or (node,):
-                for i, v in enumerate(m.inputs):
-                    seen = version.get(id(scalars.get(id(v), v)))
-                    if seen is not None and i not in m.static_uses \
-                            and current.get(seen[0]) is not seen[1]:
-                        raise VerificationError(
-                            f"{m!r} reads variable {seen[0]!r} as it was before "
-                            f"{current[seen[0]]!r}, which runs before it{where}")
-        var = variable_of(node)
-        if var is None:
-            continue
-        if node.opdef.reads_state:
-            after = written_by(node)
-            if after is not current.get(var):
-                raise VerificationError(f"{node!r} reads variable {var!r} after {after!r}, "
-                                        f"but its last write before is "
-                                        f"{current.get(var)!r}{where}")
-            version[id(node.outputs[0])] = (var, after)
-        else:
-            if previous_write(node) is not current.get(var) or \
-                    sum([_writes(c, var) for c in node.controls]) > 1:
-                raise VerificationError(f"{node!r} assigns variable {var!r} after "
-                                        f"{previous_write(node)!r}, but its last write before "
-                                        f"is {current.get(var)!r}{where}")
-            current[var] = node
-    for f in program.fetches:
-        seen = version.get(id(f)) if isinstance(f, Value) else None
-        if seen is not None and current.get(seen[0]) is not seen[1]:
-            raise VerificationError(f"the fetch {f!r} is variable {seen[0]!r} as it was "
-                                    f"before {current[seen[0]]!r}{where}")
-
-
-def _verify_outputs(m: Node, where: str) -> None:
-    """m's outputs are what its op's shape rule makes of its inputs, and point back at m."""
-    ctx = NodeCtx(m.type, m.attrs, [v.shape for v in m.inputs], [v.dtype for v in m.inputs],
-                  [v.const for v in m.inputs], m.ctx.name)
-    try:
-        want = m.opdef.infer(ctx)
-    except (ValueError, TypeError) as e:
-        raise VerificationError(f"{m!r}: its op rejects its inputs{where}: {e}") from e
-    if len(want) != len(m.outputs):
-        raise VerificationError(f"{m!r} has {len(m.outputs)} outputs, its op makes "
-                                f"{len(want)}{where}")
-    for v, (shape, dtype) in zip(m.outputs, want):
-        if v.dtype is not dtype or not v.shape.is_compatible_with(shape):
-            raise VerificationError(
-                f"{m!r} output {v.name} is {v.dtype.name}{v.shape}, its op makes "
-                f"{dtype.name}{shape}{where}")
-        if v.producer is not m:
-            raise VerificationError(f"{v!r} does not point back at {m!r}{where}")

@@ -21,6 +21,17 @@ def program_for(fetches, feeds):
     return lower(ops, fetches, list(feeds), spec)
 
 
+def reads_and_assignments():
+    """w read; w += 1; then (after it) w read again and assigned; w fetched at the end."""
+    w = sg.Variable([1.0, 2.0], name="w")
+    before = w * 2.0
+    step = sg.assign_add(w, [1.0, 1.0])
+    with sg.control_dependencies([step]):
+        after = sg.identity(w) * 3.0
+    again = sg.assign(w, after)
+    return program_for([before, after, again, w._tensor], {})
+
+
 def types(program):
     return [n.type for n in program.nodes]
 

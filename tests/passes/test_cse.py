@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.ir import verify
 from staticgrad.passes.cse import cse
 from staticgrad.passes.dce import eliminate_dead_code
+from staticgrad.verify import verify
 from tests.passes.helpers import Body, X, number, program_for, types, vector
 
 pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 import staticgrad as sg
-from staticgrad.ir import verify, walk
+from staticgrad.ir import walk
 from staticgrad.passes.dce import eliminate_dead_code
+from staticgrad.verify import verify
 from tests.passes.helpers import Body, X, number, program_for, types, vector
 
 pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph

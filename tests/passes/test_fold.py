@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.ir import verify
 from staticgrad.passes.fold import fold_constants
+from staticgrad.verify import verify
 from tests.passes.helpers import Body, number, program_for, types, vector
 
 pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph

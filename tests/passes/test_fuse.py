@@ -11,8 +11,8 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.backends.numpy.policy import FUSE
-from staticgrad.ir import verify
 from staticgrad.passes.fuse import FusePolicy, fuse_elementwise
+from staticgrad.verify import verify
 from tests.passes.helpers import Body, N, _on_and_off, number, types, vector
 
 pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph
