@@ -133,7 +133,10 @@ def reads_variable(v: Value) -> bool:
 
 def assigns_variables(program: Program) -> bool:
     """Does the program write a variable (so that reads of it must not move or merge)?"""
-    return any([n.opdef.stateful and assigned_by(n) is not None for n in walk(program)])
+    for n in walk(program):  # (a loop: no list of 250,000 answers, and it stops at the first)
+        if n.opdef.stateful and assigned_by(n) is not None:
+            return True
+    return False
 
 
 def output_kinds(program: Program) -> list[Value]:
