@@ -324,7 +324,7 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
 
     def value_of(t: Tensor, shape_only: bool = False) -> Value:
         v = values.get(t)
-        if v is None and t in stale:  # read after an assignment: a read node of its own
+        if v is None and stale and t in stale:  # read after an assignment: a node of its own
             read, write = stale.pop(t)
             again = Node(read.opdef, read.attrs, (), (write,), read.origin, None)
             out = read.outputs[0]
