@@ -24,7 +24,7 @@ from collections.abc import Callable
 from .backends import BACKENDS, Backend, get_backend
 from .gcpause import paused_gc
 from .graph import Operation, Tensor
-from .ir import lower, release, verify
+from .ir import lower, release
 from .passes.cse import cse
 from .passes.dce import eliminate_dead_code
 from .passes.fold import fold_constants
@@ -33,6 +33,7 @@ from .passes.negations import fold_negations
 from .passes.prune import prune
 from .passes.simplify import simplify
 from .passes.specialize import specialize
+from .verify import verify
 
 _counter = itertools.count()
 

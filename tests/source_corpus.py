@@ -55,7 +55,7 @@ KNOBS = (
     "staticgrad.passes.cse:CONST_KEY_LIMIT",
     "staticgrad.passes.fold:FOLD_LIMIT",
     "staticgrad.passes.fold:SMALL",
-    "staticgrad.passes.fuse:FUSE_MIN_ELEMENTS",
+    "staticgrad.backends.numpy.policy:FUSE.min_elements",
     "staticgrad.passes.memory:MIN_BYTES",
     "staticgrad.passes.simplify:UNIFORM_LIMIT",
     "staticgrad.codegen.fused:BLOCK",
@@ -66,7 +66,11 @@ KNOBS = (
 )
 # Where a knob of a recorded corpus lives now, when a refactor moved it: {recorded: current},
 # e.g. "staticgrad.codegen.parts:SPLIT_ABOVE": "staticgrad.backends.numpy.parts:SPLIT_ABOVE".
-MOVED_KNOBS: dict[str, str] = {}
+MOVED_KNOBS: dict[str, str] = {
+    # fuse's threshold became the NumPy backend's fusion policy (issue 22)
+    "staticgrad.passes.fuse:FUSE_MIN_ELEMENTS":
+        "staticgrad.backends.numpy.policy:FUSE.min_elements",
+}
 
 # Compiles not recorded: graphs this large (the scale tests' chains, a variable initialized
 # from 260,000 random numbers) would make the corpus tens of MB, or double it, for shapes of

@@ -36,8 +36,8 @@ def fuse_small_arrays(monkeypatch):
     """Fusion for any size, in blocks of 4 elements on 2 threads: the corpus's small graphs
     then go through fused groups and several blocks."""
     from staticgrad.backends.numpy import blocks as runtime_blocks
-    from staticgrad.passes import fuse
-    monkeypatch.setattr(fuse, "FUSE_MIN_ELEMENTS", 1)
+    from staticgrad.backends.numpy.policy import FUSE
+    monkeypatch.setattr(FUSE, "min_elements", 1)
     monkeypatch.setattr(runtime_blocks, "BLOCK", 4)
     monkeypatch.setattr(runtime_blocks, "THREADS", 2)
 

@@ -93,7 +93,7 @@ STATS = {"examples": collections.Counter(), "op_types": collections.Counter(),
 # value must not be planned or take a large-array runtime path (see test_fuzz_regressions.py)
 _ONE_ELEMENT_OK = memory_plan_frees_held_scalar() is None
 _ZERO_D_OK = large_runtime_path_fails_on_0d() is None
-SMALL = [("staticgrad.passes.fuse", "FUSE_MIN_ELEMENTS", 1),
+SMALL = [("staticgrad.backends.numpy.policy:FUSE", "min_elements", 1),
          ("staticgrad.backends.numpy.blocks", "BLOCK", 4),
          ("staticgrad.backends.numpy.blocks", "THREADS", 2),
          ("staticgrad.backends.numpy.memory", "MIN_BYTES", 0 if _ONE_ELEMENT_OK else 16),
@@ -111,13 +111,20 @@ if one_element_relu_gradient_is_float64() is not None:
         and any(op.type == "ReluGrad" for op in topo_ops([t])))
 
 
+def _home(path: str):
+    """The module holding a threshold, or the object in it ("module:NAME", a policy)."""
+    module, _, name = path.partition(":")
+    home = importlib.import_module(module)
+    return getattr(home, name) if name else home
+
+
 @contextlib.contextmanager
 def small_thresholds(enabled=True):
     saved = []
     try:
         if enabled:
             for module, name, value in SMALL:
-                mod = importlib.import_module(module)
+                mod = _home(module)
                 saved.append((mod, name, getattr(mod, name)))
                 setattr(mod, name, value)
         yield
@@ -444,7 +451,7 @@ def test_generator_reaches_at_least_35_op_kinds():
 def test_small_array_thresholds_exist():
     """The thresholds the small-array configurations lower are still where they were."""
     for module, name, _ in SMALL:
-        assert isinstance(getattr(importlib.import_module(module), name, None), int), \
+        assert isinstance(getattr(_home(module), name, None), int), \
             f"{module}.{name} is gone: update SMALL in tests/test_fuzz.py"
 
 

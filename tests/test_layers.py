@@ -16,7 +16,7 @@ LAYERS = [
     ("graph", ["graph"]),
     ("ops", ["ops", "variables", "variable_scope", "initializers", "autodiff", "layers",
              "losses", "debugging", "math"]),
-    ("ir and passes", ["ir", "passes", "codegen"]),
+    ("ir and passes", ["ir", "verify", "passes", "codegen"]),
     ("backends", ["backends"]),
     ("session", ["compiler", "session"]),
     ("train, export, onnx, viz, cli, dynamic",

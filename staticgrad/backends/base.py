@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..passes.fuse import FusePolicy, fuse_elementwise
+
 
 class BackendUnavailableError(RuntimeError):
     """A backend that exists but cannot run here (a library or a device is missing)."""
@@ -53,10 +55,16 @@ class Backend:
     description: str = ""
     early_passes: tuple = ()   # (name, Program -> Program) run after simplify, before cse
     late_passes: tuple = ()    # (name, Program -> Program) run last: grouping, memory plan
+    fuse_policy: FusePolicy | None = None  # what its fused groups may hold (see `fuse`)
 
     def unavailable(self) -> str | None:
         """None if this backend can run here, else why not (a library, a device...)."""
         return None
+
+    def fuse(self, program):
+        """The shared fusion pass (passes/fuse.py) under this backend's `fuse_policy`: what a
+        backend that fuses lists in its late passes, as ("fuse", self.fuse)."""
+        return fuse_elementwise(program, self.fuse_policy)
 
     def supports(self, op_type: str) -> bool:
         """Can this backend compute ops of this type?"""

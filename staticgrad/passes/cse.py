@@ -1,7 +1,8 @@
 """Common-subexpression elimination: two nodes of the same op, attrs and inputs compute
 the same values; the second reuses the first's. Equal small constants are merged first, so
 `x * 2.0` written twice is found too. Nodes that touch state, draw random numbers or wait on
-control dependencies are never merged."""
+control dependencies are never merged, nor are nodes holding regions. A region's nodes are
+merged among themselves: a region is closed (ir.py), so nothing is reused across its border."""
 
 from __future__ import annotations
 
@@ -43,9 +44,11 @@ def cse(program: Program) -> Program:
         key = (node.type, _hashable(node.attrs) if node.attrs else (), node.static_uses,
                *inputs)
         first = seen.setdefault(key, node)
-        return node if first is node else list(first.outputs)
+        if first is node or node.regions or first.regions:  # (a region's work unseen)
+            return node
+        return list(first.outputs)
 
-    return rewrite(program, visit)
+    return rewrite(program, visit, scoped=(seen,))
 
 
 def _hashable(x):

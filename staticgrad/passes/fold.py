@@ -23,6 +23,8 @@ def fold_constants(program: Program) -> Program:
         for i, v in enumerate(node.inputs):  # (a loop, not any(): once per node)
             if v.const is None and (not uses or i not in uses):
                 return node  # an input known only when it runs
+        if node.regions:
+            return node  # (its regions' work is its op's to say, not a kernel's)
         # never grow a constant beyond the largest one it comes from (a broadcast of a scalar
         # stays a broadcast), unless it is small
         limit = max([SMALL] + [v.const.size for v in node.inputs if v.const is not None])

@@ -3,32 +3,62 @@ code evaluates each group block by block (a few thousand elements at a time, in 
 several threads) instead of one full-size pass over memory per node.
 
 A group is a set of elementwise nodes (forward and gradient alike) whose results all have
-the group's shape, reading values of that shape or scalars; it may hold sums over all the
-elements of its values (each block adds its part; the sum is known after the last block, so
-no member reads it). Only the group's outputs, the values that something
-outside reads, or that are fetched, are written out in full; the rest live in one block.
+the group's shape, reading values of that shape or (where the policy allows) one-element
+values; it may hold reductions (of the types the policy allows) of all the elements of its
+values to one number (each block reduces its part; the result is known after the last
+block, so no member reads it). Only the group's outputs, the values that something outside
+reads, or that are fetched, are written out in full; the rest live in one block.
 
 Groups are made in one pass in program order. A node joins (and merges) the open groups of
 its inputs; a group closes once something outside it reads one of its values, so that the
 group can run as one step, after everything it reads and before everything that reads it.
+Each region of a node is fused on its own; to the program around it, the node is one that
+no group takes.
+
+The backend says what its fused groups can hold (`FusePolicy`, `Backend.fuse_policy`); the
+NumPy backend's is in backends/numpy/policy.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from ..ir import Node, Program, Value
 from ..ops.registry import OpDef
-from .rewrite import assigns_variables, output_kinds, reads_variable, waited_on
-
-# Below this many elements a group gains nothing from blocks and threads.
-FUSE_MIN_ELEMENTS = 1 << 16
+from .rewrite import assigns_variables, map_regions, output_kinds, reads_variable, waited_on
 
 FUSED = OpDef("Fused", infer=None, numpy=None, differentiable=False,
               doc="a group of elementwise nodes evaluated block by block")
 
 
-def fuse_elementwise(program: Program) -> Program:
+@dataclasses.dataclass
+class FusePolicy:
+    """What a backend's fused groups may hold, e.g. the NumPy backend's
+    `FusePolicy(min_elements=1 << 16, scalar_broadcasts=True, reductions={"Sum"})`.
+    (Not frozen: tests lower the thresholds.)"""
+
+    min_elements: int          # groups over fewer elements gain nothing: not made
+    scalar_broadcasts: bool    # a member may read one-element values (else only the group's
+    #                            shape: a block reads the same slice of each input)
+    reductions: frozenset      # reduction op types a group may end in, reducing a whole value
+    #                            (every axis, no keepdims) to one number: {"Sum"}
+    integers: bool = False     # integer groups too (the NumPy backend: no, as blockwise and
+    #                            whole-array integer results could differ)
+
+    def __post_init__(self):
+        self.reductions = frozenset(self.reductions)
+
+    def large(self, v: Value) -> bool:
+        """Is v of a size worth fusing (and of known shape, not 0-d)?"""
+        return v.shape.is_fully_defined() and v.shape.ndims > 0 and \
+            v.shape.num_elements() >= self.min_elements
+
+
+def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
+    """The program with its fusable groups (under `policy`) as Fused nodes."""
+    program = map_regions(program, lambda region: fuse_elementwise(region, policy))
+    large, reductions = policy.large, policy.reductions
     if not any(large(v) for v in output_kinds(program)):
         return program  # nothing large enough to gain from blocks
     waited = waited_on(program)
@@ -51,14 +81,14 @@ def fuse_elementwise(program: Program) -> Program:
         # a group's sum is known only once all its blocks ran: reading it is reading from
         # outside the group
         read_sums = {find(group_of[id(v.producer)]) for v in node.runtime_inputs()
-                     if v.producer is not None and v.producer.type == "Sum"
+                     if v.producer is not None and v.producer.type in reductions
                      and id(v.producer) in group_of}
         closed.update(read_sums)
-        domain = None if id(node) in waited else _domain(node)
+        domain = None if id(node) in waited else _domain(node, policy)
         if assigns and any(reads_variable(v) for v in node.runtime_inputs()):
             domain = None  # a group runs late: its variable reads could cross an assignment
         joinable = [g for g in read if g not in closed and domain_of[g] == domain]
-        if domain is None or (not joinable and node.type == "Sum"):
+        if domain is None or (not joinable and node.type in reductions):
             closed.update(read)  # an outside reader closes the groups it reads
             continue
         closed.update(g for g in read if g not in joinable)
@@ -104,17 +134,17 @@ def fuse_elementwise(program: Program) -> Program:
         read = {id(v) for n in nodes for v in n.runtime_inputs()} | fetched
         nodes = [n for n in nodes if id(n) in waited or not n.outputs
                  or any(id(v) not in absorbed or id(v) in read for v in n.outputs)]
-    return Program(nodes, program.feeds, program.fetches)
+    return Program(nodes, program.feeds, program.fetches, nested=program.nested)
 
 
-def _domain(node: Node):
+def _domain(node: Node, policy: FusePolicy):
     """The shape the node computes over, if it can be part of a group; else None."""
     if node.controls or node.members or node.opdef.stateful or node.opdef.view:
         return None
-    if node.type == "Sum":  # only a sum of everything, to a scalar, ends a group
+    if node.type in policy.reductions:  # only a reduction of everything to a number
         x = node.inputs[0]
         axis = node.attrs["axis"]
-        if node.attrs.get("keepdims") or not large(x) or not x.dtype.is_floating or \
+        if node.attrs.get("keepdims") or not policy.large(x) or not x.dtype.is_floating or \
                 (axis is not None and sorted(a % x.shape.ndims for a in axis)
                  != list(range(x.shape.ndims))):
             return None
@@ -122,17 +152,14 @@ def _domain(node: Node):
     if not node.opdef.elementwise or len(node.outputs) != 1:
         return None
     out = node.outputs[0]
-    if not large(out) or not (out.dtype.is_floating or out.dtype.is_bool):
-        return None  # integers: NumPy's blockwise and whole-array results could differ
+    if not policy.large(out) or not (out.dtype.is_floating or out.dtype.is_bool
+                                     or (policy.integers and out.dtype.is_integer)):
+        return None
     for v in node.runtime_inputs():
-        if v.shape.dims != out.shape.dims and v.shape.num_elements() != 1:
+        if v.shape.dims != out.shape.dims and (v.shape.num_elements() != 1
+                                               or not policy.scalar_broadcasts):
             return None  # broadcasting other than of a scalar: not blockwise
     return out.shape.dims
-
-
-def large(v: Value) -> bool:
-    return v.shape.is_fully_defined() and v.shape.ndims > 0 and \
-        v.shape.num_elements() >= FUSE_MIN_ELEMENTS
 
 
 def _group_node(members: list[Node], outputs: list[Value]) -> Node:

@@ -1,6 +1,6 @@
 """The backend registry and interface (staticgrad/backends/): choosing a backend by name
 everywhere one can be named, errors that list what is available and why the others are not,
-and a backend added with one registration."""
+a backend added with one registration, and the policies it gives the shared passes."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import staticgrad as sg
 from staticgrad import backends, cli
 from staticgrad.backends import BackendUnavailableError, get_backend
 from staticgrad.backends.numpy import NumpyBackend
+from staticgrad.backends.numpy.policy import FUSE
+from staticgrad.passes.fuse import FusePolicy
 
 
 def test_the_numpy_backend_is_the_default_everywhere(g):
@@ -111,3 +113,20 @@ def test_export_and_the_cli_choose_the_backend_by_name(g, tmp_path, capsys):
         cli.main(["source", str(path), "--fetch", "y", "--feed", "x:2", "--backend", "tpu"])
     assert code.value.code == 1
     assert "unknown backend 'tpu'" in capsys.readouterr().err
+
+
+def test_fusion_takes_its_policy_from_the_backend(g, registered):
+    class Unfused(NumpyBackend):
+        name = "unfused"
+        fuse_policy = FusePolicy(min_elements=1 << 40, scalar_broadcasts=True,
+                                 reductions={"Sum"})
+
+    registered("unfused", types.SimpleNamespace(__name__="tests_unfused_backend",
+                                                BACKEND=Unfused()))
+    x = sg.placeholder(sg.float32, [None], name="x")
+    y = sg.reduce_sum(sg.tanh(x * 1.5) + sg.exp(x))
+    feed = {x: np.zeros(FUSE.min_elements, np.float32)}
+    assert "rt.run_blocks(" in sg.Session().source(y, feed)
+    assert "rt.run_blocks(" not in sg.Session(backend="unfused").source(y, feed)
+    assert dict(sg.compiler.pipeline("unfused"))["fuse"].__self__.fuse_policy.min_elements \
+        == 1 << 40

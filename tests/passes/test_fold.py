@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.ir import verify
 from staticgrad.passes.fold import fold_constants
-from tests.passes.helpers import program_for, types
+from staticgrad.verify import verify
+from tests.passes.helpers import Body, number, program_for, types, vector
 
 pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph
 
@@ -43,3 +43,23 @@ def test_folding_never_makes_a_broadcast_into_a_big_constant():
         plan = sess.plan(g, {x: np.zeros(60_000, np.float32)})
     assert sum(np.asarray(c).nbytes for c in plan.fn.__globals__.values()
                if isinstance(c, np.ndarray)) < 10_000
+
+
+def test_fold_computes_known_nodes_inside_regions_at_every_depth():
+    """A region's node of known inputs becomes a constant there; the nodes holding the
+    changed regions are new ones, and the program given is as it was."""
+    x = vector()
+    inner = Body(x)
+    two = inner.op("Exp", number(0.0))  # known: exp(0) = 1
+    inner_out = inner.op("Mul", inner.feeds[0], two)
+    middle = Body(x)
+    (m,) = middle.call(inner.program(inner_out), middle.op("Sin", middle.feeds[0]))
+    outer = Body(x)
+    (y,) = outer.call(middle.program(m), outer.feeds[0])
+    program = outer.program(y)
+    folded = fold_constants(program)
+    verify(folded)
+    deepest = folded.nodes[0].regions[0].nodes[1].regions[0]
+    assert types(deepest) == ["Mul"] and float(deepest.nodes[0].inputs[1].const) == 1.0
+    assert folded.nodes[0] is not program.nodes[0] and folded.fetches[0] is not y
+    assert types(program.nodes[0].regions[0].nodes[1].regions[0]) == ["Exp", "Mul"]

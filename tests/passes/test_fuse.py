@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from tests.passes.helpers import N, _on_and_off
+from staticgrad.backends.numpy.policy import FUSE
+from staticgrad.passes.fuse import FusePolicy, fuse_elementwise
+from staticgrad.verify import verify
+from tests.passes.helpers import Body, N, _on_and_off, number, types, vector
 
 pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph
 
@@ -233,3 +236,25 @@ def test_kernel_names_and_negative_literals_are_safe():
     on, off = _on_and_off([y, z], {x: np.zeros(N, np.float32)})
     np.testing.assert_array_equal(on[0], off[0])
     np.testing.assert_array_equal(on[1], [4.0, -8.0])
+
+
+def test_each_region_is_fused_on_its_own_and_its_node_joins_no_group():
+    x = vector(FUSE.min_elements)
+    region = Body(x)
+    t = region.op("Tanh", region.op("Mul", region.op("Exp", region.feeds[0]), number(0.5)))
+    outer = Body(x)
+    s = outer.op("Sin", outer.op("Exp", outer.feeds[0]))
+    (c,) = outer.call(region.program(t), s)
+    program = outer.program(outer.op("Cos", outer.op("Neg", c)))
+    fused = fuse_elementwise(program, FUSE)
+    verify(fused)
+    assert types(fused) == ["Fused", "Call", "Fused"]
+    assert types(fused.nodes[1].regions[0]) == ["Fused"]
+    assert [m.type for m in fused.nodes[1].regions[0].nodes[0].members] == ["Exp", "Mul",
+                                                                           "Tanh"]
+    small = FusePolicy(min_elements=FUSE.min_elements + 1, scalar_broadcasts=True,
+                       reductions={"Sum"})
+    assert fuse_elementwise(program, small).nodes == program.nodes  # too small: as it was
+    no_scalars = FusePolicy(min_elements=1, scalar_broadcasts=False, reductions=())
+    assert types(fuse_elementwise(program, no_scalars).nodes[1].regions[0]) == [
+        "Exp", "Mul", "Tanh"]  # x * 0.5 broadcasts a number: not blockwise under it

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.passes import fuse
+from staticgrad.backends.numpy.policy import FUSE
 from staticgrad.passes.negations import fold_negations
 
-N = fuse.FUSE_MIN_ELEMENTS + 5  # large enough to be fused (and expanded)
+N = FUSE.min_elements + 5  # large enough to be fused (and expanded)
 SPECIAL = [0.0, -0.0, 1e-30, -1e-30, 1e-7, -0.5, -1.0, -2.0, -1e30, 0.5, 3.0, 1e30,
            np.inf, -np.inf, np.nan]
 

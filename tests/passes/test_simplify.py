@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.ir import verify
 from staticgrad.passes.dce import eliminate_dead_code
 from staticgrad.passes.fold import fold_constants
 from staticgrad.passes.simplify import simplify
+from staticgrad.verify import verify
 from tests.passes.helpers import X, program_for, types
 
 pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default graph

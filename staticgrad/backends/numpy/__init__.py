@@ -8,8 +8,10 @@
                   its own passes: composite ops as NumPy steps, the scalar fast path, and
                   the memory plan (free after last use, out= into dying buffers)
 
-Its policies: fusion of elementwise groups of at least FUSE_MIN_ELEMENTS (passes/fuse.py),
-out= reuse of buffers of at least memory.MIN_BYTES, one-element chains on NumPy scalars.
+    policy.py     its policies for the shared passes: what fuse may group (FUSE)
+
+Its policies: fusion of elementwise groups of at least FUSE.min_elements (policy.py), out=
+reuse of buffers of at least memory.MIN_BYTES, one-element chains on NumPy scalars.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import linecache
 import numpy as np
 
 from ...ops.registry import REGISTRY
-from ...passes.fuse import fuse_elementwise
 from ..base import Backend, Rendered, VariableStore
 from . import fast, runtime
 from .expand import expand_composites
 from .memory import plan_memory
 from .parts import compile_module
+from .policy import FUSE
 from .render import render
 from .scalars import hold_scalars
 
@@ -35,11 +37,15 @@ class NumpyBackend(Backend):
     early_passes = (
         ("expand", expand_composites),  # log1p of a large array -> its steps
     )
-    late_passes = (
-        ("fuse", fuse_elementwise),     # elementwise groups, run in blocks
-        ("scalars", hold_scalars),      # one-element chains on NumPy scalars
-        ("memory", plan_memory),        # free after last use, reuse buffers
-    )
+    fuse_policy = FUSE
+
+    @property
+    def late_passes(self) -> tuple:
+        return (
+            ("fuse", self.fuse),            # elementwise groups, run in blocks (FUSE)
+            ("scalars", hold_scalars),      # one-element chains on NumPy scalars
+            ("memory", plan_memory),        # free after last use, reuse buffers
+        )
 
     def supports(self, op_type: str) -> bool:
         """Every op that computes nothing, or has its reference kernel (which this backend

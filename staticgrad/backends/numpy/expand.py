@@ -9,7 +9,7 @@ bit for bit, and so are NumPy's warnings (or errors, under np.errstate): np.log1
 v <= -1. The gradient of log1p(v) divides by the same 1 + v, which is then computed once for
 both. (With w, v = -1 and v = +inf give -inf and +inf: see `rt.log1p`.)
 
-Only values of at least `fuse.FUSE_MIN_ELEMENTS` floats are expanded: those are the ones
+Only values of at least `policy.FUSE.min_elements` floats are expanded: those are the ones
 fused; on small arrays one helper call costs less than seven lines, and reads better.
 """
 
@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Node, Program, constant_value, make_node
+from ...ir import Node, Program, constant_value, make_node, walk
 from ...ops.registry import get_opdef
-from ...passes.fuse import large
 from ...passes.rewrite import rewrite, same_type
+from .policy import FUSE
 
 
 def expand_composites(program: Program) -> Program:
-    if not any([n.type == "Log1p" for n in program.nodes]):
+    if not any([n.type == "Log1p" for n in walk(program)]):
         return program  # nothing to expand: no walk
 
     def visit(node):
-        if node.type != "Log1p" or node.controls or not large(node.outputs[0]):
+        if node.type != "Log1p" or node.controls or not FUSE.large(node.outputs[0]):
             return node  # (Log1p's shape rule takes floats only)
         return _log1p(node)
     return rewrite(program, visit)

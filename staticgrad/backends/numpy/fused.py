@@ -68,7 +68,7 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
 
     With `vector_math`, a float32 group computes each member that has a runtime_fast
     function (`OpDef.vector`) with it, where runtime_fast works here (a group has at least
-    passes/fuse.py's FUSE_MIN_ELEMENTS: large enough for its range checks not to count).
+    policy.FUSE.min_elements: large enough for its range checks not to count).
 
     `ref(value, consumer)` is how run() refers to a value, `number(value)` names a scalar
     constant as a module constant (a 0-d array), `out_name(value)` names a value in run(),

@@ -1,5 +1,7 @@
 """The memory plan: free every intermediate after its last use, and let an elementwise node
-write its result into the buffer of an input that dies there (NumPy's `out=`).
+write its result into the buffer of an input that dies there (NumPy's `out=`). Which values
+die where is the shared liveness analysis (passes/liveness.py); what to do about it is this
+backend's policy, kept as `program.plan["memory"]`.
 
     a = np.exp(x)                      a = np.exp(x)
     b = a * 2.0              ->        b = np.multiply(a, 2.0, out=a)
@@ -29,7 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir import Node, Program, Value
+from ...ir import Node, Program, Value, bodies, variable_of, walk
+from ...passes.liveness import liveness
 from ...passes.rewrite import output_kinds
 from .lowering import OUT_FORMS, READS_AFTER_OUT
 
@@ -47,22 +50,17 @@ class MemoryPlan:
 
 def plan_memory(program: Program) -> Program:
     if not any(_large(v) for v in output_kinds(program)):
-        return dataclasses.replace(program, memory=MemoryPlan({}, {}, frozenset()))
-    fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
-    last_use: dict[int, Node] = {}
-    consumers: dict[int, list[Node]] = {}
-    for node in program.nodes:
-        for v in node.runtime_inputs():
-            last_use[id(v)] = node
-            consumers.setdefault(id(v), []).append(node)
+        return _with_plan(program, MemoryPlan({}, {}, frozenset()))
+    live = liveness(program)
+    last_use, consumers = live.last_use, live.readers
+    fetched = {id(f) for body in bodies(program) for f in body.fetches if isinstance(f, Value)}
     free_after: dict[int, list[Value]] = {}
+    for node, dead in live.dies_at.items():
+        dead = [v for v in dead if _large(v)]
+        if dead:
+            free_after[node] = dead
     write_into: dict[int, Value] = {}
-    for node in program.nodes:
-        for v in node.outputs:
-            if id(v) in fetched or node.opdef.reads_state or not _large(v):
-                continue
-            end = last_use.get(id(v), node)  # never read: free at once
-            free_after.setdefault(id(end), []).append(v)
+    for node in walk(program):
         if node.type in OUT_FORMS and len(node.outputs) == 1 and not node.members:
             out = node.outputs[0]
             late = [node.inputs[i] for i in READS_AFTER_OUT.get(node.type, ())]
@@ -71,8 +69,13 @@ def plan_memory(program: Program) -> Program:
                         not any(v is x for x in late):
                     write_into[id(node)] = v
                     break
-    in_place = _updates_in_place(program, last_use, fetched)
-    return dataclasses.replace(program, memory=MemoryPlan(free_after, write_into, in_place))
+    in_place = frozenset().union(*[_updates_in_place(body, last_use, fetched)
+                                   for body in bodies(program)])
+    return _with_plan(program, MemoryPlan(free_after, write_into, in_place))
+
+
+def _with_plan(program: Program, memory: MemoryPlan) -> Program:
+    return dataclasses.replace(program, plan={**program.plan, "memory": memory})
 
 
 _UPDATES = ("AssignAdd", "AssignSub")
@@ -90,7 +93,7 @@ def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozens
     chosen = set()
     for node in program.nodes:
         if node.opdef.reads_state:
-            reads[id(node.outputs[0])] = node.origin.name
+            reads[id(node.outputs[0])] = variable_of(node)
             continue
         if node.type in ("Assign", *_UPDATES):
             var = node.attrs["var"]

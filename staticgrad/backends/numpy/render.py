@@ -21,7 +21,7 @@ import numpy as np
 from ...codegen.templates import render_template
 from ...errors import UnimplementedError
 from ...graph import Operation
-from ...ir import Node, Program, Value
+from ...ir import Node, Program, Value, previous_write, walk, written_by
 from ...ops.attr_types import Name
 from ...ops.registry import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
@@ -177,19 +177,24 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             body.append(f"del {', '.join(dead)}")
 
     shared = _Shared(program, alias)
-    body, var_reads, assigned, random_ops = [], [], set(), []
+    body, var_reads, random_ops = [], [], []
     line_at, line_op = array("l"), []  # the body's lines (1-based) that compute ops, the ops
     locks = set()                      # use_locking updates: their variables' locks
     kernels = []  # (lines, the op of each line) of each fused group's block kernel
-    memory = program.memory
+    memory = program.plan.get("memory")  # (memory.py's plan, scalars.py's held nodes)
     free_after = memory.free_after if memory else {}
     write_into = memory.write_into if memory else {}
+    held = program.plan.get("scalars", frozenset())
     marks, made = array("l"), array("l")  # where each node's lines and names begin (parts.py)
     known = expr.get
     for node in program.nodes:
         marks.append(len(body))
         made.append(len(names.made))
         op = node.origin
+        if node.regions:  # (no op that this backend can render holds regions yet)
+            raise UnimplementedError(None, op, f"{op.where() + ': ' if op else ''}the NumPy "
+                                               f"backend cannot render a {node.type} holding "
+                                               "regions")
         if not node.opdef.computes and not node.members:
             continue  # a NoOp: nothing to compute
         if node.members:  # a fused group: a block kernel, and the lines that run it
@@ -209,7 +214,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
                 alias.discard(id(v))
             free(node)
             continue
-        if id(node) in program.scalars:  # the scalar fast path: computed on NumPy scalars
+        if id(node) in held:  # the scalar fast path: computed on NumPy scalars
             args = ["None" if i in node.static_uses else scalar_ref(v, node)
                     for i, v in enumerate(node.inputs)]
             (out,) = node.outputs
@@ -222,7 +227,7 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
         if node.opdef.reads_state:  # e.g. V['w']: evaluated where each consumer runs
             expr[id(node.outputs[0])] = _code(node, [])
             alias.add(id(node.outputs[0]))
-            if op.name not in assigned and op.name not in var_reads:
+            if written_by(node) is None and op.name not in var_reads:  # its value on entry
                 var_reads.append(op.name)
             continue
         args = ["None" if i in node.static_uses else ref(v, node)
@@ -246,9 +251,8 @@ def render(program: Program, title: str = "", vector_math: bool = True) -> Rende
             body.append(f"{code.target} = {outs[0]} = {value}")
             alias.add(id(node.inputs[1]))  # the value now is the variable's: copy to fetch
             var = node.attrs["var"]
-            if code.reads_target and var not in assigned and var not in var_reads:
-                var_reads.append(var)
-            assigned.add(var)
+            if code.reads_target and previous_write(node) is None and var not in var_reads:
+                var_reads.append(var)  # (its value on entry)
             if node.attrs["use_locking"]:
                 locks.add(var)
         elif len(outs) == 1:
@@ -404,11 +408,12 @@ class _Shared:
             return True
         if self.sole is None:
             uses: dict[int, int] = {}
-            for node in self.program.nodes:
+            nodes = walk(self.program)
+            for node in nodes:
                 for u in node.runtime_inputs():
                     uses[id(u)] = uses.get(id(u), 0) + 1
             fetched = {id(f) for f in self.program.fetches if isinstance(f, Value)}
-            self.sole = {id(u) for node in self.program.nodes for u in node.outputs
+            self.sole = {id(u) for node in nodes for u in node.outputs
                          if uses.get(id(u)) == 1 and id(u) not in fetched
                          and (node.members or not node.opdef.view)}
         return id(v) not in self.sole

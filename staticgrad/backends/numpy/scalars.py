@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir import Program
+from ...ir import Program, walk
 from ...passes.rewrite import output_kinds
 
 
 def hold_scalars(program: Program) -> Program:
     ones = {id(v.shape) for v in output_kinds(program) if v.shape.num_elements() == 1}
     if not ones:  # no one-element value anywhere: nothing to hold
-        return dataclasses.replace(program, scalars=frozenset())
-    candidates = {id(n): n for n in program.nodes
+        return _with_plan(program, frozenset())
+    candidates = {id(n): n for n in walk(program)
                   if len(n.outputs) == 1 and id(n.outputs[0].shape) in ones and _scalar_node(n)}
     parent = {k: k for k in candidates}
 
@@ -41,7 +41,12 @@ def hold_scalars(program: Program) -> Program:
     for k in candidates:
         sizes[find(k)] = sizes.get(find(k), 0) + 1
     held = frozenset(k for k in candidates if sizes[find(k)] >= 2)
-    return dataclasses.replace(program, scalars=held)
+    return _with_plan(program, held)
+
+
+def _with_plan(program: Program, held: frozenset) -> Program:
+    """program with plan["scalars"]: the ids of the nodes computed on NumPy scalars."""
+    return dataclasses.replace(program, plan={**program.plan, "scalars": held})
 
 
 def _scalar_node(node) -> bool:

@@ -19,8 +19,8 @@ import pytest
 import staticgrad as sg
 from staticgrad import runtime
 from staticgrad.backends.numpy import fast as runtime_fast
+from staticgrad.backends.numpy.policy import FUSE
 from staticgrad.compiler import CompileOptions
-from staticgrad.passes.fuse import FUSE_MIN_ELEMENTS
 from tests.passes.test_fuse import _w3 as w3_sum
 
 needs_kernels = pytest.mark.skipif(not runtime_fast.available(),
@@ -151,7 +151,7 @@ def test_a_read_only_input_is_read_by_the_kernels(name):
 
 @needs_kernels
 def test_a_large_constant_and_a_read_only_feed_run_through_the_kernels():
-    values = np.linspace(-3, 3, 2 * FUSE_MIN_ELEMENTS, dtype=np.float32)
+    values = np.linspace(-3, 3, 2 * FUSE.min_elements, dtype=np.float32)
     g = sg.Graph()
     with g.as_default():
         c = sg.constant(values)
@@ -253,7 +253,7 @@ def test_large_float32_fused_groups_use_the_kernels_and_agree_with_numpy():
 
 
 def test_float64_and_vector_math_off_keep_numpy_ufuncs():
-    g, x, fetches, xv = _w3(FUSE_MIN_ELEMENTS)
+    g, x, fetches, xv = _w3(FUSE.min_elements)
     off = sg.Session(graph=g, options=CompileOptions(vector_math=False))
     source = off.source(fetches, {x: xv})
     assert "rt.run_blocks(" in source and "np.exp(" in source and "= fast." not in source
@@ -261,7 +261,7 @@ def test_float64_and_vector_math_off_keep_numpy_ufuncs():
     with g.as_default():
         x64 = sg.placeholder(sg.float64, [None], name="x")
         y = sg.reduce_sum(sg.exp(x64) * sg.sigmoid(x64))
-    src = sg.Session(graph=g).source(y, {x64: np.zeros(FUSE_MIN_ELEMENTS)})
+    src = sg.Session(graph=g).source(y, {x64: np.zeros(FUSE.min_elements)})
     assert "rt.run_blocks(" in src and "np.exp(" in src and "= fast." not in src
 
 
@@ -270,7 +270,7 @@ def test_errors_inside_a_fused_group_still_name_the_op_with_the_kernels():
     with g.as_default():
         x = sg.placeholder(sg.float32, [None], name="x")
         y = sg.reduce_sum(sg.exp(x * 2.0, name="grows") + 1.0)
-    xv = np.zeros(FUSE_MIN_ELEMENTS * 2, np.float32)
+    xv = np.zeros(FUSE.min_elements * 2, np.float32)
     xv[-3] = 60.0  # 2x = 120: exp overflows
     with sg.Session(graph=g) as sess, np.errstate(over="raise"):
         with pytest.raises(sg.errors.InvalidArgumentError, match="grows"):
