@@ -491,8 +491,8 @@ class Session:
         if isinstance(var, Variable):
             self._check_open(f"{what}({var.name})")
             if var.graph is not self.graph:
-                raise ValueError(f"variable {var.name} (created at {var.op.where()}) is from "
-                                 "another graph than the session's")
+                raise ValueError(f"variable {var.name} ({var.op.where()}) is from another graph "
+                                 "than the session's")
             return var._var_name, var._tensor
         self._check_open(f"{what}({var!r})")
         if not isinstance(var, str):

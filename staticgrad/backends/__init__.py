@@ -29,6 +29,9 @@ def register_backend(name: str, module: str) -> None:
     one relative to staticgrad.backends), imported when first used."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a backend name must be an identifier, got {name!r}")
+    if not isinstance(module, str) or not module:
+        raise TypeError(f"backend {name!r}: its module must be a module's name (a str), got "
+                        f"{module!r}")
     if name in BACKENDS and BACKENDS[name] != module:
         raise ValueError(f"backend {name!r} is already registered (by {BACKENDS[name]!r})")
     BACKENDS[name] = module
@@ -38,6 +41,9 @@ def get_backend(name) -> Backend:
     """The backend called `name`; ValueError for a name that is none, BackendUnavailableError
     for one that cannot run here (both list the backends that can, and why the others can't)."""
     if isinstance(name, Backend):
+        why = name.unavailable()
+        if why is not None:
+            raise BackendUnavailableError(f"backend {name.name!r} is not available here: {why}")
         return name
     backend = _loaded.get(name) if isinstance(name, str) else None
     if backend is not None:
@@ -60,12 +66,15 @@ def _why_not(name: str) -> str | None:
     if name not in _loaded:
         try:
             module = importlib.import_module(BACKENDS[name], __name__)
-        except ImportError as e:
-            return f"importing {BACKENDS[name]!r} failed: {e}"
+        except Exception as e:  # (a GPU library may fail on import with its own error)
+            return f"importing {BACKENDS[name]!r} failed: {type(e).__name__}: {e}"
         backend = getattr(module, "BACKEND", None)
         if not isinstance(backend, Backend):
             return f"{BACKENDS[name]!r} defines no BACKEND"
-        why = backend.unavailable()
+        try:
+            why = backend.unavailable()
+        except Exception as e:
+            why = f"checking it failed: {type(e).__name__}: {e}"
         if why is not None:
             return why
         _loaded[name] = backend

@@ -12,6 +12,8 @@ def _staticgrad():
 def __getattr__(name):
     if name == "__all__":
         return list(_staticgrad().__all__)
+    if name.startswith("_"):  # (a forwarded __path__ would make this a package of copies)
+        raise AttributeError(f"module 'staticgrad.compat.v1' has no attribute {name!r}")
     try:
         return getattr(_staticgrad(), name)
     except AttributeError:

@@ -20,6 +20,7 @@ writes it as a call).
 from __future__ import annotations
 
 import ast
+import math
 
 # name: (number of arguments, what it computes)
 FUNCTIONS: dict[str, tuple[int, str]] = {
@@ -83,8 +84,9 @@ def parse(text: str) -> Expr:
     except SyntaxError as e:
         raise ValueError(f"expression {text!r} does not parse: {e.msg}") from None
     inputs = set()
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
-        _check(node, text, inputs)
+        _check(node, text, inputs, called)
     arity = len(inputs)
     if inputs != set(range(arity)):
         raise ValueError(f"expression {text!r} must use its inputs x0 ... x{arity - 1}, each "
@@ -92,24 +94,28 @@ def parse(text: str) -> Expr:
     return Expr(text, tree, arity)
 
 
-def _check(node, text: str, inputs: set) -> None:
+def _check(node, text: str, inputs: set, called: set) -> None:
     if isinstance(node, (ast.Expression, ast.Load, ast.USub, *_BINARY, *_COMPARE)):
         return
     if isinstance(node, ast.BinOp) and isinstance(node.op, _BINARY):
+        if isinstance(node.left, ast.Constant) and isinstance(node.right, ast.Constant):
+            # (1 / 2 would be 0.5 in NumPy and 0 in C: numbers are written computed)
+            raise ValueError(f"expression {text!r}: write {ast.unparse(node)!r} as its value")
         return
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         return
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float) and \
+            math.isfinite(node.value):
         return
     if isinstance(node, ast.Name):
         name = node.id
         if name.startswith("x") and name[1:].isdigit() and name[1:] == str(int(name[1:])):
             inputs.add(int(name[1:]))
             return
-        if name in FUNCTIONS:
-            return  # (a call's function: checked with the call)
+        if name in FUNCTIONS and id(node) in called:
+            return  # (a call's function: checked with the call; never a value)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         known = FUNCTIONS.get(node.func.id)
         if known is not None:

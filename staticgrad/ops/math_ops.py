@@ -71,7 +71,7 @@ def _unary(op_type, numpy, grad, kinds="f", api=None, out_dtype=None, **kw):
              broadcasts=False, arity=1, api=api, **kw)
     if api is None:
         return None
-    builder = vocabulary.unary_builder(op_type, api)
+    builder = vocabulary.unary_builder(op_type, api, __name__)
     vocabulary.offer(op_type, builder)
     return builder
 

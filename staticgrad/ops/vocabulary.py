@@ -50,11 +50,13 @@ class Api:
 NAMESPACES = ("sg", "nn", "math")
 
 
-def unary_builder(op_type: str, api: Api):
-    """The graph builder of a one-input op: `fn(x, name=None)`."""
+def unary_builder(op_type: str, api: Api, module: str):
+    """The graph builder of a one-input op: `fn(x, name=None)`, a function of `module` (the
+    op file that binds it by its name: pickle and help() find it there)."""
     def fn(x, name=None):
         return apply1(op_type, [convert_to_tensor(x)], name=name)
     fn.__name__ = fn.__qualname__ = api.name
+    fn.__module__ = module
     fn.__doc__ = (f"{api.doc[0].upper()}{api.doc[1:]}, elementwise (op {op_type}).\n\n"
                   f">>> y = sg.{api.name}(x)  # doctest: +SKIP")
     fn.op_type = op_type

@@ -130,3 +130,40 @@ def test_fusion_takes_its_policy_from_the_backend(g, registered):
     assert "rt.run_blocks(" not in sg.Session(backend="unfused").source(y, feed)
     assert dict(sg.compiler.pipeline("unfused"))["fuse"].__self__.fuse_policy.min_elements \
         == 1 << 40
+
+
+def test_a_backend_module_that_fails_to_import_is_reported_not_raised(g, tmp_path, monkeypatch):
+    """A GPU library may raise its own error on import (CuPy: a driver too old): that
+    backend is unavailable, with the error as its reason; the others and the errors about
+    them are as before."""
+    (tmp_path / "tests_broken_backend.py").write_text(
+        'raise RuntimeError("CUDA driver version is insufficient")\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(backends, "BACKENDS", dict(backends.BACKENDS))  # (undone after)
+    backends.register_backend("broken", "tests_broken_backend")
+    reason = sg.available_backends()["broken"]
+    assert "RuntimeError: CUDA driver version is insufficient" in reason
+    with pytest.raises(ValueError, match="unknown backend 'numpyy'.*'broken' \\(importing"):
+        sg.Session(backend="numpyy")
+    with pytest.raises(BackendUnavailableError, match="driver version is insufficient"):
+        sg.Session(backend="broken")
+
+
+def test_register_backend_checks_what_it_is_given():
+    with pytest.raises(ValueError, match="identifier"):
+        backends.register_backend("no good", "x")
+    with pytest.raises(TypeError, match="a module's name"):
+        backends.register_backend("bad", 5)
+    with pytest.raises(ValueError, match="already registered"):
+        backends.register_backend("numpy", "somewhere.else")
+
+
+def test_a_backend_object_is_checked_as_a_name_is():
+    class Gone(NumpyBackend):
+        name = "gone"
+
+        def unavailable(self):
+            return "its device was unplugged"
+
+    with pytest.raises(BackendUnavailableError, match="unplugged"):
+        get_backend(Gone())

@@ -123,7 +123,8 @@ def test_the_printers_agree_with_the_notation():
     assert NUMPY.format(e) == "{1} * (1 - np.square({0})) + {0} ** 2 / -{1}"
     assert C.format(e) == "{1} * (1 - sg_square({0})) + pow({0}, 2) / -{1}"
     for bad in ("x0.real", "x0[1]", "__import__('os')", "x1 + 1", "tanh(x0, x0)", "x0 if x0 else 1",
-                "lambda: 0", "f(x0)", "x0 < x0 < 1", "'a'", "exp(x=x0)"):
+                "lambda: 0", "f(x0)", "x0 < x0 < 1", "'a'", "exp(x=x0)",
+                "x0 + exp", "1 / 2 * x0", "x0 * 1e400", "x0 * (2 ** 3)"):
         with pytest.raises(ValueError):
             parse(bad)
 

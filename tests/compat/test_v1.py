@@ -4,6 +4,7 @@ and sg.random TF1's tf.random."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import staticgrad as sg
 import staticgrad.compat.v1 as tf
@@ -23,6 +24,20 @@ def test_a_tf1_program_runs_through_compat_v1(g):
     assert tf.nn.relu is sg.nn.relu and tf.placeholder is sg.placeholder
     from staticgrad.compat.v1 import Session  # from-imports find the names too
     assert Session is sg.Session and sorted(dir(tf)) == sorted(sg.__all__)
+
+
+def test_compat_v1_forwards_public_names_only():
+    """No private name, and no __path__: compat.v1 is no package, so `staticgrad.compat.v1.
+    session` cannot load a second copy of the library's modules."""
+    import importlib
+    with pytest.raises(AttributeError):
+        tf._namespace  # noqa: B018
+    with pytest.raises(AttributeError):
+        tf.__path__  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'not_an_api'"):
+        tf.not_an_api  # noqa: B018
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("staticgrad.compat.v1.session")
 
 
 def test_sg_random_is_tf1s_tf_random(g):
