@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from staticgrad.backends.numpy.policy import FUSE
 from staticgrad.compiler import CompileOptions
 from tests.passes.test_fuse import _w3 as w3_sum
 
+ROOT = Path(__file__).resolve().parents[3]
 needs_kernels = pytest.mark.skipif(not runtime_fast.available(),
                                    reason=f"runtime_fast unavailable: {runtime_fast.why_not()}")
 
@@ -173,10 +175,10 @@ def test_a_large_constant_and_a_read_only_feed_run_through_the_kernels():
                                       ({"NUMBA_CPU_NAME": "generic"}, "NUMBA_CPU_NAME")])
 def test_settings_that_would_break_the_kernels_turn_them_off(env, why):
     pytest.importorskip("numba")
-    code = ("from staticgrad.backends.numpy import fast as runtime_fast as f; import numpy as np; "
+    code = ("from staticgrad.backends.numpy import fast as f; import numpy as np; "
             "x = np.linspace(-3, 3, 4096, dtype=np.float32); "
             "assert (f.exp(x, np.empty_like(x)) == np.exp(x)).all(); print(f.why_not())")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(ROOT)  # the checkout (this file is tests/backends/numpy/test_fast.py)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, **env, "PYTHONPATH": root}, timeout=120)
     assert proc.returncode == 0, proc.stderr
