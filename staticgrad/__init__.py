@@ -97,6 +97,7 @@ from .ops.array_ops import (  # noqa: F401
     zeros_like,
 )
 from .ops.clip_ops import clip_by_global_norm, clip_by_norm, global_norm  # noqa: F401
+from .ops.conversion import constant, convert_to_tensor  # noqa: F401
 from .ops.debug_ops import (  # noqa: F401
     add_check_numerics_ops,
     check_numerics,
@@ -148,7 +149,6 @@ from .ops.reduction_ops import (  # noqa: F401
     reduce_prod,
     reduce_sum,
 )
-from .ops.registry import constant, convert_to_tensor  # noqa: F401
 from .ops.state_ops import (  # noqa: F401
     assign,
     assign_add,

@@ -23,8 +23,10 @@ from .graph import Operation, Tensor
 from .ops import math_ops as M
 from .ops.array_ops import ones_like, reshape, shape_of, sum_to, zeros_like
 from .ops.attr_types import ABSENT, InProcess, Int
+from .ops.conversion import convert_to_tensor
+from .ops.creation import apply, run_rule
 from .ops.join_ops import stack
-from .ops.registry import apply, convert_to_tensor, register, run_rule
+from .ops.table import register
 from .variables import Variable
 
 _REGISTERED: dict[str, object] = {}  # gradient name -> rule, or None for "not differentiable"
@@ -53,7 +55,7 @@ class RegisterGradient:
 def _check_new_gradient_name(name: str) -> None:
     """A gradient name may be registered once, and never over a built-in op's own rule (use
     gradient_override_map to change one op's gradient)."""
-    from .ops.registry import REGISTRY
+    from .ops.table import REGISTRY
     if name in _REGISTERED or (name in REGISTRY and REGISTRY[name].grad is not None):
         raise KeyError(f"a gradient for {name!r} is already registered; register a new name "
                        "and select it with graph.gradient_override_map")
@@ -203,7 +205,7 @@ def backward_step(op, out_grads: list, scope=None, wanted=None) -> list | None:
     if len(op.outputs) > 1:
         out_grads = [g if g is not None else zeros_like(t) for g, t in zip(out_grads, op.outputs)]
     # a rule of the user's own: its nodes point at its lines, not at the gradients() call;
-    # and it is not told which gradients are wanted (see registry.wants), so that a rule
+    # and it is not told which gradients are wanted (see creation.wants), so that a rule
     # wrapping a built-in one (op.opdef.grad) gets every gradient from it
     if is_package_code(rule):
         if scope is None:

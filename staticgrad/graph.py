@@ -2,7 +2,7 @@
 
 Operations are appended in creation order, and an operation's inputs always exist before it,
 so creation order is a topological order: schedulers sort by `op._id` and need no graph search.
-Shapes and dtypes are inferred when an operation is created (see `ops.registry`), so a shape
+Shapes and dtypes are inferred when an operation is created (see `ops.creation`), so a shape
 error surfaces at the user's line.
 
 >>> g = Graph()
@@ -57,7 +57,7 @@ class Tensor:
         self.value_index = value_index
         self.dtype = dtype
         self._shape = shape
-        self._static = None  # a NumPy value when known before running (see ops.registry)
+        self._static = None  # a NumPy value when known before running (see ops.kernels.fold_static)
         # the ops that read it: None, the one Operation, or a list of them (a list for each
         # tensor of a 100,000-op chain was 30 MB, and its garbage collector's work)
         self._consumers = None
@@ -189,7 +189,7 @@ class Graph:
     """A persistent graph of operations. Make it current with `with g.as_default():`."""
 
     # True only for the dynamic mode's eager context (staticgrad.dynamic): an op "created" on
-    # it runs at once on NumPy values instead of becoming a node (see ops.registry).
+    # it runs at once on NumPy values instead of becoming a node (see ops.kernels.fold_static).
     eager = False
 
     def __init__(self):
@@ -208,7 +208,7 @@ class Graph:
         """Create an operation of a registered type; infers its output shapes and dtypes."""
         return self._create_operation(op_type, list(inputs), dict(attrs or {}), name)
 
-    # the ops layer (ops/registry.py) installs its create_operation here: the graph knows how
+    # the op layer (ops/creation.py) installs its create_operation here: the graph knows how
     # to hold operations, the op table knows how to make them
     _create_operation = None
 

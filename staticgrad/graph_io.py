@@ -486,7 +486,8 @@ def _field(record, key: str, kinds, where: str):
 
 def _rebuild_ops(graph: Graph, doc: dict, prefix: str) -> dict[str, Operation]:
     from .ops.attr_types import check_file_attrs
-    from .ops.registry import REGISTRY, create_operation
+    from .ops.creation import create_operation
+    from .ops.table import REGISTRY
     ops: dict[str, Operation] = {}
 
     def resolve_tensor(ref, where):

@@ -19,7 +19,7 @@ import numpy as np
 from . import _namespace
 from . import dtypes as _dt
 from .ops import array_ops, state_ops
-from .ops.registry import constant as _constant
+from .ops.conversion import constant as _constant
 
 __all__ = [
     "Constant", "Initializer", "Ones", "RandomNormal", "RandomUniform", "TruncatedNormal",

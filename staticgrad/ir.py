@@ -38,7 +38,7 @@ import numpy as np
 from .dtypes import DType
 from .graph import Operation, Tensor
 from .ops.attr_types import check_attrs
-from .ops.registry import NodeCtx, OpDef, check_arity
+from .ops.table import NodeCtx, OpDef, check_arity
 from .shapes import TensorShape
 
 

@@ -16,8 +16,8 @@ from .graph import GraphKeys, get_default_graph
 from .ops import math_ops as M
 from .ops import nn_ops as nn
 from .ops.array_ops import reshape, shape
+from .ops.conversion import convert_to_tensor, is_tensor_like
 from .ops.join_ops import stack
-from .ops.registry import convert_to_tensor, is_tensor_like
 from .variable_scope import get_variable, variable_scope
 
 __all__ = ["average_pooling2d", "conv2d", "dense", "dropout", "flatten", "max_pooling2d"]

@@ -17,9 +17,9 @@ from .graph import GraphKeys, get_default_graph, name_scope
 from .ops import math_ops as M
 from .ops import nn_ops as nn
 from .ops.array_ops import ones_like, shape, size, squeeze
+from .ops.conversion import convert_to_tensor
 from .ops.nn_impl import squared_difference
 from .ops.reduction_ops import reduce_sum
-from .ops.registry import convert_to_tensor
 
 __all__ = [
     "Reduction", "absolute_difference", "add_loss", "compute_weighted_loss", "get_losses",

@@ -13,7 +13,8 @@ from __future__ import annotations
 from . import dtypes as _dt
 from .graph import GraphKeys, Tensor, _session_for, get_default_graph
 from .ops import bind_operators, state_ops
-from .ops.registry import apply1, convert_to_tensor
+from .ops.conversion import convert_to_tensor
+from .ops.creation import apply1
 
 
 class Variable:

@@ -15,7 +15,7 @@ every pass with `CompileOptions(verify=True)`, as the whole test suite does.
 from __future__ import annotations
 
 from .ir import Node, Program, Value, assigned_by, previous_write, variable_of, written_by
-from .ops.registry import NodeCtx
+from .ops.table import NodeCtx
 
 
 class VerificationError(AssertionError):

@@ -2,7 +2,7 @@
 
 It evaluates a graph op by op, as the dynamic mode does (`staticgrad/dynamic/dispatch.py`):
 each op's shape rule on the concrete input shapes, then its registry kernel
-(`registry.run_kernel`, the op's NumPy expression alone) on the input arrays. It uses nothing
+(`kernels.run_kernel`, the op's NumPy expression alone) on the input arrays. It uses nothing
 of the compiler: no pruning, specialization, passes, scheduling, code generation, fusion or
 memory plan. Floating-point errors raise (`np.errstate(all="raise")`, underflow aside): the
 fuzzing generator keeps every value in its op's domain, so one is a generator bug.
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from staticgrad.ops.registry import REGISTRY, NodeCtx, run_kernel
+from staticgrad.ops.kernels import run_kernel
+from staticgrad.ops.table import REGISTRY, NodeCtx
 from staticgrad.shapes import TensorShape
 
 

@@ -18,8 +18,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 import staticgrad as sg
+from staticgrad.ops.creation import apply1
 from staticgrad.ops.indexing_ops import strided_slice_spec
-from staticgrad.ops.registry import apply1
 
 LIMIT = 1e3          # every float value's interval stays inside [-LIMIT, LIMIT]
 MAX_ELEMENTS = 64    # the most elements of any value
@@ -86,7 +86,7 @@ def program(spec: GraphSpec, feeds: dict | None = None) -> str:
     """The spec as a runnable program: imports, placeholders, one line per node, fetches."""
     lines = ["import numpy as np", "import staticgrad as sg"]
     if any("apply1(" in v.expr for v in spec.nodes):
-        lines.append("from staticgrad.ops.registry import apply1")
+        lines.append("from staticgrad.ops.creation import apply1")
     if any("strided_slice(" in v.expr for v in spec.nodes):
         lines.append("from staticgrad.ops.indexing_ops import strided_slice_spec as "
                      "strided_slice")

@@ -16,7 +16,7 @@ import pytest
 import staticgrad as sg
 from staticgrad.errors import DataLossError, InvalidArgumentError
 from staticgrad.graph_io import GraphFormatError
-from staticgrad.ops.registry import create_operation
+from staticgrad.ops.creation import create_operation
 
 
 def _doc(*extra_ops, shape=(2, 2)):
@@ -403,7 +403,7 @@ def test_max_to_keep_never_deletes_outside_the_checkpoint_directory(tmp_path):
 def test_the_dynamic_random_kernel_cache_is_bounded():
     from staticgrad import dynamic as dy
     from staticgrad.dynamic import dispatch
-    from staticgrad.ops.registry import KERNEL_CACHE_SIZE
+    from staticgrad.ops.kernels import KERNEL_CACHE_SIZE
     with dy.eager_mode():
         for n in range(KERNEL_CACHE_SIZE + 50):
             sg.random_uniform([n + 1])

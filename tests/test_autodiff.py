@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.ops.registry import apply1
+from staticgrad.ops.creation import apply1
 
 F = sg.float64
 

@@ -47,7 +47,7 @@ from hypothesis import HealthCheck, event, given, settings
 
 import staticgrad as sg
 from staticgrad import compiler
-from staticgrad.ops.registry import REGISTRY
+from staticgrad.ops.table import REGISTRY
 from tests.fuzz_graphs import OP_TYPES, build, feed_values, graph_specs, program
 from tests.fuzz_reference import (
     directional_derivative,

@@ -218,7 +218,7 @@ def test_conv2d_transpose(tmp_path, padding):
 def test_clip_by_value_with_scalar_and_tensor_bounds(tmp_path):
     """TF's raw ClipByValue (what the compiler's expand pass writes log1p with): bounds that
     are numbers, or tensors of t's shape, which ONNX's own Clip does not take."""
-    from staticgrad.ops.registry import apply1
+    from staticgrad.ops.creation import apply1
     a = sg.placeholder(sg.float32, [3, 4], name="a")
     lo = sg.placeholder(sg.float32, [3, 4], name="lo")
     out = [apply1("ClipByValue", [a, sg.constant(-0.5), sg.constant(0.5)]),

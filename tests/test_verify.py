@@ -8,7 +8,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.ir import Program, make_node
-from staticgrad.ops.registry import get_opdef
+from staticgrad.ops.table import get_opdef
 from staticgrad.passes.rewrite import rewrite
 from staticgrad.verify import VerificationError, verify
 from tests.passes.helpers import Body, X, program_for, reads_and_assignments, vector

@@ -3,7 +3,7 @@
 The same three steps as building a graph node, then one more:
 1. the op's shape rule (`OpDef.infer`), so a bad input fails at the user's line with the
    graph side's message;
-2. its kernel (`registry.run_kernel`: the op's NumPy expression, compiled once per text), on
+2. its kernel (`kernels.run_kernel`: the op's NumPy expression, compiled once per text), on
    the inputs' arrays;
 3. the outputs as dynamic tensors;
 4. a tape node, when grad mode is on and some input requires grad (see `tape.py`); and the
@@ -21,16 +21,8 @@ from .. import runtime
 from ..errors import InternalError, InvalidArgumentError, format_location, user_location
 from ..graph import get_default_graph
 from ..ops.attr_types import check_attrs
-from ..ops.registry import (
-    KERNEL_CACHE_SIZE,
-    KERNEL_NAMESPACE,
-    REGISTRY,
-    NodeCtx,
-    check_arity,
-    get_opdef,
-    render_numpy,
-    run_kernel,
-)
+from ..ops.kernels import KERNEL_CACHE_SIZE, KERNEL_NAMESPACE, render_numpy, run_kernel
+from ..ops.table import REGISTRY, NodeCtx, check_arity, get_opdef
 from . import tape
 from .mode import STATE
 from .tensor import Tensor

@@ -19,7 +19,7 @@ from .. import dtypes as _dt
 from ..graph import Tensor as GraphTensor
 from ..ops import vocabulary
 from ..ops.indexing_ops import normalize_index
-from ..ops.registry import REGISTRY, NodeCtx
+from ..ops.table import REGISTRY, NodeCtx
 from ..shapes import TensorShape
 from . import tape
 from .creation import (

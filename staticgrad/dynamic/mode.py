@@ -104,7 +104,7 @@ class set_grad_enabled:  # noqa: N801 - PyTorch's name
 
 # -- the eager context ---------------------------------------------------------------------------
 class EagerGraph(Graph):
-    """The "graph" of every dynamic tensor. Creating an op on it (`ops.registry.create_operation`
+    """The "graph" of every dynamic tensor. Creating an op on it (`ops.creation.create_operation`
     checks `graph.eager`) runs the op at once (`dispatch.run_operation`): the same shape rule
     and kernel as in a graph, on NumPy values. It keeps no nodes, names or collections.
     """

@@ -8,7 +8,8 @@ from __future__ import annotations
 import warnings
 
 from ..graph import Graph
-from ..ops.registry import constant, create_operation
+from ..ops.conversion import constant
+from ..ops.creation import create_operation
 from ..ops.state_ops import placeholder
 from ..variables import Variable, variables_initializer
 from .mode import STATE

@@ -10,14 +10,17 @@ from ..graph import Tensor
 from . import (  # noqa: F401
     array_ops,
     conv_ops,
+    conversion,
+    creation,
     debug_ops,
     indexing_ops,
     join_ops,
+    kernels,
     math_ops,
     nn_ops,
     reduction_ops,
-    registry,
     state_ops,
+    table,
 )
 from .math_ops import (
     abs,

@@ -13,7 +13,9 @@ from .. import dtypes as _dt
 from ..shapes import TensorShape
 from . import math_ops as M
 from .attr_types import MAX_RANK, DType, Ints, Optional
-from .registry import apply1, convert_to_tensor, register
+from .conversion import convert_to_tensor
+from .creation import apply1
+from .table import register
 
 _AXES = Ints(lo=-MAX_RANK, hi=MAX_RANK - 1)  # axes of a tensor (checked against its rank)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from ..graph import name_scope
 from . import math_ops as M
 from .array_ops import ones_like
+from .conversion import convert_to_tensor
 from .join_ops import stack
 from .nn_ops import l2_loss
 from .reduction_ops import reduce_sum
-from .registry import convert_to_tensor
 
 
 def clip_by_norm(t, clip_norm, axes=None, name=None):

@@ -24,7 +24,9 @@ from ..shapes import TensorShape
 from . import math_ops as M
 from .array_ops import _shape_arg, shape_of
 from .attr_types import Choice, Ints, OneOf, Pairs
-from .registry import apply1, convert_to_tensor, register
+from .conversion import convert_to_tensor
+from .creation import apply1
+from .table import register
 
 _SIZES = Ints(length=2, lo=1)  # (height, width) of a stride, window or dilation
 _SAME_OR_VALID = Choice("SAME", "VALID")

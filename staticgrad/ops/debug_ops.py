@@ -18,8 +18,10 @@ from __future__ import annotations
 from ..graph import get_default_graph, name_scope
 from . import math_ops as M
 from .attr_types import Text
-from .registry import apply1, convert_to_tensor, register
+from .conversion import convert_to_tensor
+from .creation import apply1
 from .state_ops import group
+from .table import register
 
 
 def _check_numerics_infer(ctx):

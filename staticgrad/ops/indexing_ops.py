@@ -16,7 +16,9 @@ from ..errors import here
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, shape_of
 from .attr_types import MAX_RANK, Axis, DType, IndexSpec, Int, Number
-from .registry import apply1, convert_to_tensor, is_tensor_like, register
+from .conversion import convert_to_tensor, is_tensor_like
+from .creation import apply1
+from .table import register
 
 
 # -- index specs ---------------------------------------------------------------------------------

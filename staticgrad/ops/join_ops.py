@@ -8,7 +8,9 @@ from ..errors import here
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, reshape, shape_of, zeros_like
 from .attr_types import Axis, Choice, Int, Ints, Number
-from .registry import apply, apply1, convert_to_tensor, is_tensor_like, register
+from .conversion import convert_to_tensor, is_tensor_like
+from .creation import apply, apply1
+from .table import register
 
 _OUTPUTS = Int(0, 1 << 20)  # how many outputs an op makes (split, unstack)
 

@@ -13,14 +13,10 @@ from .. import dtypes as _dt
 from ..shapes import broadcast_shapes
 from . import vocabulary
 from .attr_types import Bool, DType, Float
+from .conversion import convert_to_tensor, is_tensor_like
+from .creation import apply1, wants
 from .expr import parse as E
-from .registry import (
-    apply1,
-    convert_to_tensor,
-    is_tensor_like,
-    register,
-    wants,
-)
+from .table import register
 from .vocabulary import Api
 
 _KIND_NAMES = {"f": "a floating", "i": "an integer", "b": "a bool", "fi": "a numeric",

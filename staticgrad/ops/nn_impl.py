@@ -9,9 +9,9 @@ from .. import dtypes as _dt
 from ..graph import name_scope
 from . import math_ops as M
 from .array_ops import shape, squeeze
+from .conversion import convert_to_tensor, is_tensor_like
 from .join_ops import stack
 from .reduction_ops import reduce_mean
-from .registry import convert_to_tensor, is_tensor_like
 from .state_ops import random_uniform
 
 

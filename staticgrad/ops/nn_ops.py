@@ -14,9 +14,11 @@ from . import math_ops as M
 from . import vocabulary
 from .array_ops import expand_dims
 from .attr_types import Axis
+from .conversion import convert_to_tensor
+from .creation import apply1
 from .indexing_ops import one_hot
 from .reduction_ops import reduce_sum
-from .registry import apply1, convert_to_tensor, register
+from .table import register
 
 # sg.nn is this module: its helper imports (M, apply1, reduce_sum...) are not part of it
 __all__ = sorted([

@@ -13,7 +13,9 @@ from ..shapes import TensorShape
 from . import math_ops as M
 from .array_ops import _norm_axis, broadcast_to, expand_dims, reshape, shape_of
 from .attr_types import MAX_RANK, Axis, Bool, DType, Ints, Optional
-from .registry import apply1, convert_to_tensor, register
+from .conversion import convert_to_tensor
+from .creation import apply1
+from .table import register
 
 _REDUCE_ATTRS = {"axis": Optional(Ints(lo=-MAX_RANK, hi=MAX_RANK - 1)), "keepdims": Bool()}
 

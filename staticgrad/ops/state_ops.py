@@ -15,7 +15,9 @@ from ..graph import get_default_graph
 from ..shapes import TensorShape, as_shape
 from .array_ops import _known, _shape_arg, shape_from_vector
 from .attr_types import Array, Bool, DType, Int, Name, Number, Optional, Shape, Tuple
-from .registry import apply1, convert_to_tensor, register
+from .conversion import convert_to_tensor
+from .creation import apply1
+from .table import register
 
 _SEED = Optional(Int(-(1 << 63), (1 << 64) - 1))
 
@@ -262,7 +264,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, 
 
 
 def _scale(t, mean, stddev):
-    from .registry import is_tensor_like
+    from .conversion import is_tensor_like
     if is_tensor_like(stddev) or stddev != 1:
         t = t * stddev
     if is_tensor_like(mean) or mean != 0:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .registry import REGISTRY, apply1, convert_to_tensor
+from .conversion import convert_to_tensor
+from .creation import apply1
+from .table import REGISTRY
 
 
 @dataclasses.dataclass(frozen=True)

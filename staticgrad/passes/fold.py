@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Program, constant_value
-from ..ops.registry import run_kernel
+from ..ops.kernels import run_kernel
 from .rewrite import rewrite
 
 # Results larger than this many elements stay computed at run time (memory over speed).

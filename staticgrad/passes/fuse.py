@@ -25,7 +25,7 @@ import dataclasses
 import itertools
 
 from ..ir import Node, Program, Value
-from ..ops.registry import OpDef
+from ..ops.table import OpDef
 from .rewrite import assigns_variables, map_regions, output_kinds, reads_variable, waited_on
 
 FUSED = OpDef("Fused", infer=None, numpy=None, differentiable=False,

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir import Program, Value, make_node, walk
-from ..ops.registry import get_opdef
+from ..ops.table import get_opdef
 from .rewrite import assigns_variables, reads_variable, rewrite, same_type, waited_on
 
 

@@ -32,7 +32,8 @@ import math
 import numpy as np
 
 from ..ir import Node, Program, Value, constant_value, make_node
-from ..ops.registry import get_opdef, run_kernel
+from ..ops.kernels import run_kernel
+from ..ops.table import get_opdef
 from .rewrite import reads_variable, rewrite, same_type
 
 PASS_THROUGH = {"Identity", "StopGradient", "PlaceholderWithDefault"}

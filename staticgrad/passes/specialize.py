@@ -11,7 +11,8 @@ import dataclasses
 
 from ..errors import InvalidArgumentError
 from ..graph import Operation, Tensor
-from ..ops.registry import NodeCtx, fold_static
+from ..ops.kernels import fold_static
+from ..ops.table import NodeCtx
 from ..shapes import TensorShape
 
 

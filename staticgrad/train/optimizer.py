@@ -20,8 +20,8 @@ from ..autodiff import gradients
 from ..errors import format_location
 from ..graph import GraphKeys, Tensor, get_default_graph
 from ..ops.array_ops import zeros
+from ..ops.conversion import convert_to_tensor, is_tensor_like
 from ..ops.math_ops import cast
-from ..ops.registry import convert_to_tensor, is_tensor_like
 from ..ops.state_ops import assign_add, group
 from ..variables import Variable, trainable_variables
 

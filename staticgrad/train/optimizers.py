@@ -19,8 +19,8 @@ With learning rate `lr` and gradient `g`, per variable `w`:
 from __future__ import annotations
 
 from ..ops.array_ops import fill, ones
+from ..ops.conversion import convert_to_tensor
 from ..ops.math_ops import cast, rsqrt, sqrt, square
-from ..ops.registry import convert_to_tensor
 from ..ops.state_ops import assign, assign_sub, group
 from .optimizer import Optimizer
 

@@ -17,7 +17,8 @@ import pytest
 import staticgrad as sg
 from staticgrad.codegen.c_expr import C_TYPES, C, preamble
 from staticgrad.ops.expr import NUMPY, parse
-from staticgrad.ops.registry import REGISTRY, NodeCtx, run_kernel
+from staticgrad.ops.kernels import run_kernel
+from staticgrad.ops.table import REGISTRY, NodeCtx
 
 CXX = shutil.which("g++") or shutil.which("c++")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc"

@@ -632,7 +632,7 @@ def test_repr_summarizes_big_tensors_and_formats_scalars():
 
 
 def test_the_kernel_cache_stays_bounded_when_indices_change_at_each_step(monkeypatch):
-    from staticgrad.ops import registry
+    from staticgrad.ops import kernels as registry
 
     monkeypatch.setattr(registry, "KERNEL_CACHE_SIZE", 64)
     x = dy.tensor(np.arange(600.0).reshape(300, 2), requires_grad=True)

@@ -18,7 +18,7 @@ import staticgrad as sg
 import staticgrad.dynamic as dy
 from staticgrad.dynamic.tape import AccumulateGrad
 from staticgrad.ops import vocabulary
-from staticgrad.ops.registry import REGISTRY
+from staticgrad.ops.table import REGISTRY
 from tests.ops.test_gradients import CASES, RNG, any_, pos
 
 F = sg.float64

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 import staticgrad as sg
 from staticgrad.graph_io import GraphFormatError, encode_value
 from staticgrad.ops import attr_types as T
-from staticgrad.ops.registry import REGISTRY, create_operation
+from staticgrad.ops.creation import create_operation
+from staticgrad.ops.table import REGISTRY
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CANARY = "SG_ATTR_CANARY"

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.ops.registry import REGISTRY, apply1
+from staticgrad.ops.creation import apply1
+from staticgrad.ops.table import REGISTRY
 from tests.ops.test_vocabulary import gradient_rows
 
 F = sg.float64

@@ -9,7 +9,7 @@ import numpy as np
 import staticgrad as sg
 from staticgrad import compiler
 from staticgrad.ir import Program, Value, constant_value, lower, make_node
-from staticgrad.ops.registry import OpDef, get_opdef
+from staticgrad.ops.table import OpDef, get_opdef
 from staticgrad.passes.prune import prune
 from staticgrad.passes.specialize import specialize
 

@@ -4,7 +4,7 @@ order, the nodes of regions at every depth included, and substitutions carried t
 from __future__ import annotations
 
 from staticgrad.ir import make_node, walk
-from staticgrad.ops.registry import get_opdef
+from staticgrad.ops.table import get_opdef
 from staticgrad.passes.rewrite import map_regions, rewrite
 from staticgrad.verify import verify
 from tests.passes.helpers import Body, types, vector

@@ -20,7 +20,7 @@ import linecache
 
 import numpy as np
 
-from ...ops.registry import REGISTRY
+from ...ops.table import REGISTRY
 from ..base import Backend, Rendered, VariableStore
 from . import fast, runtime
 from .expand import expand_composites

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Node, Program, constant_value, make_node, walk
-from ...ops.registry import get_opdef
+from ...ops.table import get_opdef
 from ...passes.rewrite import rewrite, same_type
 from .policy import FUSE
 

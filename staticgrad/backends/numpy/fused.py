@@ -26,7 +26,7 @@ cache. A member without one makes its array as usual, and it is deleted after it
 from __future__ import annotations
 
 from ...ir import Node, Value
-from ...ops.registry import np_dtype, render_numpy
+from ...ops.kernels import np_dtype, render_numpy
 from . import fast as runtime_fast
 from .blocks import BLOCK
 from .lowering import OUT_FORMS, READS_AFTER_OUT, VECTOR, out_form

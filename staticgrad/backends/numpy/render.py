@@ -23,7 +23,7 @@ from ...errors import UnimplementedError
 from ...graph import Operation
 from ...ir import Node, Program, Value, previous_write, walk, written_by
 from ...ops.attr_types import Name
-from ...ops.registry import render_format, render_numpy, scalar_literal
+from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from . import parts
 from .fused import render_group

@@ -8,7 +8,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad import runtime as rt
-from staticgrad.ops.registry import apply1
+from staticgrad.ops.creation import apply1
 from tests.passes.test_negations import _run, _same, _values
 
 

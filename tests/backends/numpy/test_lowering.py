@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from staticgrad.backends import get_backend
 from staticgrad.backends.numpy.lowering import OUT_FORMS, READS_AFTER_OUT, VECTOR
-from staticgrad.ops.registry import REGISTRY
+from staticgrad.ops.table import REGISTRY
 
 
 def test_the_numpy_backend_claims_every_op_and_has_a_form_for_each():

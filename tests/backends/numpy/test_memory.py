@@ -267,7 +267,8 @@ def test_every_out_form_computes_what_the_ops_reference_kernel_computes():
     new buffer and into each input's own buffer it may take."""
     from staticgrad.backends.numpy import runtime
     from staticgrad.backends.numpy.lowering import OUT_FORMS, READS_AFTER_OUT, out_form
-    from staticgrad.ops.registry import REGISTRY, NodeCtx, kernel
+    from staticgrad.ops.kernels import kernel
+    from staticgrad.ops.table import REGISTRY, NodeCtx
     assert set(OUT_FORMS) <= set(REGISTRY) and set(READS_AFTER_OUT) <= set(OUT_FORMS)
     for op_type, form in OUT_FORMS.items():
         opdef = REGISTRY[op_type]

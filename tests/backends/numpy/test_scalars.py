@@ -13,7 +13,7 @@ pytestmark = pytest.mark.usefixtures("g")  # each test builds in a fresh default
 
 def _elementwise_cases():
     """Every elementwise op of the registry on one-element inputs: (type, fn, arrays)."""
-    from staticgrad.ops.registry import REGISTRY
+    from staticgrad.ops.table import REGISTRY
     cases = []
     for op_type, opdef in sorted(REGISTRY.items()):
         if not opdef.elementwise or opdef.stateful or opdef.numpy is None:

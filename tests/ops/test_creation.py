@@ -1,7 +1,7 @@
-"""What the registry does as a graph is built (ops/registry.py): large constants and
-build-time folding, and a list that mixes ints and tensors made into one tensor; and that
-every op type has a decision for ONNX. See helpers.py for what each case checks and the
-feeding modes."""
+"""What the op table and op creation do as a graph is built (ops/table.py, creation.py,
+conversion.py, kernels.py): large constants and build-time folding, and a list that mixes
+ints and tensors made into one tensor; and that every op type has a decision for ONNX. See
+helpers.py for what each case checks and the feeding modes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.onnx import NO_ONNX, RULES
-from staticgrad.ops.registry import REGISTRY
+from staticgrad.ops.table import REGISTRY
 from tests.ops.helpers import (
     F32,
     F64,

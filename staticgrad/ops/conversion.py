@@ -1,0 +1,115 @@
+"""Turning Python values into tensors: `constant`, `convert_to_tensor`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import format_location, user_location
+from ..graph import Tensor, get_default_graph
+from .creation import apply1
+
+# -- converting Python values to tensors --------------------------------------------------------
+
+def constant(value, dtype=None, shape=None, name=None, graph=None) -> Tensor:
+    """A constant tensor holding `value` (converted to `dtype`, broadcast to `shape` if given)."""
+    g = graph or get_default_graph()
+    if shape is None and type(value) in (float, int) and value == value:
+        # a Python number (x * 1.0001): its array, read-only, made once per number and dtype
+        key = (dtype if dtype is None else _dt.as_dtype(dtype), type(value), value,
+               math.copysign(1.0, value) if type(value) is float else 0)  # (0.0, -0.0 apart;
+        #                                                                    NaN not cached)
+        found = _NUMBERS.get(key)
+        if found is None:
+            found = _NUMBERS[key] = _constant_array(value, dtype, None, name)
+            if len(_NUMBERS) > NUMBERS_KEPT:
+                _NUMBERS.clear()
+        arr, dtype = found
+    else:
+        arr, dtype = _constant_array(value, dtype, shape, name)
+    return apply1("Const", [], {"value": arr, "dtype": dtype}, name=name or "Const", graph=g)
+
+
+# (dtype, type, number, sign) -> (read-only array, dtype): constants are never written, so
+# the thousands of Const ops of one number in a loop can share one array
+_NUMBERS: dict = {}
+NUMBERS_KEPT = 4096
+
+
+def _constant_array(value, dtype, shape, name) -> tuple[np.ndarray, _dt.DType]:
+    """`value` as a read-only array of `dtype` (inferred if None), broadcast to `shape`."""
+    what = f"constant {name!r}" if name else "a constant"
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:  # a ragged list
+        raise ValueError(f"cannot make {what} from {_short_repr(value)} at "
+                         f"{format_location(user_location())}: {e}") from None
+    if arr.dtype == object or (dtype is None and arr.dtype.kind in "USc"):
+        raise TypeError(f"cannot make {what} from {type(value).__name__} {_short_repr(value)} "
+                        f"at {format_location(user_location())}")
+    if dtype is not None:
+        dtype = _dt.as_dtype(dtype)
+        if not _dt.can_cast_value(arr, dtype):
+            raise TypeError(f"cannot convert {value!r} (dtype {arr.dtype}) to a {dtype.name} "
+                            f"constant without losing information")
+        arr = arr.astype(dtype.np)
+    else:
+        dtype = _dt.infer_dtype(value)
+        arr = arr.astype(dtype.np)
+    if shape is not None:
+        shape = tuple(int(d) for d in shape)
+        if arr.size == 1:
+            arr = np.broadcast_to(arr.reshape(()), shape)
+        elif arr.size == int(np.prod(shape)):
+            arr = arr.reshape(shape)
+        else:
+            raise ValueError(f"{what} of {arr.size} elements cannot take shape {shape} (too "
+                             f"many or too few elements) at {format_location(user_location())}")
+    arr = np.array(arr, copy=True)
+    arr.setflags(write=False)
+    return arr, dtype
+
+
+def _short_repr(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None) -> Tensor:
+    """A Tensor for `value`: tensors and variables pass through; other values become constants.
+
+    `dtype` is a requirement (TypeError on mismatch); `dtype_hint` is tried first for Python and
+    NumPy values (so `x + 1` keeps x's float32).
+    """
+    if type(value) is not Tensor and _stands_for_tensor(value):
+        value = value._as_graph_element()  # a Variable: its tensor
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype is not _dt.as_dtype(dtype):
+            raise TypeError(f"tensor {value.name} has dtype {value.dtype.name}, but "
+                            f"{_dt.as_dtype(dtype).name} is required "
+                            f"(created at {value.op.where()})")
+        return value
+    if isinstance(value, list | tuple) and any(isinstance(v, Tensor) or _stands_for_tensor(v)
+                                               for v in value):
+        from .join_ops import stack
+        return stack(list(value), name=name)
+    want = dtype if dtype is not None else dtype_hint
+    if want is not None:
+        try:
+            return constant(value, dtype=want, name=name, graph=graph)
+        except TypeError:
+            if dtype is not None:
+                raise
+    return constant(value, name=name, graph=graph)
+
+
+def is_tensor_like(value) -> bool:
+    return type(value) is Tensor or isinstance(value, Tensor) or _stands_for_tensor(value)
+
+
+def _stands_for_tensor(value) -> bool:
+    """Is `value` a stand-in for a tensor of a graph (a Variable: TF1's _as_graph_element
+    protocol, which keeps this layer from importing variables.py)?"""
+    return hasattr(type(value), "_as_graph_element")
