@@ -48,6 +48,7 @@ from . import runtime
 from .backends import get_backend
 from .backends.numpy import runtime as generated_rt
 from .backends.numpy.parts import compile_module
+from .codegen.templates import render_template
 from .graph import Tensor, get_default_session
 from .session import Session, generator_seed
 from .train.atomic_files import atomic_write_all
@@ -287,115 +288,30 @@ def _export_id(source: str, arrays: dict) -> str:
 
 def _module_source(stem, plan, tree, feeds, shapes, imports, helpers, rt_names, var_keys,
                    constants, seeds, export_id: str) -> str:
+    """The exported module, from codegen_templates/numpy/export.py.j2. Every value that comes
+    from the graph reaches the text as a Python literal (repr of names already checked,
+    numbers, tuples) or as the generated code itself."""
     doc_end = tree.body[0].end_lineno  # the generated module's docstring
     generated = plan.source.splitlines()[doc_end:]
     generated = "\n".join(generated).replace("\ndef run(", "\ndef _compute(", 1).strip("\n")
     params = [a.arg for a in next(s for s in tree.body if isinstance(s, ast.FunctionDef)
                                   and s.name == "run").args.args]
     fetch_names = [f.name for f in plan.fetches]
-    feed_doc = "\n".join(f"    {p}: {t.name}, {t.dtype.name} array of shape {s}"
-                         for p, t, s in zip(params, feeds, shapes)) or "    (none)"
-    fetch_doc = "\n".join(f"    [{i}] {n}" for i, n in enumerate(fetch_names))
-    checks = []
-    for p, t, s in zip(params, feeds, shapes):
-        checks.append(f"    {p} = _as_feed({p}, np.{t.dtype.np.name}, {s!r}, {t.name!r})")
-    lines = [
-        f'"""Exported by staticgrad: a standalone NumPy program ({stem}.py + {stem}.npz).',
-        "",
-        "Usage:",
-        f"    import {stem}",
-        f"    results = {stem}.run({', '.join(params)})",
-        "",
-        "run's arguments (the feeds; arrays are converted to these dtypes, shapes must match):",
-        feed_doc,
-        "run returns a tuple of the fetches (an operation gives None):",
-        fetch_doc,
-        "",
-        "State: V is a dict {variable name: array}, loaded from the .npz at import. Code that",
-        "assigns variables (a training step) updates V, so the next run sees the new values",
-        "(a large variable's new value is written into its array: copy it to keep the old);",
-        "reset() reloads the exported values. R holds the NumPy random generators, seeded",
-        "from the graph seeds where they were set.",
-        "This module needs only NumPy; the runtime helpers it calls are copied below.",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        *sorted({"import os", "import types"} | set(imports)
-                | ({"import threading"} if plan.locks else set())),
-        "",
-        "import numpy as np",
-        "",
-        "_DIR = os.path.dirname(os.path.abspath(__file__))",
-        f"_DATA_FILE = os.path.join(_DIR, {stem + '.npz'!r})",
-        f"_EXPORT_ID = {export_id!r}  # the export_id of the .npz written with this module",
-        f"_VARIABLES = {var_keys!r}  # variable name -> key in the .npz",
-        f"_SEEDS = {seeds!r}  # random op -> seed (None: unseeded)",
-        f"FEEDS = {[t.name for t in feeds]!r}",
-        f"FETCHES = {fetch_names!r}",
-        "V = {}",
-        "R = {}",
-        *([f"L = {{name: threading.Lock() for name in {list(plan.locks)!r}}}  # use_locking"]
-          if plan.locks else []),
-        "",
-        "",
-        "def _open_data():",
-        '    """The .npz, checked to be the one exported with this module."""',
-        "    data = np.load(_DATA_FILE, allow_pickle=False)",
-        "    if 'export_id' not in data.files or str(data['export_id']) != _EXPORT_ID:",
-        "        data.close()",
-        "        raise RuntimeError(f'{_DATA_FILE} is not the data file exported with this '",
-        f"                           'module ({stem}.py): an export was interrupted between '",
-        "                           'writing the two files, or one of them was replaced; '",
-        "                           'export again')",
-        "    return data",
-        "",
-        "",
-        "def reset():",
-        '    """Reload the exported variable values and restart the random generators."""',
-        "    with _open_data() as data:",
-        "        V.clear()",
-        "        V.update((name, data[key]) for name, key in _VARIABLES.items())",
-        "    R.clear()",
-        "    R.update((name, np.random.default_rng(seed)) for name, seed in _SEEDS.items())",
-        "",
-        "",
-        "reset()",
-        "with _open_data() as _data:",
-    ]
-    lines += [f"    {name} = _data[{'c_' + name!r}]" for name in constants] or ["    pass"]
-    lines += [
-        "",
-        "",
-        f"def run({', '.join(params)}):",
-        f'    """The fetches {", ".join(fetch_names)} computed from the feeds, as a tuple."""',
-        *checks,
-        f"    return _compute({', '.join(params)})",
-        "",
-        "",
-        "def _as_feed(value, dtype, shape, name):",
-        "    value = np.asarray(value)",
-        "    if value.dtype != dtype:",
-        "        if not np.can_cast(value.dtype, dtype, 'same_kind'):",
-        "            raise TypeError(f'cannot feed {value.dtype} values for {name} of dtype '",
-        "                            f'{np.dtype(dtype)} without losing information')",
-        "        value = value.astype(dtype)",
-        "    if value.shape != shape:",
-        "        raise ValueError(f'{name} must have shape {shape}, got {value.shape}')",
-        "    return value",
-        "",
-        "",
-        "# -- generated by staticgrad " + "-" * 72,
-        "",
-        generated,
-        "",
-        "",
-        "# -- runtime helpers (copied from staticgrad.runtime) " + "-" * 47,
-        "",
-    ]
-    for text in helpers:
-        lines += [text, "", ""] if "\n" in text else [text]
-    while lines[-1] == "":
-        lines.pop()
-    lines += ["", "", f"rt = types.SimpleNamespace({', '.join(f'{n}={n}' for n in rt_names)})", ""]
-    return "\n".join(lines)
+    helper_lines = []
+    for text in helpers:  # a definition is followed by two blank lines, a binding is not
+        helper_lines += [text, "", ""] if "\n" in text else [text]
+    while helper_lines and helper_lines[-1] == "":
+        helper_lines.pop()
+    return render_template(
+        "numpy/export.py.j2", stem=stem, params=params,
+        feeds=[(p, t.name, t.dtype.name, str(tuple(s)), t.dtype.np.name, repr(tuple(s)),
+                repr(t.name)) for p, t, s in zip(params, feeds, shapes)],
+        fetches=fetch_names,
+        imports=sorted({"import os", "import types"} | set(imports)
+                       | ({"import threading"} if plan.locks else set())),
+        data_file=repr(stem + ".npz"), export_id=repr(export_id), var_keys=repr(var_keys),
+        seeds=repr(seeds), feed_names=repr([t.name for t in feeds]),
+        fetch_names=repr(fetch_names), locks=repr(list(plan.locks)) if plan.locks else "",
+        constants=[(name, repr("c_" + name)) for name in constants],
+        generated=generated, helpers="\n".join(helper_lines),
+        rt_names=", ".join(f"{n}={n}" for n in rt_names))
