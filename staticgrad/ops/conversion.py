@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import format_location, user_location
-from ..graph import Tensor, get_default_graph
+from ..graph import Tensor, _graph_element, get_default_graph
 from .creation import apply1
 
 # -- converting Python values to tensors --------------------------------------------------------
@@ -83,15 +83,15 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
     `dtype` is a requirement (TypeError on mismatch); `dtype_hint` is tried first for Python and
     NumPy values (so `x + 1` keeps x's float32).
     """
-    if type(value) is not Tensor and _stands_for_tensor(value):
-        value = value._as_graph_element()  # a Variable: its tensor
+    if type(value) is not Tensor:
+        value = _graph_element(value)  # a Variable: its tensor
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not _dt.as_dtype(dtype):
             raise TypeError(f"tensor {value.name} has dtype {value.dtype.name}, but "
                             f"{_dt.as_dtype(dtype).name} is required "
                             f"(created at {value.op.where()})")
         return value
-    if isinstance(value, list | tuple) and any(isinstance(v, Tensor) or _stands_for_tensor(v)
+    if isinstance(value, list | tuple) and any(isinstance(_graph_element(v), Tensor)
                                                for v in value):
         from .join_ops import stack
         return stack(list(value), name=name)
@@ -106,10 +106,5 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
 
 
 def is_tensor_like(value) -> bool:
-    return type(value) is Tensor or isinstance(value, Tensor) or _stands_for_tensor(value)
-
-
-def _stands_for_tensor(value) -> bool:
-    """Is `value` a stand-in for a tensor of a graph (a Variable: TF1's _as_graph_element
-    protocol, which keeps this layer from importing variables.py)?"""
-    return hasattr(type(value), "_as_graph_element")
+    """A tensor, or what stands for one (a Variable, by TF1's _as_graph_element)."""
+    return type(value) is Tensor or isinstance(_graph_element(value), Tensor)

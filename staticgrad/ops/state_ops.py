@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from .. import dtypes as _dt
 from ..errors import here
-from ..graph import get_default_graph
+from ..graph import Tensor, _graph_element, get_default_graph
 from ..shapes import TensorShape, as_shape
 from .array_ops import _known, _shape_arg, shape_from_vector
 from .attr_types import Array, Bool, DType, Int, Name, Number, Optional, Shape, Tuple
@@ -182,7 +182,6 @@ def no_op(name=None):
 
 def group(*inputs, name=None):
     """An op that runs all `inputs` (ops or tensors) and outputs nothing."""
-    from ..graph import Tensor, _graph_element
     deps = []
     for item in inputs:
         for x in (item if isinstance(item, list | tuple) else [item]):

@@ -11,6 +11,9 @@ math. Tables keyed by op type, read by the memory plan (memory.py) and the fused
   out, making no temporary): out is never their buffer.
 - VECTOR: runtime_fast's function computing the op in float32 fused kernels ("exp":
   fast.exp(x, out=row)), where the [fast] extra works.
+- NO_WEAK_LITERALS: elementwise ops whose NumPy form does not combine each input with an
+  array of its own dtype, so that a scalar constant input is never written as a Python
+  number (which NumPy would read as float64 there).
 """
 
 from __future__ import annotations
@@ -68,6 +71,10 @@ READS_AFTER_OUT: dict[str, tuple] = {
 }
 
 VECTOR = {"Exp": "exp", "Log": "log", "Tanh": "tanh", "Sigmoid": "sigmoid"}
+
+# ReluGrad's g * (y > 0) multiplies g by a bool array; TanhGrad's and SigmoidGrad's y goes
+# through NumPy alone (np.square(0.5) is a float64)
+NO_WEAK_LITERALS = frozenset({"ReluGrad", "TanhGrad", "SigmoidGrad"})
 
 
 def out_form(op_type: str, args: list[str], out: str, ctx) -> str:

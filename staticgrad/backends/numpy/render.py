@@ -27,7 +27,7 @@ from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from . import parts
 from .fused import render_group
-from .lowering import out_form
+from .lowering import NO_WEAK_LITERALS, out_form
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
 RESERVED = {"np", "rt", "fast", "V", "R", "L", "run", "lo", "hi"} | set(dir(builtins))
@@ -440,15 +440,9 @@ def _constant_name(v: Value, literal: str) -> str:
     return f"{kind}_{text.replace('.', '_')}"
 
 
-# Elementwise ops whose NumPy form does not combine each input with an array of its own dtype:
-# ReluGrad's g * (y > 0) multiplies g by a bool array, so a Python-float g would give float64;
-# TanhGrad's and SigmoidGrad's y goes through NumPy alone (np.square(0.5) is a float64).
-_NO_WEAK_LITERALS = frozenset({"ReluGrad", "TanhGrad", "SigmoidGrad"})
-
-
 def _weak_ok(consumer: Node, v: Value) -> bool:
     """May the scalar constant v be inlined as a Python literal in consumer without changing
     the result dtype? Yes when consumer is elementwise and another operand has v's dtype."""
-    if not consumer.opdef.elementwise or consumer.type in _NO_WEAK_LITERALS:
+    if not consumer.opdef.elementwise or consumer.type in NO_WEAK_LITERALS:
         return False
     return any(o is not v and o.dtype is v.dtype and o.const is None for o in consumer.inputs)

@@ -5,7 +5,12 @@ ops. (What each out= form computes: test_memory.py; the vector kernels: test_fas
 from __future__ import annotations
 
 from staticgrad.backends import get_backend
-from staticgrad.backends.numpy.lowering import OUT_FORMS, READS_AFTER_OUT, VECTOR
+from staticgrad.backends.numpy.lowering import (
+    NO_WEAK_LITERALS,
+    OUT_FORMS,
+    READS_AFTER_OUT,
+    VECTOR,
+)
 from staticgrad.ops.table import REGISTRY
 
 
@@ -19,7 +24,7 @@ def test_the_numpy_backend_claims_every_op_and_has_a_form_for_each():
 
 
 def test_the_tables_name_elementwise_ops_of_the_registry():
-    for table in (OUT_FORMS, READS_AFTER_OUT, VECTOR):
+    for table in (OUT_FORMS, READS_AFTER_OUT, VECTOR, NO_WEAK_LITERALS):
         for op_type in table:
             assert op_type in REGISTRY, f"{op_type} is in a lowering table but not registered"
             assert REGISTRY[op_type].elementwise, f"{op_type} is not elementwise"
