@@ -471,7 +471,7 @@ class Session:
                 None, tensor.op, f"attempting to use uninitialized value {name} (variable "
                                  f"created at {format_location(tensor.op.location)}); run its "
                                  "initializer or sg.global_variables_initializer() first")
-        return self._vars.read(name)
+        return self._backend.read_value(self._vars, name)
 
     def write_variable(self, var, value) -> None:
         """Set the value of `var` (a Variable, or its name) in this session to a copy of
@@ -484,7 +484,7 @@ class Session:
                              f"{tensor.name} of shape {tensor.shape} (created at "
                              f"{format_location(tensor.op.location)})")
         # a copy: the variable's array is the session's alone (updates write into it)
-        self._vars.write(name, arr)
+        self._backend.write_value(self._vars, name, arr)
 
     def _variable(self, var, what: str) -> tuple[str, Tensor]:
         """(name, value tensor) of a Variable of this session's graph, or of one named."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import Backend, BackendUnavailableError, Rendered, VariableStore  # noqa: F401
+from .base import Backend, BackendUnavailableError, Rendered  # noqa: F401
 
 # name -> the module (relative to this package) whose BACKEND is that backend
 BACKENDS: dict[str, str] = {

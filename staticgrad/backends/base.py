@@ -33,21 +33,6 @@ class Rendered:
     locks: list            # variables whose lock a run holds throughout (use_locking updates)
 
 
-class VariableStore(dict):
-    """The variables' values of one session, by variable name, as the generated code reads
-    them (`V['w']`). A backend whose values live elsewhere than host memory converts in
-    `read` and `write`; Session.read_variable/write_variable, the Saver, export and ONNX go
-    through these two."""
-
-    def read(self, name: str):
-        """A NumPy array holding the variable's value (a copy: the caller may keep it)."""
-        return np.array(self[name])
-
-    def write(self, name: str, array) -> None:
-        """Set the variable's value to a copy of the NumPy array `array`."""
-        self[name] = np.array(array)
-
-
 class Backend:
     """One kind of generated code and the machine it runs on."""
 
@@ -75,14 +60,27 @@ class Backend:
         returns its fetches."""
         raise NotImplementedError
 
-    def load(self, rendered: Rendered, filename: str, state: VariableStore, rngs: dict,
+    def load(self, rendered: Rendered, filename: str, state: dict, rngs: dict,
              locks: dict) -> Callable:
         """The rendered module's run function, compiled and loaded under `filename` (what
         tracebacks show), reading `state` (V), `rngs` (R) and `locks` (L)."""
         raise NotImplementedError
 
-    def new_variable_store(self) -> VariableStore:
-        return VariableStore()
+    # The variables' values of one session live in a plain dict {variable name: value}, which
+    # the generated code reads as V['w'] (a dict subclass would make each read slower). A
+    # backend whose values live elsewhere than host memory converts in read_value and
+    # write_value: Session.read_variable/write_variable, the Saver, export and ONNX go
+    # through these two.
+    def new_variable_store(self) -> dict:
+        return {}
+
+    def read_value(self, store: dict, name: str) -> np.ndarray:
+        """A NumPy array holding variable `name`'s value (a copy: the caller may keep it)."""
+        return np.array(store[name])
+
+    def write_value(self, store: dict, name: str, array: np.ndarray) -> None:
+        """Set variable `name`'s value to a copy of the NumPy array `array`."""
+        store[name] = np.array(array)
 
     def __repr__(self) -> str:
         return f"<backend {self.name!r}: {self.description}>"

@@ -92,7 +92,7 @@ def test_a_new_backend_is_one_registration(g, registered):
         assert sess.backend == "counting"
         sess.run(w.initializer)
         got = sess.run([y, dw], {x: [0.5, -1.0, 2.0]})
-        assert renders and isinstance(sess._vars, backends.VariableStore)
+        assert renders and type(sess._vars) is dict  # (exactly: V['w'] reads stay fast)
     t = np.tanh(np.float32([0.5, -2.0, 6.0]))
     np.testing.assert_allclose(got[0], t.sum(), rtol=1e-6)
     np.testing.assert_allclose(got[1], np.float32([0.5, -1.0, 2.0]) * (1 - t * t), rtol=1e-6)

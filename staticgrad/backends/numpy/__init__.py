@@ -21,7 +21,7 @@ import linecache
 import numpy as np
 
 from ...ops.table import REGISTRY
-from ..base import Backend, Rendered, VariableStore
+from ..base import Backend, Rendered
 from . import fast, runtime
 from .expand import expand_composites
 from .memory import plan_memory
@@ -56,7 +56,7 @@ class NumpyBackend(Backend):
     def render(self, program, title: str, options) -> Rendered:
         return render(program, title=title, vector_math=options.vector_math)
 
-    def load(self, rendered: Rendered, filename: str, state: VariableStore, rngs: dict,
+    def load(self, rendered: Rendered, filename: str, state: dict, rngs: dict,
              locks: dict):
         lines = rendered.source.splitlines(keepends=True)
         linecache.cache[filename] = (len(rendered.source), None, lines, filename)
