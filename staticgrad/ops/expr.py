@@ -20,6 +20,7 @@ writes it as a call).
 from __future__ import annotations
 
 import ast
+import copy
 import math
 
 # name: (number of arguments, what it computes)
@@ -140,7 +141,8 @@ class Printer:
 
     def format(self, expr: Expr) -> str:
         """`expr` as a format string of this language, `{i}` standing for input i."""
-        return ast.unparse(self.rewrite(_Renamer(self.functions).visit(_copy(expr.tree))))
+        tree = copy.deepcopy(expr.tree)  # (the renamer rewrites the tree it is given)
+        return ast.unparse(self.rewrite(_Renamer(self.functions).visit(tree)))
 
     def rewrite(self, tree: ast.AST) -> ast.AST:
         """A hook for a language whose operators differ (C's `**`)."""
@@ -160,10 +162,6 @@ class _Renamer(ast.NodeTransformer):
 
     def visit_Name(self, node):
         return ast.Name("{" + node.id[1:] + "}", ast.Load())
-
-
-def _copy(tree: ast.AST) -> ast.AST:
-    return ast.parse(ast.unparse(tree), mode="eval")
 
 
 # The NumPy spelling: what the reference kernels evaluate and the NumPy backend prints.
