@@ -872,14 +872,15 @@ def test_ragged_feed_names_the_placeholder(g):
 @hypothesis.given(st.lists(st.one_of(st.text(max_size=12), st.text("ab_1/.->é ", max_size=12)),
                            min_size=1, max_size=6))
 def test_generated_names_are_identifiers_made_as_the_regex_makes_them(texts):
-    """_Names.make's fast path (op names, with '/' for scopes) gives what the general rule
+    """Names.make's fast path (op names, with '/' for scopes) gives what the general rule
     gives: every character outside [A-Za-z0-9_] becomes '_', edges stripped, 't_' before a
     digit or keyword, a suffix when taken. Each name is a fresh identifier."""
     import keyword
     import re
 
-    from staticgrad.backends.numpy.render import RESERVED, _Names
-    names, used = _Names(), set(RESERVED)
+    from staticgrad.backends.numpy.render import RESERVED
+    from staticgrad.codegen.walk import Names
+    names, used = Names(RESERVED), set(RESERVED)
     for text in texts:
         base = re.sub(r"\W", "_", text, flags=re.ASCII).strip("_") or "t"
         if base[0].isdigit() or keyword.iskeyword(base):
