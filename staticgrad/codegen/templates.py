@@ -31,5 +31,5 @@ def environment() -> jinja2.Environment:
                               autoescape=False)
 
 
-def render_template(name: str, **values) -> str:
-    return environment().get_template(name).render(**values)
+def render_template(template: str, /, **values) -> str:
+    return environment().get_template(template).render(**values)

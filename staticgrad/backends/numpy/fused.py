@@ -1,4 +1,5 @@
-"""Render a fused group (see passes/fuse.py) as a block kernel plus the lines that run it.
+"""Render a fused group (see passes/fuse.py) as a block kernel plus the lines that run it,
+through the templates codegen_templates/numpy/fused_kernel.py.j2 and fused_run.py.j2.
 
     def fused_1(lo, hi, x, c, out_Tanh, scratch):  # elements lo:hi of every array
         r0, r1 = scratch                      # this thread's scratch rows, one block long
@@ -25,6 +26,7 @@ cache. A member without one makes its array as usual, and it is deleted after it
 
 from __future__ import annotations
 
+from ...codegen.templates import render_template
 from ...ir import Node, Value
 from ...ops.kernels import np_dtype, render_numpy
 from . import fast as runtime_fast
@@ -170,40 +172,32 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
             emit(f"del {', '.join(dead)}", None)
             allocated.difference_update(id(x) for x in dying)
 
-    head = [f"{', '.join(rows.names)}{',' * (len(rows.names) == 1)} = {scratch}"] \
-        if rows.names else []
-    kernel = [f"def {kname}(lo, hi, "
-              f"{', '.join(params + list(out_params.values()) + [scratch][:len(head)])}):"]
-    kernel += [f"    {line}" for line in head + prologue + body]
-    kernel.append(f"    return ({''.join(p + ', ' for p in partials)})")
+    kernel_params = params + list(out_params.values()) + [scratch][:bool(rows.names)]
+    kernel = render_template("numpy/fused_kernel.py.j2", name=kname, params=kernel_params,
+                             rows=rows.names, scratch=scratch, prologue=prologue, body=body,
+                             partials=partials).splitlines()
     # which op each kernel line computes (for errors): none for the def and the slicing
-    kernel_ops = [None] * (1 + len(head) + len(prologue)) + body_ops + [None]
+    kernel_ops = [None] * (1 + bool(rows.names) + len(prologue)) + body_ops + [None]
+    assert len(kernel_ops) == len(kernel), "fused_kernel.py.j2 and kernel_ops disagree"
 
-    run = [f"# fused: {len(node.members)} elementwise ops over {domain.num_elements()} "
-           f"{dtype.name} elements, in blocks of at most {BLOCK}"]
     memo: dict = {}
     for m in node.members:  # in order, so each expression's parts are known (no recursion)
         _expression(m.outputs[0], inside, memo)
-    run += [f"#   {printable(v.name)} = {printable(memo[id(v)])}" for v in node.outputs]
-    run += hoisted
-    for v in full:
-        run.append(f"{out_name(v)} = np.empty({tuple(v.shape.dims)!r}, "
-                   f"dtype={np_dtype(v.dtype)})")
-    rows_arg = [f"scratch=({len(rows.names)}, {np_dtype(dtype)})"] if rows.names else []
-    call = f"rt.run_blocks({kname}, {domain.num_elements()}, " + \
-        ", ".join(args + [f"{out_name(v)}.reshape(-1)" for v in full] + rows_arg) + ")"
+    outputs = [(out_name(v), repr(tuple(v.shape.dims)), np_dtype(v.dtype)) for v in full]
+    args += [f"{out_name(v)}.reshape(-1)" for v in full]
+    if rows.names:
+        args.append(f"scratch=({len(rows.names)}, {np_dtype(dtype)})")
     # each block returns its part of every sum of the group, in member order
     sums = [m.outputs[0] for m in node.members if m.type == "Sum"]
+    parts = names.make("parts") if sums else None
     wanted = {id(v) for v in node.outputs}
-    if sums:
-        parts = names.make("parts")
-        run.append(f"{parts} = {call}")
-        for i, s in enumerate(sums):
-            if id(s) in wanted:
-                run.append(f"{out_name(s)} = np.sum(np.array([p[{i}] for p in {parts}], "
-                           f"dtype={np_dtype(s.dtype)}))")
-    else:
-        run.append(call)
+    run = render_template(
+        "numpy/fused_run.py.j2", members=len(node.members), elements=domain.num_elements(),
+        dtype=dtype.name, block=BLOCK, kernel=kname, args=args, hoisted=hoisted,
+        expressions=[(printable(v.name), printable(memo[id(v)])) for v in node.outputs],
+        outputs=outputs, parts=parts,
+        sums=[(out_name(s), i, np_dtype(s.dtype)) for i, s in enumerate(sums)
+              if id(s) in wanted]).splitlines()
     return run, kernel, kernel_ops, calls_fast
 
 
