@@ -114,14 +114,18 @@ def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool
     nodes are released (`ir.release`) as they are replaced."""
     if options.verify:
         verify(program, "lower")
+    backend = get_backend(backend)
+    placed = {}  # once a backend with a host partitioned the plan: how to check it stays so
     for name, run in pipeline(backend):
         if name not in options.disable:
             new = run(program)
             if consume and not _same_nodes(new, program):
                 release(program, keep=new)
             program = new
+            if name == "partition":
+                placed = {"place": backend.place, "host": backend.host}
             if options.verify:
-                verify(program, name)
+                verify(program, name, **placed)
     return program
 
 

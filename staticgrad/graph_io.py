@@ -508,7 +508,7 @@ def _rebuild_ops(graph: Graph, doc: dict, prefix: str) -> dict[str, Operation]:
         name = _field(record, "name", str, where)
         where = f"op #{i} {name!r}"
         op_type = _field(record, "type", str, where)
-        if op_type not in REGISTRY:
+        if op_type not in REGISTRY or REGISTRY[op_type].internal:  # (Transfer: the compiler's)
             raise GraphFormatError(f"{where}: unknown op type {op_type!r}")
         if name in ops:
             raise GraphFormatError(f"{where}: a second op with this name")

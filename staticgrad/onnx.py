@@ -910,6 +910,8 @@ NO_ONNX: dict[str, str] = {
     "Placeholder": "a placeholder is a model input only when it is in feed_list",
     "NoOp": ("computes nothing: groups and control dependencies have no ONNX form; fetch "
              "tensors, not operations"),
+    "Transfer": ("moves a value between a plan's backends (passes/partition.py); only the "
+                 "compiler makes one, no graph holds one"),
     "CheckNumerics": ("a run-time check that raises on NaN or Inf, and an ONNX graph cannot "
                       "raise; export the checked tensor itself"),
     "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "

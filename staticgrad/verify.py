@@ -6,6 +6,8 @@ every pass with `CompileOptions(verify=True)`, as the whole test suite does.
   is computed; in each region too, which sees only its own feeds (regions are closed);
 - every node's outputs are what its op's shape rule makes of its inputs (arity, shapes,
   dtypes), and point back at the node;
+- (for a backend with a host, once its partition pass ran) every value crossing between
+  backends goes through a Transfer, and fetches are on the host;
 - variable state is in order: each assignment and read follows its variable's last
   assignment, and a value read from a variable is used only while it is current.
 
@@ -16,17 +18,25 @@ from __future__ import annotations
 
 from .ir import Node, Program, Value, assigned_by, previous_write, variable_of, written_by
 from .ops.table import NodeCtx
+from .passes.partition import check as check_partition
 
 
 class VerificationError(AssertionError):
     pass
 
 
-def verify(program: Program, after: str = "") -> None:
+def verify(program: Program, after: str = "", place=None, host: str | None = None) -> None:
     """Check the IR's invariants: every input is defined before use, every node's outputs are
     what its op's shape rule says for its inputs (arity, shapes, dtypes), fetches exist;
-    in each region too, which sees only its own feeds. Run after every pass in the tests."""
-    _verify_body(program, f" after pass {after!r}" if after else "", None)
+    in each region too, which sees only its own feeds. Run after every pass in the tests.
+    With `place` (a backend's, and its `host`): the plan is partitioned, a value crossing
+    between backends only through a Transfer (passes/partition.py)."""
+    where = f" after pass {after!r}" if after else ""
+    _verify_body(program, where, None)
+    if place is not None:
+        wrong = check_partition(program, place, host)
+        if wrong:
+            raise VerificationError(f"the plan is not partitioned{where}: " + "; ".join(wrong))
 
 
 def _verify_body(program: Program, where: str, holder: Node | None) -> None:

@@ -14,7 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..errors import UnimplementedError
 from ..passes.fuse import FusePolicy, fuse_elementwise
+from ..passes.partition import partition
 
 
 class BackendUnavailableError(RuntimeError):
@@ -41,6 +43,9 @@ class Backend:
     early_passes: tuple = ()   # (name, Program -> Program) run after simplify, before cse
     late_passes: tuple = ()    # (name, Program -> Program) run last: grouping, memory plan
     fuse_policy: FusePolicy | None = None  # what its fused groups may hold (see `fuse`)
+    # the backend that runs what this one leaves (host-only ops, ops it cannot run), and
+    # that feeds and fetches live on; None: this one runs every op of its plans itself
+    host: str | None = None
 
     def unavailable(self) -> str | None:
         """None if this backend can run here, else why not (a library, a device...)."""
@@ -54,6 +59,28 @@ class Backend:
     def supports(self, op_type: str) -> bool:
         """Can this backend compute ops of this type?"""
         raise NotImplementedError
+
+    def place(self, node) -> str:
+        """The backend that runs `node` (an IR node) in this backend's plans: this one, or
+        its `host` for a host-only op or one this backend cannot run. UnimplementedError,
+        naming the op, this backend and the user's line, when neither can run it."""
+        if not node.opdef.host_only and self.supports(node.type):
+            return self.name
+        if self.host is not None and self.host != self.name:
+            from . import get_backend  # (the registry of backends, beside this module)
+            if get_backend(self.host).supports(node.type):
+                return self.host
+        op = node.origin
+        raise UnimplementedError(None, op, f"{op.where() + ': ' if op else ''}the {self.name} "
+                                           f"backend cannot run {node.type}"
+                                           + (f", nor can its host {self.host}"
+                                              if self.host and self.host != self.name else ""))
+
+    def partition(self, program):
+        """The plan with a Transfer node on each edge between this backend and its host
+        (passes/partition.py): what a backend with a `host` lists first in its late
+        passes, as ("partition", self.partition)."""
+        return partition(program, self.place, self.host or self.name)
 
     def render(self, program, title: str, options) -> Rendered:
         """`program` (after every pass) as the source of a module whose run(feeds...)

@@ -88,6 +88,16 @@ def comment(op: Operation, mark: str = "#") -> str:
     return f"{mark} {op.type} '{printable(op.name)}' at {where(op.location)}"
 
 
+def node_comment(node: Node, mark: str = "#") -> str:
+    """The comment of a node: its op's, and for a Transfer (which the partition pass makes,
+    for the op whose value it moves) which way it moves that value:
+    `# Transfer numpy -> cuda of Sin 'layer/Sin' at model.py:12`."""
+    if node.type == "Transfer":  # (two backend names, checked as graph names are)
+        source, target = printable(node.attrs["source"]), printable(node.attrs["target"])
+        return f"{mark} Transfer {source} -> {target} of {comment(node.origin, '')[1:]}"
+    return comment(node.origin, mark)
+
+
 class Walk:
     """One renderer's walk over a program (see the module's docstring).
 

@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     reduction_ops,
     state_ops,
     table,
+    transfer_ops,
 )
 from .math_ops import (
     abs,

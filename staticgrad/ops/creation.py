@@ -50,6 +50,9 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     if graph.eager:
         return graph.run_operation(op_type, inputs, attrs, name)
     opdef = REGISTRY.get(op_type) or get_opdef(op_type)
+    if opdef.internal:
+        raise ValueError(f"{op_type} ops are made only by the compiler's passes; a graph "
+                         f"cannot hold one (at {format_location(user_location())})")
     for i, t in enumerate(inputs):
         if type(t) is not Tensor and not isinstance(t, Tensor):
             raise TypeError(f"input {i} of {op_type} must be a Tensor, got {type(t).__name__}")

@@ -51,6 +51,10 @@ class OpDef:
     static_inputs: tuple = ()    # inputs read only for their (static) value, e.g. shape tensors
     shape_inputs: tuple = ()     # inputs read only for their shape, e.g. zeros_like's argument
     new_array: bool = False      # the result is always a new array: never an input or a view
+    internal: bool = False       # made only by compiler passes (Transfer): no builder, and no
+    #                              graph, user's or file's, may hold one
+    host_only: bool = False      # runs only in the Python process (strings, Print, py_func,
+    #                              files): a device backend's plan leaves it to its host
     doc: str = ""
     expr: Expr | None = None     # an elementwise op's math in the shared notation (ops/expr.py),
     #                              of which `numpy` is the NumPy printing

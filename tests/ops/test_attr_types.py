@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import staticgrad as sg
 from staticgrad.graph_io import GraphFormatError, encode_value
+from staticgrad.ir import Value, make_node
 from staticgrad.ops import attr_types as T
 from staticgrad.ops.creation import create_operation
 from staticgrad.ops.table import REGISTRY
@@ -98,7 +99,10 @@ HOSTILE = [
 ]
 
 ATTRS = [(op_type, key) for op_type, opdef in sorted(REGISTRY.items())
-         for key in opdef.attrs]
+         for key in opdef.attrs if not opdef.internal]
+# the ops a graph may hold (the others, Transfer, only the compiler makes: see the last test)
+PUBLIC = sorted(t for t, d in REGISTRY.items() if not d.internal)
+INTERNAL = sorted(t for t, d in REGISTRY.items() if d.internal)
 
 
 @pytest.fixture(autouse=True)
@@ -169,7 +173,7 @@ def _assert_literal_is_data(kind, value) -> None:
             assert isinstance(node.value, ast.Name) and node.value.id == "np", (kind, text)
 
 
-@pytest.mark.parametrize("op_type", sorted(REGISTRY))
+@pytest.mark.parametrize("op_type", PUBLIC)
 def test_an_undeclared_attribute_is_refused(op_type):
     g = sg.Graph()
     with g.as_default():
@@ -180,7 +184,7 @@ def test_an_undeclared_attribute_is_refused(op_type):
         create_operation(g, op_type, _inputs(opdef, x), attrs)
 
 
-@pytest.mark.parametrize("op_type", sorted(REGISTRY))
+@pytest.mark.parametrize("op_type", PUBLIC)
 def test_a_wrong_number_of_inputs_is_refused_naming_the_op(op_type):
     opdef = REGISTRY[op_type]
     g = sg.Graph()
@@ -192,6 +196,32 @@ def test_a_wrong_number_of_inputs_is_refused_naming_the_op(op_type):
             continue
         with pytest.raises(ValueError, match=f"{op_type} .*takes .*input"):
             create_operation(g, op_type, [x] * wrong, _examples(opdef))
+
+
+@pytest.mark.parametrize("op_type", INTERNAL)
+def test_ops_only_the_compiler_makes_check_what_it_gives_them(op_type):
+    """No graph holds one; the compiler's make_node checks their attributes and inputs as
+    graph building checks everyone else's."""
+    opdef = REGISTRY[op_type]
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [2, 2], name="x")
+    with pytest.raises(ValueError, match=f"{op_type} ops are made only by the compiler"):
+        create_operation(g, op_type, _inputs(opdef, x), _examples(opdef))
+    v = Value(x.shape, x.dtype, name="x")
+    for key in opdef.attrs:
+        for value in HOSTILE:
+            attrs = {**_examples(opdef), key: value}
+            try:
+                node = make_node(opdef, attrs, [v], None)
+            except (TypeError, ValueError) as e:
+                assert op_type in str(e), str(e)
+                continue
+            _assert_literal_is_data(opdef.attrs[key], node.attrs[key])
+    with pytest.raises(TypeError, match=f"{op_type} has no attribute 'not_an_attr'"):
+        make_node(opdef, {**_examples(opdef), "not_an_attr": PAYLOAD}, [v], None)
+    with pytest.raises(ValueError, match=f"{op_type} takes .*input"):
+        make_node(opdef, _examples(opdef), [v, v], None)
 
 
 def test_a_missing_attribute_is_refused_naming_it():

@@ -21,12 +21,13 @@ from array import array
 import numpy as np
 
 from ...codegen.templates import render_template
-from ...codegen.walk import LineMap, Lines, Walk, comment, printable
+from ...codegen.walk import LineMap, Lines, Walk, comment, node_comment, printable
 from ...errors import UnimplementedError
 from ...ir import Node, Program, Value, previous_write, walk, written_by
 from ...ops.attr_types import Name
 from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
+from ...ops.table import get_opdef
 from ..base import Rendered
 from . import parts
 from .fused import render_group
@@ -36,6 +37,7 @@ from .lowering import NO_WEAK_LITERALS, out_form
 RESERVED = frozenset({"np", "rt", "fast", "V", "R", "L", "run", "lo", "hi"} | set(dir(builtins)))
 
 _LETTERS = re.compile(r"[a-z]+")
+_TRANSFER = get_opdef("Transfer")  # (its comment says which way it moves its value)
 
 
 def render(program: Program, title: str = "", vector_math: bool = True) -> Rendered:
@@ -192,7 +194,7 @@ class _NumpyWalk(Walk):
             outs = [make(v.name) for v in outputs]
         if opdef.draws_random:
             self.random_ops.append(op)
-        body.append(comment(op))
+        body.append(comment(op) if opdef is not _TRANSFER else node_comment(node))
         if isinstance(code, Store):
             memory = self.memory
             value = code.in_place if memory and id(node) in memory.in_place else code.value
