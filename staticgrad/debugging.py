@@ -1,4 +1,5 @@
-"""`sg.debugging`: checks for NaN and infinite values (TF1's `tf.debugging`).
+"""`sg.debugging`: checks for NaN and infinite values (TF1's `tf.debugging`): the check ops,
+and the elementwise tests the op vocabulary offers here (is_nan, is_inf, is_finite).
 
 >>> y = sg.debugging.check_numerics(sg.log(x), "log of x")   # doctest: +SKIP
 """
@@ -6,7 +7,15 @@
 from __future__ import annotations
 
 from . import _namespace
-from .ops.debug_ops import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
+from .ops import vocabulary as _vocabulary
+from .ops.debug_ops import (  # noqa: F401
+    add_check_numerics_ops,
+    check_numerics,
+    verify_tensor_all_finite,
+)
 
-__all__ = ["add_check_numerics_ops", "check_numerics", "verify_tensor_all_finite"]
+globals().update(_vocabulary.namespace("debugging"))
+
+__all__ = sorted(["add_check_numerics_ops", "check_numerics", "verify_tensor_all_finite",
+                  *_vocabulary.namespace("debugging")])
 __dir__ = _namespace.public_dir(globals())

@@ -6,26 +6,7 @@ vocabulary offers here (ops/vocabulary.py), and the arithmetic, comparisons and 
 
 from ._namespace import public_dir
 from .ops import vocabulary as _vocabulary
-from .ops.math_ops import (  # noqa: F401
-    add,
-    divide,
-    equal,
-    floordiv,
-    floormod,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    logical_and,
-    logical_or,
-    maximum,
-    minimum,
-    multiply,
-    not_equal,
-    pow,
-    subtract,
-    truediv,
-)
+from .ops.math_ops import divide, truediv  # noqa: F401
 from .ops.nn_impl import squared_difference  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
     argmax,
@@ -42,9 +23,7 @@ from .ops.reduction_ops import (  # noqa: F401
 globals().update(_vocabulary.namespace("math"))
 
 __all__ = sorted([
-    "add", "argmax", "argmin", "divide", "equal", "floordiv", "floormod", "greater",
-    "greater_equal", "less", "less_equal", "logical_and", "logical_or", "maximum", "minimum",
-    "multiply", "not_equal", "pow", "reduce_all", "reduce_any", "reduce_max", "reduce_mean",
-    "reduce_min", "reduce_prod", "reduce_sum", "squared_difference", "subtract", "truediv",
+    "argmax", "argmin", "divide", "reduce_all", "reduce_any", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_prod", "reduce_sum", "squared_difference", "truediv",
     *_vocabulary.namespace("math")])
 __dir__ = public_dir(globals())

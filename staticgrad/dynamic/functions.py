@@ -130,30 +130,22 @@ def _tensor(x) -> Tensor:
 
 
 # -- elementwise math ---------------------------------------------------------------------------
+# The table's two-input ops (ops/vocabulary.py) are the functions below the loop further on;
+# here are those whose PyTorch signature takes more than two inputs, or treats its inputs its
+# own way. Each keeps its op's one-line doc (the Api's) in its docstring.
 def add(input, other, alpha=1):  # noqa: A002
-    """input + alpha * other, elementwise (broadcast together)."""
-    return _binary("Add", input, other if alpha == 1 else mul(other, alpha))
+    """add: x + y, elementwise; input + alpha * other with PyTorch's `alpha`."""
+    return _binary("Add", input, other if alpha == 1 else _binary("Mul", other, alpha))
 
 
 def sub(input, other, alpha=1):  # noqa: A002
-    """input - alpha * other, elementwise."""
-    return _binary("Sub", input, other if alpha == 1 else mul(other, alpha))
-
-
-subtract = sub
+    """sub: x - y, elementwise; input - alpha * other with PyTorch's `alpha`."""
+    return _binary("Sub", input, other if alpha == 1 else _binary("Mul", other, alpha))
 
 
 def rsub(input, other):  # noqa: A002
     """other - input (what `2 - x` runs)."""
     return _binary("Sub", other, input, "RsubBackward1")
-
-
-def mul(input, other):  # noqa: A002
-    """input * other, elementwise."""
-    return _binary("Mul", input, other)
-
-
-multiply = mul
 
 
 def div(input, other, rounding_mode=None):  # noqa: A002
@@ -171,18 +163,9 @@ def div(input, other, rounding_mode=None):  # noqa: A002
 divide = true_divide = div
 
 
-def floor_divide(input, other):  # noqa: A002
-    """input // other, rounded down (toward -inf), elementwise."""
-    return _binary("FloorDiv", input, other)
-
-
-def remainder(input, other):  # noqa: A002
-    """input % other, with the sign of other (Python's %), elementwise."""
-    return _binary("FloorMod", input, other)
-
-
 def pow(input, exponent):  # noqa: A001, A002
-    """input ** exponent (x ** 2 runs the Square op, PyTorch's PowBackward0 all the same)."""
+    """pow: x ** y, elementwise (x ** 2 runs the Square op, PyTorch's PowBackward0 all the
+    same)."""
     if isinstance(input, Tensor) and input.dtype.is_floating and \
             not isinstance(exponent, Tensor) and exponent == 2:
         return _op("Square", [input], None, "PowBackward0")
@@ -190,14 +173,19 @@ def pow(input, exponent):  # noqa: A001, A002
     return _binary("Pow", input, exponent, name)
 
 
-def maximum(input, other):  # noqa: A002
-    """The larger of input and other, elementwise."""
-    return _binary("Maximum", input, other)
+def logical_and(input, other):  # noqa: A002
+    """logical_and: x and y (bools), elementwise, of inputs of any dtype (nonzero is true)."""
+    return _op("LogicalAnd", [_as(_tensor(input), bool), _as(_tensor(other), bool)])
 
 
-def minimum(input, other):  # noqa: A002
-    """The smaller of input and other, elementwise."""
-    return _binary("Minimum", input, other)
+def logical_or(input, other):  # noqa: A002
+    """logical_or: x or y (bools), elementwise, of inputs of any dtype (nonzero is true)."""
+    return _op("LogicalOr", [_as(_tensor(input), bool), _as(_tensor(other), bool)])
+
+
+# what the dynamic mode writes by hand of the table's ops, by their dynamic names
+_PYTORCH_EXTRAS = {"add": add, "sub": sub, "subtract": sub, "pow": pow,
+                   "logical_and": logical_and, "logical_or": logical_or}
 
 
 def clamp(input, min=None, max=None):  # noqa: A001, A002
@@ -247,40 +235,29 @@ def _float_only(op_type: str) -> bool:
     return _accepts(op_type, float32) and not _accepts(op_type, int64)
 
 
-# The elementwise functions the op vocabulary offers in the dynamic mode (ops/vocabulary.py),
-# each also a Tensor method of its name (x.tanh()): dy.neg, dy.tanh, dy.logical_not...
-ELEMENTWISE: dict = {}
-_ELEMENTWISE_METHODS: dict = {}
-for _type, _api, _name in vocabulary.dynamic_entries():
-    _fn = _unary(_type, f"{_name}: {_api.doc}, elementwise.", float_only=_float_only(_type))
-    _ELEMENTWISE_METHODS[_name] = _fn
-    for _alias in (_name, *_api.dynamic_aliases):
-        ELEMENTWISE[_alias] = _fn
-globals().update(ELEMENTWISE)
-
-
-def _compare(op_type, symbol):
+def _binary_function(op_type, doc, name):
     def fn(input, other):  # noqa: A002
         return _binary(op_type, input, other)
-    fn.__name__ = op_type.lower()
-    fn.__doc__ = f"input {symbol} other, elementwise (a bool tensor)."
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
     return fn
 
 
-eq, ne = _compare("Equal", "=="), _compare("NotEqual", "!=")
-lt, le = _compare("Less", "<"), _compare("LessEqual", "<=")
-gt, ge = _compare("Greater", ">"), _compare("GreaterEqual", ">=")
-less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
-
-
-def logical_and(input, other):  # noqa: A002
-    """input and other, elementwise (as booleans)."""
-    return _op("LogicalAnd", [_as(_tensor(input), bool), _as(_tensor(other), bool)])
-
-
-def logical_or(input, other):  # noqa: A002
-    """input or other, elementwise (as booleans)."""
-    return _op("LogicalOr", [_as(_tensor(input), bool), _as(_tensor(other), bool)])
+# The elementwise functions the op vocabulary offers in the dynamic mode (ops/vocabulary.py),
+# each also a Tensor method of its name (x.tanh(), x.maximum(y)): dy.neg, dy.tanh, dy.eq...;
+# PyTorch's own forms of some (_PYTORCH_EXTRAS) take their places.
+ELEMENTWISE: dict = {}
+_ELEMENTWISE_METHODS: dict = {}
+for _type, _api, _name, _arity in vocabulary.dynamic_entries():
+    _doc = f"{_name}: {_api.doc}, elementwise."
+    if _arity == 1:
+        _fn = _unary(_type, _doc, float_only=_float_only(_type))
+    else:
+        _fn = _PYTORCH_EXTRAS.get(_name) or _binary_function(_type, _doc, _name)
+    _ELEMENTWISE_METHODS[_name] = _fn
+    for _alias in (_name, *_api.dynamic_aliases):
+        ELEMENTWISE[_alias] = _PYTORCH_EXTRAS.get(_alias, _fn)
+globals().update(ELEMENTWISE)
 
 
 def equal(input, other) -> builtins.bool:  # noqa: A002
@@ -455,7 +432,7 @@ def dot(input, other):  # noqa: A002
     """The dot product of two vectors."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    return sum(mul(input, other))
+    return sum(_binary("Mul", input, other))
 
 
 # -- shapes ---------------------------------------------------------------------------------------
@@ -665,10 +642,7 @@ def _swap(fn):
 
 _METHODS = {
     **_ELEMENTWISE_METHODS,  # x.tanh(), x.neg()...: the op vocabulary's (see ELEMENTWISE)
-    "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow,
-    "clamp": clamp, "clip": clamp, "maximum": maximum, "minimum": minimum,
-    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-    "logical_and": logical_and, "logical_or": logical_or,
+    "div": div, "clamp": clamp, "clip": clamp,
     "sum": sum, "mean": mean, "prod": prod, "max": max, "min": min, "amax": amax, "amin": amin,
     "argmax": argmax, "argmin": argmin, "all": all, "any": any, "var": var, "std": std,
     "matmul": matmul, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot,
@@ -681,20 +655,24 @@ _METHODS = {
     "long": _converter(int64), "int": _converter(int32), "bool": _converter(bool),
     "where": lambda self, condition, other: where(condition, self, other),
     "contiguous": lambda self: self, "cpu": lambda self: self,
-    "add_": _inplace(add), "sub_": _inplace(sub), "mul_": _inplace(mul), "div_": _inplace(div),
+    "add_": _inplace(add), "sub_": _inplace(sub), "mul_": _inplace(ELEMENTWISE["mul"]),
+    "div_": _inplace(div),
     "clamp_": lambda self, min=None, max=None: _inplace(  # noqa: A006
         lambda x, _: clamp(x, min, max))(self, None),
     "__add__": add, "__radd__": _swap(add), "__sub__": sub, "__rsub__": rsub,
-    "__mul__": mul, "__rmul__": _swap(mul), "__truediv__": div, "__rtruediv__": _swap(div),
-    "__floordiv__": floor_divide, "__rfloordiv__": _swap(floor_divide),
-    "__mod__": remainder, "__rmod__": _swap(remainder),
+    "__mul__": ELEMENTWISE["mul"], "__rmul__": _swap(ELEMENTWISE["mul"]),
+    "__truediv__": div, "__rtruediv__": _swap(div),
+    "__floordiv__": ELEMENTWISE["floor_divide"],
+    "__rfloordiv__": _swap(ELEMENTWISE["floor_divide"]),
+    "__mod__": ELEMENTWISE["remainder"], "__rmod__": _swap(ELEMENTWISE["remainder"]),
     "__pow__": pow, "__rpow__": _swap(pow), "__matmul__": matmul, "__rmatmul__": _swap(matmul),
     "__neg__": ELEMENTWISE["neg"], "__abs__": ELEMENTWISE["abs"],
     "__invert__": ELEMENTWISE["logical_not"],
     "__and__": logical_and, "__or__": logical_or,
-    "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+    **{f"__{op}__": ELEMENTWISE[op] for op in ("eq", "ne", "lt", "le", "gt", "ge")},
     "__getitem__": getitem,
-    "__iadd__": _inplace(add), "__isub__": _inplace(sub), "__imul__": _inplace(mul),
+    "__iadd__": _inplace(add), "__isub__": _inplace(sub),
+    "__imul__": _inplace(ELEMENTWISE["mul"]),
     "__itruediv__": _inplace(div),
 }
 

@@ -11,9 +11,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..shapes import TensorShape
-from . import math_ops as M
 from .attr_types import MAX_RANK, DType, Ints, Optional
-from .conversion import convert_to_tensor
+from .conversion import convert_to_tensor, is_tensor_like
 from .creation import apply1
 from .table import register
 
@@ -29,8 +28,8 @@ def _known(ctx, i, what):
 
 def _shape_arg(value, name="shape"):
     """A shape argument as an int32 tensor (a constant when given as a Python list)."""
-    if M.is_tensor_like(value) or (isinstance(value, list | tuple)
-                                   and any(M.is_tensor_like(v) for v in value)):
+    if is_tensor_like(value) or (isinstance(value, list | tuple)
+                                   and any(is_tensor_like(v) for v in value)):
         t = convert_to_tensor(value)  # a list mixing ints and scalar tensors is stacked
         if not t.dtype.is_integer:
             raise TypeError(f"{name} must be an integer tensor, got {t.dtype.name} {t.name}")
@@ -353,7 +352,7 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
     """a with its axes permuted by `perm` (default: reversed)."""
     a = convert_to_tensor(a)
     if perm is not None:
-        if M.is_tensor_like(perm):
+        if is_tensor_like(perm):
             v = convert_to_tensor(perm)._static
             if v is None:
                 raise TypeError("transpose: perm must be known when the graph is built")

@@ -108,3 +108,18 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
 def is_tensor_like(value) -> bool:
     """A tensor, or what stands for one (a Variable, by TF1's _as_graph_element)."""
     return type(value) is Tensor or isinstance(_graph_element(value), Tensor)
+
+
+def convert_operands(x, y) -> tuple[Tensor, Tensor]:
+    """A two-input op's operands as tensors; a Python value takes the dtype of the tensor
+    beside it (`x * 2` with x float32 multiplies by a float32 2)."""
+    if is_tensor_like(x):
+        x = convert_to_tensor(x)
+        y = convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
+    elif is_tensor_like(y):
+        y = convert_to_tensor(y)
+        x = convert_to_tensor(x, dtype_hint=y.dtype, graph=y.graph)
+    else:
+        x = convert_to_tensor(x)
+        y = convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
+    return x, y

@@ -8,7 +8,7 @@ from ..errors import here
 from ..shapes import TensorShape
 from .array_ops import _known, _norm_axis, _shape_arg, reshape, shape_of, zeros_like
 from .attr_types import Axis, Choice, Int, Ints, Number
-from .conversion import convert_to_tensor, is_tensor_like
+from .conversion import convert_operands, convert_to_tensor, is_tensor_like
 from .creation import apply, apply1
 from .table import register
 
@@ -134,12 +134,11 @@ register("Unpack", _unpack_infer, _unpack_numpy, _unpack_grad, view=True,
 
 def stack(values, axis=0, name="stack"):
     """The tensors in `values` (one shape) stacked along a new axis."""
-    from .math_ops import _operands
     values = list(values)
     tensors = [v for v in values if is_tensor_like(v)]
     if tensors:
         first = convert_to_tensor(tensors[0])
-        values = [_operands(first, v)[1] for v in values]
+        values = [convert_operands(first, v)[1] for v in values]
     else:
         values = [convert_to_tensor(v) for v in values]
     return apply1("Pack", values, {"axis": axis}, name=name)

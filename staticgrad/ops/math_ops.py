@@ -13,7 +13,7 @@ from .. import dtypes as _dt
 from ..shapes import broadcast_shapes
 from . import vocabulary
 from .attr_types import Bool, DType, Float
-from .conversion import convert_to_tensor, is_tensor_like
+from .conversion import convert_operands, convert_to_tensor
 from .creation import apply1, wants
 from .expr import parse as E
 from .table import register
@@ -72,9 +72,16 @@ def _unary(op_type, numpy, grad, kinds="f", api=None, out_dtype=None, **kw):
     return builder
 
 
-def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, **kw):
+def _binary(op_type, numpy, grad, kinds="fi", out_dtype=None, api=None, **kw):
+    """Register a two-input elementwise op that broadcasts; with `api`, make and return its
+    graph builder, which the op vocabulary then offers (as `_unary` does)."""
     register(op_type, broadcast_infer(kinds, out_dtype), numpy, grad, elementwise=True, arity=2,
-             differentiable=grad is not None, new_array=True, **kw)
+             differentiable=grad is not None, new_array=True, api=api, **kw)
+    if api is None:
+        return None
+    builder = vocabulary.binary_builder(op_type, api, __name__)
+    vocabulary.offer(op_type, builder)
+    return builder
 
 
 def _x(op):
@@ -152,13 +159,15 @@ round = _unary("Round", E("round(x0)"), lambda op, g: [zeros_like(_x(op))],  # n
                api=Api("round", "the nearest integer, halves to the even one (banker's)"))
 rint = _unary("Rint", E("rint(x0)"), lambda op, g: [zeros_like(_x(op))],
               api=Api("rint", "the nearest integer, halves to the even one", dynamic=None))
+_CHECKS = ("sg", "math", "debugging")
 is_nan = _unary("IsNan", E("isnan(x0)"), None, out_dtype=_dt.bool_,
-                api=Api("is_nan", "x is NaN (a bool)", dynamic="isnan"))
+                api=Api("is_nan", "x is NaN (a bool)", namespaces=_CHECKS, dynamic="isnan"))
 is_inf = _unary("IsInf", E("isinf(x0)"), None, out_dtype=_dt.bool_,
-                api=Api("is_inf", "x is +inf or -inf (a bool)", dynamic="isinf"))
+                api=Api("is_inf", "x is +inf or -inf (a bool)", namespaces=_CHECKS,
+                        dynamic="isinf"))
 is_finite = _unary("IsFinite", E("isfinite(x0)"), None, out_dtype=_dt.bool_,
                    api=Api("is_finite", "x is neither NaN nor infinite (a bool)",
-                           dynamic="isfinite"))
+                           namespaces=_CHECKS, dynamic="isfinite"))
 erfc = _unary("Erfc", E("erfc(x0)"),
               lambda op, g: [g * ((-2 / np.sqrt(np.pi)) * exp(-square(_x(op))))],
               api=Api("erfc", "1 - erf(x), accurate where erf(x) is near 1"))
@@ -304,10 +313,16 @@ def _mul_grad(op, g):
     return [g * y if wants(op, 0) else None, x * g if wants(op, 1) else None]
 
 
-_binary("Add", E("x0 + x1"), lambda op, g: [g, g])
-_binary("Sub", E("x0 - x1"), lambda op, g: [g, -g if wants(op, 1) else None])
-_binary("Mul", E("x0 * x1"), _mul_grad)
-_binary("RealDiv", E("x0 / x1"), _div_grad, kinds="f")
+# In sg and sg.math (TF1's names); in the dynamic mode under PyTorch's, where its functions
+# take more (add's alpha, div's rounding_mode) staticgrad.dynamic.functions says so by hand.
+add = _binary("Add", E("x0 + x1"), lambda op, g: [g, g], api=Api("add", "x + y"))
+subtract = _binary("Sub", E("x0 - x1"), lambda op, g: [g, -g if wants(op, 1) else None],
+                   api=Api("subtract", "x - y", dynamic="sub", dynamic_aliases=("subtract",)))
+multiply = _binary("Mul", E("x0 * x1"), _mul_grad,
+                   api=Api("multiply", "x * y", dynamic="mul", dynamic_aliases=("multiply",)))
+_binary("RealDiv", E("x0 / x1"), _div_grad, kinds="f")  # truediv, div: below (they cast ints)
+
+
 def _integer_checked(operator, kernel):
     """`x // y` for floats; for integers rt's kernel, which refuses a zero divisor (TF1
     raises; NumPy gives 0 with a warning)."""
@@ -318,16 +333,40 @@ def _integer_checked(operator, kernel):
     return emit
 
 
-_binary("FloorDiv", _integer_checked("//", "floordiv"), None)
-_binary("FloorMod", _integer_checked("%", "floormod"), _mod_grad)  # (% is np.remainder)
-_binary("Pow", E("x0 ** x1"), _pow_grad)
-_binary("Maximum", E("maximum(x0, x1)"), lambda op, g: _minmax_grad(op, g, greater_equal))
-_binary("Minimum", E("minimum(x0, x1)"), lambda op, g: _minmax_grad(op, g, less_equal))
-for _t, _sym in [("Equal", "=="), ("NotEqual", "!="), ("Less", "<"), ("LessEqual", "<="),
-                 ("Greater", ">"), ("GreaterEqual", ">=")]:
-    _binary(_t, E(f"x0 {_sym} x1"), None, kinds="fib", out_dtype=_dt.bool_)
-_binary("LogicalAnd", E("logical_and(x0, x1)"), None, kinds="b")
-_binary("LogicalOr", E("logical_or(x0, x1)"), None, kinds="b")
+floordiv = _binary("FloorDiv", _integer_checked("//", "floordiv"), None,
+                   api=Api("floordiv", "x // y, rounded toward -inf", aliases=("floor_div",),
+                           dynamic="floor_divide"))
+mod = _binary("FloorMod", _integer_checked("%", "floormod"), _mod_grad,  # (% is np.remainder)
+              api=Api("mod", "x % y, with the sign of y (Python's %)", aliases=("floormod",),
+                      dynamic="remainder"))
+pow = _binary("Pow", E("x0 ** x1"), _pow_grad,  # noqa: A001 - TF1's name
+              api=Api("pow", "x ** y"))
+maximum = _binary("Maximum", E("maximum(x0, x1)"),
+                  lambda op, g: _minmax_grad(op, g, greater_equal),
+                  api=Api("maximum", "the larger of x and y"))
+minimum = _binary("Minimum", E("minimum(x0, x1)"), lambda op, g: _minmax_grad(op, g, less_equal),
+                  api=Api("minimum", "the smaller of x and y"))
+# the comparisons: TF1's names in sg, PyTorch's (eq, lt...) in the dynamic mode
+equal = _binary("Equal", E("x0 == x1"), None, kinds="fib", out_dtype=_dt.bool_,
+                api=Api("equal", "x == y (a bool)", dynamic="eq"))
+not_equal = _binary("NotEqual", E("x0 != x1"), None, kinds="fib", out_dtype=_dt.bool_,
+                    api=Api("not_equal", "x != y (a bool)", dynamic="ne",
+                            dynamic_aliases=("not_equal",)))
+less = _binary("Less", E("x0 < x1"), None, kinds="fib", out_dtype=_dt.bool_,
+               api=Api("less", "x < y (a bool)", dynamic="lt", dynamic_aliases=("less",)))
+less_equal = _binary("LessEqual", E("x0 <= x1"), None, kinds="fib", out_dtype=_dt.bool_,
+                     api=Api("less_equal", "x <= y (a bool)", dynamic="le",
+                             dynamic_aliases=("less_equal",)))
+greater = _binary("Greater", E("x0 > x1"), None, kinds="fib", out_dtype=_dt.bool_,
+                  api=Api("greater", "x > y (a bool)", dynamic="gt",
+                          dynamic_aliases=("greater",)))
+greater_equal = _binary("GreaterEqual", E("x0 >= x1"), None, kinds="fib", out_dtype=_dt.bool_,
+                        api=Api("greater_equal", "x >= y (a bool)", dynamic="ge",
+                                dynamic_aliases=("greater_equal",)))
+logical_and = _binary("LogicalAnd", E("logical_and(x0, x1)"), None, kinds="b",
+                      api=Api("logical_and", "x and y (bools)"))
+logical_or = _binary("LogicalOr", E("logical_or(x0, x1)"), None, kinds="b",
+                     api=Api("logical_or", "x or y (bools)"))
 
 
 def _select_infer(ctx):
@@ -473,51 +512,6 @@ register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, broadcasts=True, 
 
 
 # -- public functions -------------------------------------------------------------------------
-def _operands(x, y):
-    """Convert a binary op's operands; a Python value takes the dtype of the tensor beside it."""
-    if is_tensor_like(x):
-        x = convert_to_tensor(x)
-        y = convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
-    elif is_tensor_like(y):
-        y = convert_to_tensor(y)
-        x = convert_to_tensor(x, dtype_hint=y.dtype, graph=y.graph)
-    else:
-        x = convert_to_tensor(x)
-        y = convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
-    return x, y
-
-
-def _binary_fn(op_type, default_name=None):
-    def fn(x, y, name=None):
-        x, y = _operands(x, y)
-        return apply1(op_type, [x, y], name=name)
-    fn.__name__ = default_name or op_type.lower()
-    fn.__doc__ = (f"Elementwise {op_type} with NumPy broadcasting.\n\n"
-                  f">>> {fn.__name__}(x, y)  # doctest: +SKIP")
-    return fn
-
-
-
-add = _binary_fn("Add")
-subtract = _binary_fn("Sub", "subtract")
-multiply = _binary_fn("Mul", "multiply")
-floordiv = _binary_fn("FloorDiv", "floordiv")
-floor_div = floordiv
-mod = _binary_fn("FloorMod", "mod")
-floormod = mod
-pow = _binary_fn("Pow", "pow")  # noqa: A001 - TF1's name
-maximum = _binary_fn("Maximum")
-minimum = _binary_fn("Minimum")
-equal = _binary_fn("Equal")
-not_equal = _binary_fn("NotEqual", "not_equal")
-less = _binary_fn("Less")
-less_equal = _binary_fn("LessEqual", "less_equal")
-greater = _binary_fn("Greater")
-greater_equal = _binary_fn("GreaterEqual", "greater_equal")
-logical_and = _binary_fn("LogicalAnd", "logical_and")
-logical_or = _binary_fn("LogicalOr", "logical_or")
-
-
 def leaky_relu(features, alpha=0.2, name=None):
     """max(features, alpha * features), elementwise."""
     return apply1("LeakyRelu", [convert_to_tensor(features)], {"alpha": alpha}, name)
@@ -525,7 +519,7 @@ def leaky_relu(features, alpha=0.2, name=None):
 
 def truediv(x, y, name=None):
     """x / y; integer inputs are first cast to float (float64 for int32/int64, as TF1)."""
-    x, y = _operands(x, y)
+    x, y = convert_operands(x, y)
     if not x.dtype.is_floating:
         target = _dt.float32 if x.dtype in (_dt.int8, _dt.int16, _dt.uint8) else _dt.float64
         if x.dtype.is_bool:
@@ -539,7 +533,7 @@ divide = truediv
 
 def div(x, y, name=None):
     """x / y with Python 2 semantics (TF1's `tf.div`): floor division for integers."""
-    x, y = _operands(x, y)
+    x, y = convert_operands(x, y)
     if x.dtype.is_floating:
         return apply1("RealDiv", [x, y], name=name)
     return floordiv(x, y, name=name)
@@ -567,7 +561,7 @@ def where(condition, x=None, y=None, name=None):
     if x is None or y is None:
         raise ValueError("where(): give both x and y, or neither")
     cond = convert_to_tensor(condition, dtype=_dt.bool_)
-    x, y = _operands(x, y)
+    x, y = convert_operands(x, y)
     return apply1("Select", [cond, x, y], name=name)
 
 
@@ -592,7 +586,7 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            a_is_sparse=False, b_is_sparse=False, name=None):
     """Matrix product of the last two dims; leading (batch) dims broadcast as in np.matmul."""
-    a, b = _operands(a, b)
+    a, b = convert_operands(a, b)
     attrs = {"transpose_a": bool(transpose_a or adjoint_a),
              "transpose_b": bool(transpose_b or adjoint_b)}
     return apply1("MatMul", [a, b], attrs, name=name)

@@ -13,7 +13,7 @@ from ..shapes import TensorShape
 from . import math_ops as M
 from .array_ops import _norm_axis, broadcast_to, expand_dims, reshape, shape_of
 from .attr_types import MAX_RANK, Axis, Bool, DType, Ints, Optional
-from .conversion import convert_to_tensor
+from .conversion import convert_to_tensor, is_tensor_like
 from .creation import apply1
 from .table import register
 
@@ -173,7 +173,7 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices, keep
         keepdims = keep_dims
     x = convert_to_tensor(input_tensor, dtype_hint=dtype_hint)
     if axis is not None:
-        if M.is_tensor_like(axis):
+        if is_tensor_like(axis):
             v = convert_to_tensor(axis)._static
             if v is None:
                 raise TypeError(f"{op_type}: axis must be known when the graph is built")

@@ -3,8 +3,9 @@ that one entry, as a graph builder in each namespace it names, and as a dynamic-
 and Tensor method, each with a docstring, computing the same values in both modes.
 
 REFERENCES is the one test row each such op needs: its value computed independently (in
-float64, then rounded to the op's dtype), the interval its inputs are drawn from, and, for a
-new differentiable op, the inputs its finite-difference rows in test_gradients.py use."""
+float64, then rounded to the op's dtype), the interval its inputs are drawn from (one for each
+input), and, for a new differentiable op, the inputs its finite-difference rows in
+test_gradients.py use."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from staticgrad.ops import vocabulary
 from staticgrad.ops.vocabulary import Api
 
 ENTRIES = vocabulary.entries()
-NAMESPACES = {"sg": sg, "nn": sg.nn, "math": sg.math}
+NAMESPACES = {"sg": sg, "nn": sg.nn, "math": sg.math, "debugging": sg.debugging}
 RNG = np.random.default_rng(11)
 
 
@@ -36,8 +37,10 @@ def _away(points, margin=0.1):
 
 _vec = np.vectorize
 # op type: (reference (float64 in, out), (low, high) of the inputs, with "special" for NaN and
-# the infinities among them too, gradient inputs or None: None where the op has a
-# finite-difference row of its own in test_gradients.py, or none)
+# the infinities among them too, "bool" for bools, "halves" for multiples of 0.5 (so that
+# comparisons meet equal values) -- for a two-input op a pair of these, one per input --
+# gradient inputs or None: None where the op has a finite-difference row of its own in
+# test_gradients.py, or none)
 REFERENCES = {
     "Neg": (lambda x: -x, (-3, 3), None),
     "Abs": (np.abs, (-3, 3), None),
@@ -74,14 +77,35 @@ REFERENCES = {
     "Softsign": (lambda x: x / (1 + np.abs(x)), (-3, 3), _away([0])),
     "Identity": (lambda x: x, (-3, 3), None),
     "StopGradient": (lambda x: x, (-3, 3), None),
-    "LogicalNot": (np.logical_not, (0, 1), None),
+    "LogicalNot": (np.logical_not, (0, 1, "bool"), None),
+    # two inputs
+    "Add": (np.add, ((-3, 3), (-3, 3)), None),
+    "Sub": (np.subtract, ((-3, 3), (-3, 3)), None),
+    "Mul": (np.multiply, ((-3, 3), (-3, 3)), None),
+    "FloorDiv": (np.floor_divide, ((-7, 7), (0.5, 3)), None),
+    "FloorMod": (np.mod, ((-7, 7), (0.5, 3)), None),
+    "Pow": (np.power, ((0.1, 3), (-2, 2)), None),
+    "Maximum": (np.maximum, ((-3, 3), (-3, 3)), None),
+    "Minimum": (np.minimum, ((-3, 3), (-3, 3)), None),
+    "Equal": (np.equal, ((-2, 2, "halves"), (-2, 2, "halves")), None),
+    "NotEqual": (np.not_equal, ((-2, 2, "halves"), (-2, 2, "halves")), None),
+    "Less": (np.less, ((-2, 2, "halves"), (-2, 2, "halves")), None),
+    "LessEqual": (np.less_equal, ((-2, 2, "halves"), (-2, 2, "halves")), None),
+    "Greater": (np.greater, ((-2, 2, "halves"), (-2, 2, "halves")), None),
+    "GreaterEqual": (np.greater_equal, ((-2, 2, "halves"), (-2, 2, "halves")), None),
+    "LogicalAnd": (np.logical_and, ((0, 1, "bool"), (0, 1, "bool")), None),
+    "LogicalOr": (np.logical_or, ((0, 1, "bool"), (0, 1, "bool")), None),
 }
+
+
+def arity(op_type: str) -> int:
+    return 2 if isinstance(REFERENCES[op_type][1][0], tuple) else 1
 
 
 def gradient_rows() -> list:
     """test_gradients.py's rows for the ops whose REFERENCES entry gives gradient inputs."""
     builders = {t: b for t, _, b in ENTRIES}
-    return [(t, builders[t], [(make, (2, 3))], True)
+    return [(t, builders[t], [(make, (2, 3))] * arity(t), True)
             for t, (_, _, make) in REFERENCES.items() if make is not None]
 
 
@@ -107,12 +131,24 @@ def test_each_entry_is_offered_where_it_says_with_a_docstring(op_type, api, buil
 SPECIAL = [np.nan, np.inf, -np.inf]
 
 
-def _input(op_type: str, dtype=np.float32, n: int = 12):
-    low, high, *special = REFERENCES[op_type][1]
-    x = np.random.default_rng(7).uniform(low, high, n)
-    if special:
+def _draw(interval, dtype, n: int, seed: int):
+    low, high, *kind = interval
+    x = np.random.default_rng(seed).uniform(low, high, n)
+    if kind == ["bool"]:
+        return x > (low + high) / 2
+    if kind == ["halves"]:
+        x = np.round(x * 2) / 2
+    if kind == ["special"]:
         x[:len(SPECIAL)] = SPECIAL
-    return x > (low + high) / 2 if op_type == "LogicalNot" else x.astype(dtype)
+    return x.astype(dtype)
+
+
+def _inputs(op_type: str, dtype=np.float32, n: int = 12) -> list:
+    """The op's inputs: one array for each, from its REFERENCES intervals."""
+    intervals = REFERENCES[op_type][1]
+    if arity(op_type) == 1:
+        intervals = [intervals]
+    return [_draw(interval, dtype, n, 7 + i) for i, interval in enumerate(intervals)]
 
 
 def test_every_entry_has_its_reference_row():
@@ -124,12 +160,13 @@ def test_every_entry_has_its_reference_row():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("op_type, api, builder", ENTRIES, ids=[e[0] for e in ENTRIES])
 def test_each_entry_computes_its_reference(op_type, api, builder, dtype):
-    x = _input(op_type, dtype, 64)
+    xs = _inputs(op_type, dtype, 64)
     reference = REFERENCES[op_type][0]
     with sg.Graph().as_default():
-        t = sg.placeholder(sg.as_dtype(x.dtype), [64])
-        got = sg.Session().run(builder(t), {t: x})
-    want = np.asarray(reference(x.astype(np.float64) if x.dtype != bool else x))
+        ts = [sg.placeholder(sg.as_dtype(x.dtype), [64]) for x in xs]
+        got = sg.Session().run(builder(*ts), dict(zip(ts, xs)))
+    want = np.asarray(reference(*[x.astype(np.float64) if x.dtype != bool else x
+                                  for x in xs]))
     want = want.astype(got.dtype)
     assert got.dtype == want.dtype and got.shape == (64,)
     if got.dtype == bool:
@@ -144,13 +181,24 @@ def test_each_entry_computes_its_reference(op_type, api, builder, dtype):
                          ids=[e[0] for e in ENTRIES if e[1].dynamic is not None])
 def test_the_dynamic_function_and_method_compute_what_the_graph_builder_does(op_type, api,
                                                                              builder):
-    x = _input(op_type)
+    xs = _inputs(op_type)
     with sg.Graph().as_default():
-        t = sg.placeholder(sg.as_dtype(x.dtype), [12])
-        want = sg.Session().run(builder(t), {t: x})
+        ts = [sg.placeholder(sg.as_dtype(x.dtype), [12]) for x in xs]
+        want = sg.Session().run(builder(*ts), dict(zip(ts, xs)))
     name = api.dynamic or api.name
-    np.testing.assert_array_equal(getattr(dy, name)(dy.tensor(x)).numpy(), want)
-    np.testing.assert_array_equal(getattr(dy.tensor(x), name)().numpy(), want)
+    first, *rest = [dy.tensor(x) for x in xs]
+    np.testing.assert_array_equal(getattr(dy, name)(first, *rest).numpy(), want)
+    np.testing.assert_array_equal(getattr(first, name)(*rest).numpy(), want)
+
+
+def test_a_two_input_builder_gives_a_python_number_the_dtype_beside_it():
+    for op_type, _, builder in ENTRIES:
+        if arity(op_type) != 2 or REFERENCES[op_type][1][0][2:] == ("bool",):
+            continue
+        with sg.Graph().as_default():
+            x = sg.placeholder(sg.float64, [3], name="x")
+            assert builder(x, 2).op.inputs[1].dtype is sg.float64, op_type
+            assert builder(2, x).op.inputs[0].dtype is sg.float64, op_type
 
 
 def test_an_api_names_only_known_namespaces():
