@@ -67,8 +67,9 @@ def test_every_op_type_has_an_onnx_rule_or_a_reason_for_none():
     """Each op type of the registry has a rule in staticgrad.onnx.RULES or, in NO_ONNX, the
     reason it has no ONNX form (what export_onnx's error says): an op type added to the
     registry needs one of the two. Runs without the onnx package."""
-    problems = [f"{t}: no ONNX rule in staticgrad/onnx.py RULES, and no reason in NO_ONNX "
-                "why it has no ONNX form; add one or the other"
+    problems = [f"{t}: no ONNX rule in staticgrad.onnx.RULES (staticgrad/onnx/rules_*.py), "
+                "and no reason in NO_ONNX (onnx/no_form.py) why it has no ONNX form; add one "
+                "or the other"
                 for t in sorted(set(REGISTRY) - set(RULES) - set(NO_ONNX))]
     problems += [f"{t}: both an ONNX rule and a reason for none (NO_ONNX); keep one"
                  for t in sorted(set(RULES) & set(NO_ONNX))]

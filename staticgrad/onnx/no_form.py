@@ -1,0 +1,30 @@
+"""The op types with no ONNX form, each with the reason an export error gives.
+
+Every op type of the registry has a rule in `RULES` or a reason here (tests/ops/test_creation.py
+checks it), so an op added to the registry needs a decision: a rule, or a reason."""
+
+from __future__ import annotations
+
+_GRADIENT_KERNEL = ("a gradient kernel with no ONNX operator; ONNX models are inference graphs: "
+                    "export the forward graph")
+_ASSIGNMENT = ("assigns a variable, and ONNX models are stateless inference graphs (a control "
+               "dependency on an assignment also brings it in)")
+_RANDOM = ("draws from the session's random generator, whose values ONNX Runtime's "
+           "RandomNormal/RandomUniform cannot reproduce; feed the draws as an input instead")
+NO_ONNX: dict[str, str] = {
+    "Placeholder": "a placeholder is a model input only when it is in feed_list",
+    "NoOp": ("computes nothing: groups and control dependencies have no ONNX form; fetch "
+             "tensors, not operations"),
+    "Transfer": ("moves a value between a plan's backends (passes/partition.py); only the "
+                 "compiler makes one, no graph holds one"),
+    "CheckNumerics": ("a run-time check that raises on NaN or Inf, and an ONNX graph cannot "
+                      "raise; export the checked tensor itself"),
+    "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "
+                 "(at most 1024 of them) is stored as a constant"),
+    "Assign": _ASSIGNMENT, "AssignAdd": _ASSIGNMENT, "AssignSub": _ASSIGNMENT,
+    "RandomStandardNormal": _RANDOM, "RandomUniform": _RANDOM,
+    "TruncatedNormal": _RANDOM + " (and ONNX has no truncated normal)",
+    "Conv2DBackpropFilter": _GRADIENT_KERNEL, "MaxPoolGrad": _GRADIENT_KERNEL,
+    "MaxPoolGradGrad": _GRADIENT_KERNEL, "AvgPoolGrad": _GRADIENT_KERNEL,
+    "GatherGrad": _GRADIENT_KERNEL, "StridedSliceGrad": _GRADIENT_KERNEL,
+}
