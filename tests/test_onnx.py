@@ -330,18 +330,33 @@ def _vocabulary_with_rules():
     return [(t, b) for t, _, b in vocabulary.entries() if t in RULES and t != "LogicalNot"]
 
 
+def _grid(interval) -> np.ndarray:
+    """Values across a REFERENCES interval (tests/ops/test_vocabulary.py): its ends, points
+    between, a few round numbers inside it, and NaN and the infinities if it says "special"."""
+    low, high, *kind = interval
+    if kind == ["bool"]:
+        return np.array([False, True])
+    values = np.concatenate([np.linspace(low, high, 13), [low, high, 0.5, -0.5, 2.5, -2.5, 0]])
+    values = values[(values >= low) & (values <= high)]
+    if kind == ["halves"]:
+        values = np.unique(np.round(values * 2) / 2)
+    if kind == ["special"]:
+        values = np.concatenate([values, [np.nan, np.inf, -np.inf]])
+    return values.astype(np.float32)
+
+
 @pytest.mark.parametrize("op_type, builder", _vocabulary_with_rules(),
                          ids=[t for t, _ in _vocabulary_with_rules()])
 def test_every_offered_elementwise_op_with_a_rule_matches_onnx_runtime(tmp_path, op_type,
                                                                        builder):
     """Each op of the op vocabulary that has an ONNX rule, on inputs from its reference row's
-    range (tests/ops/test_vocabulary.py), special values included."""
-    from tests.ops.test_vocabulary import REFERENCES
-    low, high, *special = REFERENCES[op_type][1]
-    values = np.concatenate([np.linspace(low, high, 13), [low, high, 0.5, -0.5, 2.5, -2.5]])
-    values = values[(values >= low) & (values <= high)]
-    if special:
-        values = np.concatenate([values, [np.nan, np.inf, -np.inf]])
-    values = values.astype(np.float32)
-    x = sg.placeholder(sg.float32, [len(values)], name="x")
-    check_parity(tmp_path, builder(x), {"x": x}, [{"x": values}])
+    range (tests/ops/test_vocabulary.py), special values included; a two-input op on every
+    pair of its inputs' values."""
+    from tests.ops.test_vocabulary import REFERENCES, arity
+    intervals = REFERENCES[op_type][1]
+    grids = [_grid(intervals)] if arity(op_type) == 1 else [_grid(i) for i in intervals]
+    columns = [g.ravel() for g in np.meshgrid(*grids, indexing="ij")]
+    names = ["x", "y"][:len(columns)]
+    feeds = {n: sg.placeholder(sg.as_dtype(c.dtype), [len(c)], name=n)
+             for n, c in zip(names, columns)}
+    check_parity(tmp_path, builder(*feeds.values()), feeds, [dict(zip(names, columns))])
