@@ -128,6 +128,16 @@ def _floor_div(b, op):
         b.node("Floor", [b.step(op, "quotient", "Div", [x, y])], [b.y(op)], op.name)
 
 
+def _div_no_nan(b, op):
+    """where(y == 0, 0, x / where(y == 0, 1, y)): nothing divides by zero."""
+    x, y = (b.x(t) for t in op.inputs)
+    zero = b.number(op, "zero", 0)
+    y_is_zero = b.step(op, "y_is_zero", "Equal", [y, zero])
+    safe = b.step(op, "safe_y", "Where", [y_is_zero, b.number(op, "one", 1), y])
+    quotient = b.step(op, "quotient", "Div", [x, safe])
+    b.node("Where", [y_is_zero, zero, quotient], [b.y(op)], op.name)
+
+
 def _floor_mod(b, op):
     """x mod y with the sign of y, as NumPy's remainder. Integers: ONNX's Mod. Floats: ONNX's
     Mod is C's fmod (the sign of x); as NumPy does, y is added to a nonzero remainder whose
@@ -199,6 +209,7 @@ RULES = {ours: _simple(theirs) for ours, theirs in _ONE_NODE.items()} | {
     "ClipByValue": _clip, "Square": _square, "IsFinite": _is_finite, "Erfc": _erfc,
     "NotEqual": _not_equal, "Rsqrt": _rsqrt, "Relu6": _relu6, "LeakyRelu": _leaky_relu,
     "Expm1": _expm1, "Log1p": _log1p, "FloorDiv": _floor_div, "FloorMod": _floor_mod,
+    "DivNoNan": _div_no_nan,
     "ReluGrad": _activation_grad, "TanhGrad": _activation_grad, "SigmoidGrad": _activation_grad,
     "Cast": _cast, "MatMul": _matmul,
 }

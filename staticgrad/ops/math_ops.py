@@ -323,6 +323,20 @@ multiply = _binary("Mul", E("x0 * x1"), _mul_grad,
 _binary("RealDiv", E("x0 / x1"), _div_grad, kinds="f")  # truediv, div: below (they cast ints)
 
 
+def _div_no_nan_grad(op, g):  # TF1's: 0 wherever y is 0, for both
+    x, y = op.inputs
+    return [div_no_nan(g, y) if wants(op, 0) else None,
+            g * div_no_nan(div_no_nan(-x, y), y) if wants(op, 1) else None]
+
+
+# TF1's tf.div_no_nan: 0 where y is 0 (whatever x is, NaN and inf too); the divisor is made
+# 1 there first, so that nothing divides by zero
+div_no_nan = _binary("DivNoNan", E("select(x1 == 0, 0, x0 / select(x1 == 0, 1, x1))"),
+                     _div_no_nan_grad, kinds="f",
+                     api=Api("div_no_nan", "x / y, or 0 where y is 0",
+                             aliases=("divide_no_nan",), dynamic=None))
+
+
 def _integer_checked(operator, kernel):
     """`x // y` for floats; for integers rt's kernel, which refuses a zero divisor (TF1
     raises; NumPy gives 0 with a warning)."""

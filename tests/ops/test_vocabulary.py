@@ -95,6 +95,8 @@ REFERENCES = {
     "GreaterEqual": (np.greater_equal, ((-2, 2, "halves"), (-2, 2, "halves")), None),
     "LogicalAnd": (np.logical_and, ((0, 1, "bool"), (0, 1, "bool")), None),
     "LogicalOr": (np.logical_or, ((0, 1, "bool"), (0, 1, "bool")), None),
+    "DivNoNan": (lambda x, y: np.where(y == 0, 0, x / np.where(y == 0, 1, y)),
+                 ((-3, 3, "special"), (-1, 1, "halves")), _away([0])),
 }
 
 
