@@ -94,7 +94,10 @@ def node_comment(node: Node, mark: str = "#") -> str:
     `# Transfer numpy -> cuda of Sin 'layer/Sin' at model.py:12`."""
     if node.type == "Transfer":  # (two backend names, checked as graph names are)
         source, target = printable(node.attrs["source"]), printable(node.attrs["target"])
-        return f"{mark} Transfer {source} -> {target} of {comment(node.origin, '')[1:]}"
+        moved = node.inputs[0]
+        what = comment(node.origin, "")[1:] if node.origin is not None else \
+            f"'{printable(moved.name)}'"  # a region's feed: no op of the graph made it
+        return f"{mark} Transfer {source} -> {target} of {what}"
     return comment(node.origin, mark)
 
 

@@ -67,6 +67,7 @@ def _partition(program: Program, place, edge: str, region_homes: dict) -> Progra
                 v.tensor.op if v.tensor is not None else None  # (a feed: its placeholder)
             node = make_node(TRANSFER, {"source": source, "target": target}, [v], origin,
                              names=[f"{v.name}_to_{target}"])
+            node.outputs[0].tensor = v.tensor  # the same graph tensor, elsewhere (fetch names)
             made.append(node)
             moved[key] = node.outputs[0]
             home[id(moved[key])] = target

@@ -182,6 +182,31 @@ def test_variables_and_their_updates_run_partitioned(leaves):
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
 
 
+def test_a_fetch_brought_home_by_a_transfer_keeps_its_tensor_name(leaves):
+    w = sg.Variable(np.array([1.0, 2.0], np.float32), name="w")
+    x = sg.placeholder(sg.float32, [2], name="x")
+    update = sg.assign(w, w * 2.0, name="double")  # on the device, fetched on the host
+    y = sg.exp(x, name="e")                        # on the host
+    with sg.Session(backend="leaves", options=leaves) as sess:
+        sess.run(sg.global_variables_initializer())
+        source = sess.source([update, y], {x: np.zeros(2, np.float32)})
+        np.testing.assert_array_equal(sess.run(update, {x: np.zeros(2, np.float32)}), [2, 4])
+    assert "Fetches (what run returns): double:0, e:0." in source
+
+
+def test_a_transfer_of_a_region_feed_has_a_comment_without_an_op():
+    from staticgrad.codegen.walk import node_comment
+    x = vector()
+    inner = Body(x)
+    (r,) = [inner.op("Tanh", inner.feeds[0])]
+    outer = Body(x)
+    (c,) = outer.call(inner.program(r), outer.op("Exp", outer.feeds[0]))
+    new = partition(outer.program(c), on_host_if({"Exp", "Call"}), "host")
+    into = new.nodes[-1].regions[0].nodes[0]
+    assert into.type == "Transfer" and into.origin is None
+    assert node_comment(into) == f"# Transfer host -> device of '{into.inputs[0].name}'"
+
+
 def test_an_op_neither_side_can_run_is_refused_at_compile_naming_op_backend_and_line(leaves):
     x = sg.placeholder(sg.float32, [3], name="x")
     y = sg.tanh(x, name="the_tanh")
