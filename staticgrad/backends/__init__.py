@@ -41,7 +41,7 @@ def get_backend(name) -> Backend:
     """The backend called `name`; ValueError for a name that is none, BackendUnavailableError
     for one that cannot run here (both list the backends that can, and why the others can't)."""
     if isinstance(name, Backend):
-        why = name.unavailable()
+        why = name.unavailable() or _host_missing(name)
         if why is not None:
             raise BackendUnavailableError(f"backend {name.name!r} is not available here: {why}")
         return name
@@ -75,9 +75,25 @@ def _why_not(name: str) -> str | None:
             why = backend.unavailable()
         except Exception as e:
             why = f"checking it failed: {type(e).__name__}: {e}"
+        if why is None:
+            why = _host_missing(backend)
         if why is not None:
             return why
         _loaded[name] = backend
+    return None
+
+
+def _host_missing(backend: Backend) -> str | None:
+    """Resolve `backend.host` (the backend that runs what it leaves) to its Backend, once, as
+    `backend.host_backend`; None, or why that host cannot run here."""
+    if backend.host is None or backend.host == backend.name or backend.host_backend is not None:
+        return None
+    if backend.host not in BACKENDS:
+        return f"its host {backend.host!r} is not a backend"
+    why = _why_not(backend.host)
+    if why is not None:
+        return f"its host {backend.host!r} is not available: {why}"
+    backend.host_backend = _loaded[backend.host]
     return None
 
 

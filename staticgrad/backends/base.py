@@ -46,6 +46,7 @@ class Backend:
     # the backend that runs what this one leaves (host-only ops, ops it cannot run), and
     # that feeds and fetches live on; None: this one runs every op of its plans itself
     host: str | None = None
+    host_backend: Backend | None = None  # that backend, once the registry resolved `host`
 
     def unavailable(self) -> str | None:
         """None if this backend can run here, else why not (a library, a device...)."""
@@ -66,10 +67,8 @@ class Backend:
         naming the op, this backend and the user's line, when neither can run it."""
         if not node.opdef.host_only and self.supports(node.type):
             return self.name
-        if self.host is not None and self.host != self.name:
-            from . import get_backend  # (the registry of backends, beside this module)
-            if get_backend(self.host).supports(node.type):
-                return self.host
+        if self.host_backend is not None and self.host_backend.supports(node.type):
+            return self.host
         op = node.origin
         raise UnimplementedError(None, op, f"{op.where() + ': ' if op else ''}the {self.name} "
                                            f"backend cannot run {node.type}"

@@ -167,3 +167,26 @@ def test_a_backend_object_is_checked_as_a_name_is():
 
     with pytest.raises(BackendUnavailableError, match="unplugged"):
         get_backend(Gone())
+
+
+def test_a_backend_whose_host_cannot_run_here_is_unavailable_saying_why(g, registered):
+    class Device(NumpyBackend):
+        name = "device"
+        host = "cpu_host"
+
+    class DeadHost(NumpyBackend):
+        name = "cpu_host"
+
+        def unavailable(self):
+            return "the host library is missing"
+
+    registered("device", types.SimpleNamespace(__name__="tests_device_backend",
+                                               BACKEND=Device()))
+    with pytest.raises(BackendUnavailableError, match="its host 'cpu_host' is not a backend"):
+        sg.Session(backend="device")
+    registered("cpu_host", types.SimpleNamespace(__name__="tests_host_backend",
+                                                 BACKEND=DeadHost()))
+    with pytest.raises(BackendUnavailableError, match=r"its host 'cpu_host' is not available: "
+                                                      r"the host library is missing"):
+        sg.Session(backend="device")
+    assert sg.available_backends()["device"].startswith("its host 'cpu_host'")
