@@ -150,3 +150,41 @@ def test_the_same_source_compiles_as_cuda(compiled, tmp_path):
     done = subprocess.run([NVCC, "-c", "-o", str(tmp_path / "ops.o"), str(src)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+# sg_select(c, x, y) and the type it gives: a number of the notation takes the other branch's
+SELECT_TYPES = [("0", "(signed char)1", "signed char"), ("(float)1", "0", "float"),
+                ("1.5", "2.0f", "float"), ("true", "0", "bool"), ("0", "1", "int"),
+                ("0", "1.0", "double"), ("1.0", "2.0", "double"), ("(float)1", "(float)2", "float"),
+                ("(long long)1", "0", "long long")]
+
+
+def test_select_takes_the_type_of_its_branch_that_is_not_a_number(tmp_path):
+    if CXX is None:
+        pytest.skip("no C++ compiler here")
+    lines = ["#include <cmath>", "#include <type_traits>",
+             "using std::exp; using std::expm1; using std::log1p;", preamble()]
+    lines += [f"static_assert(std::is_same<decltype(sg_select(true, {x}, {y})), {t}>::value, "
+              f'"sg_select({x}, {y}) is {t}");' for x, y, t in SELECT_TYPES]
+    src = tmp_path / "select.cpp"
+    src.write_text("\n".join(lines) + "\n")
+    done = subprocess.run([CXX, "-fsyntax-only", str(src)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_select_with_a_number_compiles_for_half_precision(tmp_path):
+    """DivNoNan's form, select(y == 0, 0, x / select(y == 0, 1, y)), on __half values: the
+    selects' 0 and 1 become __half. (`__half == 0` itself is ambiguous in CUDA's header, so
+    the comparison is written against a __half zero here; a CUDA backend computes float16
+    values in float32.)"""
+    expr = C.format(REGISTRY["DivNoNan"].expr).format("x[i]", "y[i]")
+    src = tmp_path / "half.cu"
+    src.write_text("\n".join([
+        "#include <cuda_fp16.h>", preamble("__device__ inline"),
+        "__global__ void k(const __half* x, const __half* y, __half* out) {",
+        "    int i = threadIdx.x;", f"    out[i] = {expr.replace('== 0', '== __half(0.0f)')};",
+        "}"]) + "\n")
+    done = subprocess.run([NVCC, "-c", "-o", str(tmp_path / "half.o"), str(src)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
