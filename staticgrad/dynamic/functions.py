@@ -132,14 +132,14 @@ def _tensor(x) -> Tensor:
 # -- elementwise math ---------------------------------------------------------------------------
 # The table's two-input ops (ops/vocabulary.py) are the functions below the loop further on;
 # here are those whose PyTorch signature takes more than two inputs, or treats its inputs its
-# own way. Each keeps its op's one-line doc (the Api's) in its docstring.
+# own way. The loop puts the op's one-line doc (its Api's) before what each says here.
 def add(input, other, alpha=1):  # noqa: A002
-    """add: x + y, elementwise; input + alpha * other with PyTorch's `alpha`."""
+    """With PyTorch's `alpha`: input + alpha * other."""
     return _binary("Add", input, other if alpha == 1 else _binary("Mul", other, alpha))
 
 
 def sub(input, other, alpha=1):  # noqa: A002
-    """sub: x - y, elementwise; input - alpha * other with PyTorch's `alpha`."""
+    """With PyTorch's `alpha`: input - alpha * other."""
     return _binary("Sub", input, other if alpha == 1 else _binary("Mul", other, alpha))
 
 
@@ -164,8 +164,7 @@ divide = true_divide = div
 
 
 def pow(input, exponent):  # noqa: A001, A002
-    """pow: x ** y, elementwise (x ** 2 runs the Square op, PyTorch's PowBackward0 all the
-    same)."""
+    """x ** 2 runs the Square op (PyTorch's PowBackward0 all the same)."""
     if isinstance(input, Tensor) and input.dtype.is_floating and \
             not isinstance(exponent, Tensor) and exponent == 2:
         return _op("Square", [input], None, "PowBackward0")
@@ -174,12 +173,12 @@ def pow(input, exponent):  # noqa: A001, A002
 
 
 def logical_and(input, other):  # noqa: A002
-    """logical_and: x and y (bools), elementwise, of inputs of any dtype (nonzero is true)."""
+    """Inputs of any dtype: nonzero is true."""
     return _op("LogicalAnd", [_as(_tensor(input), bool), _as(_tensor(other), bool)])
 
 
 def logical_or(input, other):  # noqa: A002
-    """logical_or: x or y (bools), elementwise, of inputs of any dtype (nonzero is true)."""
+    """Inputs of any dtype: nonzero is true."""
     return _op("LogicalOr", [_as(_tensor(input), bool), _as(_tensor(other), bool)])
 
 
@@ -208,13 +207,13 @@ def where(condition, input, other):  # noqa: A002
     return _op("Select", [cond, _as(input, dtype), _as(other, dtype)])
 
 
-def _unary(op_type, doc, float_only=True, name=None):
+def _unary(op_type, function_name, doc, float_only=True):
     def fn(input):  # noqa: A002
         x = _tensor(input)
         if float_only and not x.dtype.is_floating:
             x = _as(x, float32)
-        return _op(op_type, [x], None, name)
-    fn.__name__ = fn.__qualname__ = doc.split()[0].rstrip(":")
+        return _op(op_type, [x])
+    fn.__name__ = fn.__qualname__ = function_name
     fn.__doc__ = doc
     return fn
 
@@ -249,11 +248,17 @@ def _binary_function(op_type, doc, name):
 ELEMENTWISE: dict = {}
 _ELEMENTWISE_METHODS: dict = {}
 for _type, _api, _name, _arity in vocabulary.dynamic_entries():
-    _doc = f"{_name}: {_api.doc}, elementwise."
     if _arity == 1:
-        _fn = _unary(_type, _doc, float_only=_float_only(_type))
+        _fn = _unary(_type, _name, f"{_api.doc} (x: input), elementwise.",
+                     float_only=_float_only(_type))
     else:
-        _fn = _PYTORCH_EXTRAS.get(_name) or _binary_function(_type, _doc, _name)
+        _fn = _PYTORCH_EXTRAS.get(_name)
+        if _fn is None:
+            _fn = _binary_function(_type, f"{_api.doc} (x: input, y: other), elementwise.",
+                                   _name)
+        elif not _fn.__doc__.startswith(_api.doc):  # (once: subtract is sub)
+            _x, _y = _fn.__code__.co_varnames[:2]
+            _fn.__doc__ = f"{_api.doc} (x: {_x}, y: {_y}), elementwise. {_fn.__doc__}"
     _ELEMENTWISE_METHODS[_name] = _fn
     for _alias in (_name, *_api.dynamic_aliases):
         ELEMENTWISE[_alias] = _PYTORCH_EXTRAS.get(_alias, _fn)

@@ -60,11 +60,17 @@ class Api:
 NAMESPACES = ("sg", "nn", "math", "debugging")
 
 
+def sentence(doc: str) -> str:
+    """An Api's doc as the start of a sentence: "the sine" -> "The sine"; math stays as it is
+    ("x * x", "e ** x", "max(x, 0)": capitalized, they would read as other names)."""
+    first = doc.split(" ", 1)[0]
+    return doc[0].upper() + doc[1:] if len(first) > 1 and first.isalpha() else doc
+
+
 def _named(fn, op_type: str, api: Api, module: str, call: str, how: str = "elementwise"):
     fn.__name__ = fn.__qualname__ = api.name
     fn.__module__ = module
-    fn.__doc__ = (f"{api.doc[0].upper()}{api.doc[1:]}, {how} (op {op_type}).\n\n"
-                  f">>> {call}  # doctest: +SKIP")
+    fn.__doc__ = f"{sentence(api.doc)}, {how} (op {op_type}).\n\n>>> {call}  # doctest: +SKIP"
     fn.op_type = op_type
     return fn
 
