@@ -26,6 +26,9 @@ __all__ = [
 __dir__ = _namespace.public_dir(globals())
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The package's modules that are programs of a user's kind: the ops they create belong to
+# their own lines (`staticgrad demo` shows generated code naming the demo's lines)
+_USER_FILES = frozenset([_PACKAGE_DIR + "demo.py"])
 
 
 class _Pinned(threading.local):
@@ -75,14 +78,22 @@ UnauthenticatedError = _make("UnauthenticatedError", 16, "Not authenticated.")
 
 
 def user_location(skip_package: str = _PACKAGE_DIR):
-    """(filename, lineno) of the innermost frame outside staticgrad: the line the user wrote.
-    One tuple for each line (a loop's ops share theirs), and a walk over the frames, never
-    a recursion: any depth of calls is fine."""
+    """(filename, lineno) of the innermost frame outside staticgrad (but for its demo,
+    `_USER_FILES`): the line the user wrote. Python's own start-up frames (runpy's and the
+    import system's, `<frozen ...>`) are never it. One tuple for each line (a loop's ops
+    share theirs), and a walk over the frames, never a recursion: any depth of calls is
+    fine."""
     pinned = _pinned.location
     if pinned is not None and skip_package is _PACKAGE_DIR:
         return pinned
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(skip_package):
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(skip_package):
+            if not filename.startswith("<frozen "):
+                break
+        elif filename in _USER_FILES:
+            break
         frame = frame.f_back
     if frame is None:
         return ("<unknown>", 0)

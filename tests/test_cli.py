@@ -154,6 +154,16 @@ def test_demo(tmp_path):
     assert out.count("def run(") == 2
 
 
+def test_the_demos_generated_code_names_the_demos_own_lines(tmp_path):
+    """The demo is user code, though it lives in the package: its ops point at its lines,
+    not at the line that called main(), the console script or runpy's frames."""
+    demo = (ROOT / "staticgrad" / "demo.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(demo, 1) if text.strip() == "b = w1 * a")
+    out, _ = staticgrad("demo", cwd=tmp_path)
+    assert f"# Mul 'Mul' at demo.py:{line}\n" in out
+    assert "runpy" not in out and "<unknown>" not in out
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "required: COMMAND"),
     (["source", "missing.json", "--fetch", "a"], "does not exist"),
