@@ -178,3 +178,4 @@ __all__ = _namespace.public_names(globals(), subnamespaces=(
     "compat", "debugging", "dynamic", "errors", "initializers", "layers", "losses", "math",
     "nn", "random", "train", "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad", "tf", globals())

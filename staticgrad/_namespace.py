@@ -9,8 +9,14 @@ paths keep working; they are simply not part of the namespace.
 
     __all__ = ["softmax", "relu"]
     __dir__ = public_dir(globals())
+    __getattr__ = missing_name("staticgrad.nn", "tf.nn", globals())
+
+A name the namespace lacks raises AttributeError with the namespace's public name (not the
+module that holds it) and the name it stands in for: `staticgrad.nn has no 'nce_loss' (TF1's
+tf.nn.nce_loss)`, with the closest names it has.
 """
 
+import difflib
 from types import ModuleType
 
 
@@ -35,3 +41,23 @@ def public_names(namespace: dict, subnamespaces=()) -> list[str]:
     return sorted(name for name, value in namespace.items()
                   if not name.startswith("_")
                   and (name in subnamespaces or not isinstance(value, ModuleType)))
+
+
+def missing_name(public: str, original: str, namespace: dict):
+    """A module-level `__getattr__` (PEP 562: asked only for a name the module lacks) that
+    raises AttributeError naming `public` (this namespace as users import it), the name
+    asked for as `original` spells it (TF1's `tf.nn`, PyTorch's `torch`; None for a
+    namespace of staticgrad's own), and the closest public names.
+
+    >>> __getattr__ = missing_name("staticgrad", "tf", globals())  # doctest: +SKIP
+    """
+    who = "PyTorch" if original and original.split(".")[0] == "torch" else "TF1"
+
+    def __getattr__(name: str):
+        if name.startswith("__"):  # (probes of tools and the import system: no message)
+            raise AttributeError(f"module {public!r} has no attribute {name!r}")
+        close = difflib.get_close_matches(name, namespace.get("__all__", ()), n=3)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        stands_for = f" ({who}'s {original}.{name})" if original else ""
+        raise AttributeError(f"{public} has no {name!r}{stands_for}{hint}")
+    return __getattr__

@@ -19,3 +19,4 @@ globals().update(_vocabulary.namespace("debugging"))
 __all__ = sorted(["add_check_numerics_ops", "check_numerics", "verify_tensor_all_finite",
                   *_vocabulary.namespace("debugging")])
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.debugging", "tf.debugging", globals())

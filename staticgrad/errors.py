@@ -24,6 +24,7 @@ __all__ = [
     "UnknownError",
 ]
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.errors", "tf.errors", globals())
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # The package's modules that are programs of a user's kind: the ops they create belong to

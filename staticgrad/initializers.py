@@ -31,6 +31,7 @@ __all__ = [
     "variance_scaling_initializer", "zeros", "zeros_initializer",
 ]
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.initializers", "tf.initializers", globals())
 
 # The standard deviation of a unit normal truncated to [-2, 2]: dividing by it makes the
 # truncated draws have the variance asked for (TF1's constant).

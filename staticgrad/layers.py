@@ -22,6 +22,7 @@ from .variable_scope import get_variable, variable_scope
 
 __all__ = ["average_pooling2d", "conv2d", "dense", "dropout", "flatten", "max_pooling2d"]
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.layers", "tf.layers", globals())
 
 
 def _layer_scope(name, default_name, reuse):

@@ -28,6 +28,7 @@ __all__ = [
     "sparse_softmax_cross_entropy",
 ]
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.losses", "tf.losses", globals())
 
 
 class Reduction:

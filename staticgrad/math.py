@@ -4,7 +4,7 @@ vocabulary offers here (ops/vocabulary.py), and the arithmetic, comparisons and 
     sg.math.tanh(x), sg.math.add(x, y), sg.math.reduce_sum(x, axis=1)
 """
 
-from ._namespace import public_dir
+from ._namespace import missing_name, public_dir
 from .ops import vocabulary as _vocabulary
 from .ops.math_ops import divide, truediv  # noqa: F401
 from .ops.nn_impl import squared_difference  # noqa: F401
@@ -27,3 +27,4 @@ __all__ = sorted([
     "reduce_min", "reduce_prod", "reduce_sum", "squared_difference", "truediv",
     *_vocabulary.namespace("math")])
 __dir__ = public_dir(globals())
+__getattr__ = missing_name("staticgrad.math", "tf.math", globals())

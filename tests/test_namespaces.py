@@ -152,3 +152,23 @@ def test_the_names_the_project_uses_are_public():
                      if name not in NAMESPACES[path].__all__
                      and not _is_submodule(NAMESPACES[path], name)})
     assert not hidden, "used but not public:\n" + "\n".join(hidden)
+
+
+@pytest.mark.parametrize("path", [p for p in NAMESPACES if p.split(".")[0] == "sg"])
+def test_a_missing_name_is_named_with_the_namespace_users_import(path):
+    """`staticgrad.nn has no 'nce_loss' (TF1's tf.nn.nce_loss)`, not the internal module that
+    holds sg.nn; with the closest names it has."""
+    module = NAMESPACES[path]
+    public = "staticgrad" + path[2:]
+    original = "torch" + path[len("sg.dynamic"):] if path.startswith("sg.dynamic") else \
+        "tf" + path[2:]
+    with pytest.raises(AttributeError) as info:
+        module.no_such_name_anywhere  # noqa: B018
+    who = "PyTorch" if original.startswith("torch") else "TF1"
+    stands_for = "" if path == "sg.runtime_fast" else \
+        f" ({who}'s {original}.no_such_name_anywhere)"  # (staticgrad's own namespace)
+    assert str(info.value) == f"{public} has no 'no_such_name_anywhere'{stands_for}"
+    if module.__all__:
+        near = module.__all__[0] + "x"
+        with pytest.raises(AttributeError, match=rf"did you mean '{module.__all__[0]}'"):
+            getattr(module, near)

@@ -16,9 +16,9 @@ def __getattr__(name):
         raise AttributeError(f"module 'staticgrad.compat.v1' has no attribute {name!r}")
     try:
         return getattr(_staticgrad(), name)
-    except AttributeError:
-        raise AttributeError(f"module 'staticgrad.compat.v1' has no attribute {name!r}") \
-            from None
+    except AttributeError as e:  # staticgrad's message, under this namespace's names
+        text = str(e).replace("staticgrad has", "staticgrad.compat.v1 has", 1)
+        raise AttributeError(text.replace("TF1's tf.", "TF1's tf.compat.v1.", 1)) from None
 
 
 def __dir__():

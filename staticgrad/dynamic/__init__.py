@@ -164,3 +164,4 @@ globals().update(_functions.ELEMENTWISE)
 
 __all__ = _namespace.public_names(globals(), subnamespaces=("autograd", "nn"))
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.dynamic", "torch", globals())

@@ -32,6 +32,7 @@ from .tensor import NO_NODE, Tensor
 # dy.autograd, as torch.autograd: the walk's helpers and imports are not part of it
 __all__ = ["Function", "FunctionCtx", "Variable", "backward", "grad", "no_grad", "set_grad_enabled"]
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.dynamic.autograd", "torch.autograd", globals())
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

@@ -29,6 +29,7 @@ __all__ = sorted([
     "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
 ] + list(vocabulary.namespace("nn")))
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.nn", "tf.nn", globals())
 
 leaky_relu = M.leaky_relu
 # the activations the op vocabulary offers in sg.nn (relu, sigmoid, tanh...): ops/vocabulary.py

@@ -29,3 +29,4 @@ from .training_util import (  # noqa: F401
 # the names imported above; the submodules (optimizer, saver...) are not part of sg.train
 __all__ = _namespace.public_names(globals())
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.train", "tf.train", globals())

@@ -40,7 +40,7 @@ import threading
 
 import numpy as np
 
-from ..._namespace import public_dir
+from ..._namespace import missing_name, public_dir
 from ...runtime import sigmoid as _numpy_sigmoid
 
 _state: dict = {}  # "kernels" (a dict) or "why" (a str), once _load() has run
@@ -49,6 +49,7 @@ _loading = threading.Lock()
 # (sg.runtime_fast: a namespace of its own; see staticgrad/_namespace.py)
 __all__ = ["available", "why_not", "exp", "log", "tanh", "sigmoid"]
 __dir__ = public_dir(globals())
+__getattr__ = missing_name("staticgrad.runtime_fast", None, globals())
 
 
 def available() -> bool:

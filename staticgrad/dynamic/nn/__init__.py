@@ -5,3 +5,4 @@ from . import functional
 
 __all__ = ["functional"]
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.dynamic.nn", "torch.nn", globals())

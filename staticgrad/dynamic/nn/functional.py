@@ -19,6 +19,8 @@ __all__ = [
     "sigmoid", "softmax", "softplus", "tanh",
 ]
 __dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.dynamic.nn.functional", "torch.nn.functional",
+                                      globals())
 
 relu = _f.relu
 sigmoid = _f.sigmoid
