@@ -34,6 +34,7 @@ not overlapping it (a fused kernel's rows); anything else goes to NumPy.
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import threading
@@ -157,13 +158,27 @@ def _compile() -> dict:
     except RuntimeError as e:
         raise _Unavailable(f"glibc's libmvec.so.1 did not load: {e}") from None
 
-    from . import _vector_kernels as k
+    # numba compiles the kernels as their module is imported, or loads them from its cache;
+    # a compile (the first in a new install: about 10 s) says so rather than pause in silence
+    notice = threading.Timer(NOTICE_AFTER, logging.getLogger("staticgrad").warning,
+                             [COMPILING_NOTICE])
+    notice.daemon = True
+    notice.start()
+    try:
+        from . import _vector_kernels as k
 
-    kernels = {"exp": (k.exp_in_range, k.EXP), "log": (k.log_in_domain, k.LOG),
-               "sigmoid": (k.no_nan, k.SIGMOID), "tanh": (k.no_nan, k.TANH),
-               "apply": k.apply}
-    _known_answers(kernels)
+        kernels = {"exp": (k.exp_in_range, k.EXP), "log": (k.log_in_domain, k.LOG),
+                   "sigmoid": (k.no_nan, k.SIGMOID), "tanh": (k.no_nan, k.TANH),
+                   "apply": k.apply}
+        _known_answers(kernels)
+    finally:
+        notice.cancel()
     return kernels
+
+
+NOTICE_AFTER = 1.0  # seconds: loading the cached kernels takes less
+COMPILING_NOTICE = ("staticgrad: compiling the vector-math kernels of the [fast] extra with "
+                    "numba, once (about 10 s; numba caches them for later processes)")
 
 
 def _known_answers(kernels) -> None:

@@ -186,6 +186,21 @@ def test_settings_that_would_break_the_kernels_turn_them_off(env, why):
 
 
 @needs_kernels
+def test_compiling_the_kernels_says_so_in_one_line_and_loading_them_says_nothing(tmp_path):
+    """The first compile (an empty numba cache here) takes seconds: a notice says why the
+    pause; the next process loads them from the cache, in silence."""
+    code = ("from staticgrad.backends.numpy import fast as f; assert f.available(), "
+            "f.why_not()")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, timeout=300) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    from staticgrad.backends.numpy.fast import COMPILING_NOTICE
+    assert runs[0].stderr == COMPILING_NOTICE + "\n"
+    assert runs[1].stderr == ""
+
+
+@needs_kernels
 def test_tanh_reports_nothing_and_keeps_numpys_special_values():
     tiny = np.finfo(np.float32).smallest_subnormal
     x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 1e-40, 1e-30, -20.0, 1e30],
