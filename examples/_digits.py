@@ -13,7 +13,7 @@ import numpy as np
 
 import staticgrad as sg
 
-NEEDS_SKLEARN = "this example needs scikit-learn: pip install 'staticgrad[examples]'"
+NEEDS_SKLEARN = "this example needs scikit-learn: pip install '.[examples]' in the checkout"
 
 
 class Digits(NamedTuple):

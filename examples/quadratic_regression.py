@@ -54,7 +54,8 @@ def plot(path, x_data, y_data, w, b, losses):
     try:
         import matplotlib
     except ImportError:
-        print("plot skipped: matplotlib is not installed (pip install 'staticgrad[examples]')")
+        print("plot skipped: matplotlib is not installed "
+              "(pip install '.[examples]' in the checkout)")
         return
     matplotlib.use("Agg")  # draw to a file; no window needed
     import matplotlib.pyplot as plt

@@ -214,7 +214,8 @@ DIGITS_EXAMPLES = ["digits_logistic", "digits_mlp", "digits_lenet"]
 def test_digits_examples_without_sklearn(example, tmp_path):
     err = run_script(f"examples/{example}.py", hide=["sklearn"], tmp_path=tmp_path,
                      returncode=1)
-    assert err.strip() == "this example needs scikit-learn: pip install 'staticgrad[examples]'"
+    assert err.strip() == ("this example needs scikit-learn: pip install '.[examples]' in the "
+                           "checkout")  # (the README's command: staticgrad is not on PyPI)
 
 
 # Each example's measured test accuracy (seed 0, default options), and the bound checked:
