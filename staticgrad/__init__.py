@@ -37,6 +37,7 @@ from .autodiff import (  # noqa: F401
 from .backends import available_backends  # noqa: F401
 from .backends.numpy import fast as runtime_fast  # noqa: F401 (sg.runtime_fast.why_not())
 from .compiler import CompileOptions  # noqa: F401
+from .config import ConfigProto, GPUOptions  # noqa: F401
 from .dtypes import (  # noqa: F401
     DType,
     as_dtype,
@@ -61,6 +62,7 @@ from .graph import (  # noqa: F401
     add_to_collection,
     add_to_collections,
     control_dependencies,
+    device,
     get_collection,
     get_collection_ref,
     get_default_graph,

@@ -17,6 +17,7 @@ import itertools
 import re
 import threading
 
+from . import devices as _devices
 from . import dtypes as _dt
 from .errors import format_location, user_location
 from .shapes import TensorShape, as_shape
@@ -88,7 +89,8 @@ class Tensor:
 
     @property
     def device(self) -> str:
-        return ""
+        """The device of the op that makes this tensor ("" if none)."""
+        return self.op._device
 
     def consumers(self) -> list[Operation]:
         """The operations that read this tensor, in the order they were created."""
@@ -133,7 +135,7 @@ class Operation:
     """A node: one application of an op type to input tensors, with attributes."""
 
     __slots__ = ("graph", "type", "name", "inputs", "attrs", "outputs", "control_inputs",
-                 "location", "_id", "opdef", "__weakref__")
+                 "location", "_id", "opdef", "_device", "__weakref__")
 
     def __init__(self, graph, op_type, name, inputs, attrs, control_inputs, location, opdef):
         self.graph = graph
@@ -146,13 +148,22 @@ class Operation:
         self.opdef = opdef
         self.outputs = ()
         self._id = -1
+        self._device = ""
 
     def values(self):
         return self.outputs
 
     @property
     def device(self) -> str:
-        return ""
+        """The device the op was placed on by `sg.device` scopes, canonical
+        ("/device:GPU:0"); "" if none."""
+        return self._device
+
+    def _set_device(self, name) -> None:
+        """Place the op on device `name` (made canonical; "" or None: none)."""
+        self._device = _devices.canonical(name or "")
+        if self._device:
+            self.graph._devices_used = True
 
     @property
     def node_def(self) -> dict:
@@ -183,6 +194,7 @@ class _ThreadState(threading.local):
         self.control_stack = []  # list of lists of Operations (None entry clears)
         self.override_map = {}
         self.var_scope = None    # the current VariableScope (see variable_scope.py)
+        self.device_stack = []   # sg.device scopes: DeviceSpecs and functions (None clears)
 
 
 class Graph:
@@ -202,6 +214,7 @@ class Graph:
         self._thread = _ThreadState()
         self.seed = None
         self._op_seed_counter = itertools.count(1)
+        self._devices_used = False  # some op was placed on a device (sessions then check)
 
     # -- building ---------------------------------------------------------------------------
     def create_op(self, op_type: str, inputs, attrs=None, name=None) -> Operation:
@@ -424,6 +437,49 @@ class Graph:
                 unique.append(op)
         return unique
 
+    # -- devices -------------------------------------------------------------------------------
+    def device(self, device_name_or_function):
+        """Ops created inside are placed on this device ("/cpu:0", "/device:GPU:1",
+        "/job:worker/task:0": merged into the enclosing scope's), or on what a function
+        gives for each (`fn(op) -> name`). None clears the enclosing scopes. A name that is
+        no device name raises ValueError here, where it is written."""
+        entry = device_name_or_function
+        if entry is not None and not callable(entry):
+            try:
+                entry = _devices.parse(entry)
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"{e} (sg.device at {format_location(user_location())})") \
+                    from None
+        return self._device_scope(entry)
+
+    @contextlib.contextmanager
+    def _device_scope(self, entry):
+        self._thread.device_stack.append(entry)
+        try:
+            yield
+        finally:
+            self._thread.device_stack.pop()
+
+    def _apply_device(self, op: Operation) -> None:
+        """Place a new op as the device scopes say (only called when there are some)."""
+        spec = _devices.DeviceSpec()
+        for entry in self._thread.device_stack:
+            if entry is None:
+                spec = _devices.DeviceSpec()
+            elif isinstance(entry, _devices.DeviceSpec):
+                spec = _devices.merged(spec, entry)
+            else:  # a function of the op (TF1's device functions)
+                name = entry(op)
+                if name:
+                    try:
+                        spec = _devices.merged(spec, _devices.parse(name))
+                    except (TypeError, ValueError) as e:
+                        raise type(e)(f"the device function of sg.device gave {name!r} for "
+                                      f"{op.where()}: {e}") from None
+        op._device = spec.to_string()
+        if op._device:
+            self._devices_used = True
+
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict):
         """Within this block, ops of type K use the gradient registered as op_type_map[K]."""
@@ -537,6 +593,18 @@ def name_scope(name, default_name=None, values=None):
             g = v.graph
             break
     return g.name_scope(name if name is not None else default_name)
+
+
+def device(device_name_or_function):
+    """A context in which every op created on the default graph is placed on a device (TF1's
+    `tf.device`; see Graph.device). A session runs a /cpu op on the CPU; a /gpu op where a
+    GPU backend can run it, else on the CPU under `ConfigProto(allow_soft_placement=True)`,
+    else it refuses to run it, naming the op and the device.
+
+    >>> with sg.device("/cpu:0"):  # doctest: +SKIP
+    ...     w = sg.Variable(sg.zeros([3]))
+    """
+    return get_default_graph().device(device_name_or_function)
 
 
 def control_dependencies(control_inputs):

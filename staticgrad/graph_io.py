@@ -18,7 +18,8 @@ The format is plain JSON (strict: no NaN or Infinity literals), one object:
          "control_inputs": ["init"],                # op names, earlier ops only
          "attrs": {"transpose_a": {"type": "bool", "value": false}, ...},
          "outputs": [{"dtype": "float32", "shape": [null, 10]}],   # checked on import
-         "location": ["train.py", 12]},             # where the op was built (for messages)
+         "location": ["train.py", 12],              # where the op was built (for messages)
+         "device": "/device:GPU:0"},                # where sg.device placed it (if it did)
         ...],
      "variables": [                     # the Variable objects over VariableV2 ops
         {"name": "dense/kernel", "initializer": "dense/kernel/Assign",
@@ -57,8 +58,7 @@ An op whose attributes hold Python code cannot be saved: `custom_gradient` ops (
 and ops built under `gradient_override_map` raise ValueError at export, naming the op.
 
 Departures from TF1: one JSON document in place of the MetaGraphDef protocol buffer; no
-SaverDef (`import_meta_graph` returns a new Saver over the imported global variables); devices
-are not recorded.
+SaverDef (`import_meta_graph` returns a new Saver over the imported global variables).
 """
 
 from __future__ import annotations
@@ -277,10 +277,12 @@ def _short(value, limit: int = 60) -> str:
 
 
 # -- export -------------------------------------------------------------------------------------
-def graph_to_dict(graph: Graph | None = None, collection_list=None) -> dict:
-    """The JSON-able description of `graph` (default: the default graph); see the module doc."""
+def graph_to_dict(graph: Graph | None = None, collection_list=None,
+                  clear_devices: bool = False) -> dict:
+    """The JSON-able description of `graph` (default: the default graph); see the module doc.
+    `clear_devices`: leave out the ops' devices."""
     graph = graph or get_default_graph()
-    ops = [_op_to_dict(op) for op in graph.get_operations()]
+    ops = [_op_to_dict(op, clear_devices) for op in graph.get_operations()]
     variables = _graph_variables(graph)
     keys = graph.get_all_collection_keys() if collection_list is None else list(collection_list)
     collections = {}
@@ -298,7 +300,7 @@ def graph_to_dict(graph: Graph | None = None, collection_list=None) -> dict:
             "collections": collections}
 
 
-def _op_to_dict(op: Operation) -> dict:
+def _op_to_dict(op: Operation, clear_devices: bool = False) -> dict:
     if "_gradient_op_type" in op.attrs:
         raise ValueError(f"cannot save {op.where()}: it was built under gradient_override_map "
                          f"(its gradient is {op.attrs['_gradient_op_type']!r}, registered by "
@@ -314,14 +316,17 @@ def _op_to_dict(op: Operation) -> dict:
             raise ValueError(f"cannot save {op.where()}: its attr {key!r} holds {e}, which has "
                              f"no JSON form{hint}") from None
     filename, line = op.location
-    return {"name": op.name, "type": op.type,
-            "inputs": [t.name for t in op.inputs],
-            "control_inputs": [c.name for c in op.control_inputs],
-            "attrs": attrs,
-            "outputs": [{"dtype": t.dtype.name,
-                         "shape": None if t.shape.dims is None else list(t.shape.dims)}
-                        for t in op.outputs],
-            "location": [str(filename), int(line)]}
+    record = {"name": op.name, "type": op.type,
+              "inputs": [t.name for t in op.inputs],
+              "control_inputs": [c.name for c in op.control_inputs],
+              "attrs": attrs,
+              "outputs": [{"dtype": t.dtype.name,
+                           "shape": None if t.shape.dims is None else list(t.shape.dims)}
+                          for t in op.outputs],
+              "location": [str(filename), int(line)]}
+    if op.device and not clear_devices:
+        record["device"] = op.device
+    return record
 
 
 def _graph_variables(graph: Graph) -> list[Variable]:
@@ -358,10 +363,10 @@ def export_meta_graph(filename: str | None = None, graph: Graph | None = None,
     'x'
 
     `collection_list`: the collections to save (default: all). `as_text=False` writes compact
-    JSON with no indentation. `clear_devices` is accepted and ignored (no devices are recorded).
+    JSON with no indentation. `clear_devices=True` leaves out the ops' devices (`sg.device`).
     Raises ValueError naming the op when an op cannot be saved (see the module docstring).
     """
-    doc = graph_to_dict(graph, collection_list)
+    doc = graph_to_dict(graph, collection_list, clear_devices)
     if filename is not None:
         _write_json(filename, doc, as_text)
     return doc
@@ -403,9 +408,10 @@ def import_meta_graph(path_or_dict, import_scope: str | None = None, clear_devic
 
     `path_or_dict`: a file written by `export_meta_graph`/`write_graph`, or the dict itself.
     `import_scope`: a prefix for every imported name ("scope/w"); the returned Saver still reads
-    checkpoints under the original names. Ops are created through the normal path, so shapes
-    are inferred and checked again; Variables are recreated with their initializers and
-    collections, and the graph seed is set when the default graph has none. The fetches are
+    checkpoints under the original names. `clear_devices=True` drops the ops' devices. Ops
+    are created through the normal path, so shapes are inferred and checked again; Variables
+    are recreated with their initializers and collections, and the graph seed is set when the
+    default graph has none. The fetches are
     found by name afterwards (`graph.get_tensor_by_name`, or the name given to `sess.run`).
     Raises `GraphFormatError` naming the op and field when the file is malformed (the ops
     built before the faulty one stay in the graph: import into a fresh `sg.Graph()` to discard
@@ -414,7 +420,7 @@ def import_meta_graph(path_or_dict, import_scope: str | None = None, clear_devic
     doc = _load(path_or_dict)
     graph = get_default_graph()
     prefix = "" if not import_scope else import_scope.rstrip("/") + "/"
-    ops = _rebuild_ops(graph, doc, prefix)
+    ops = _rebuild_ops(graph, doc, prefix, clear_devices)
     variables = _rebuild_variables(doc, ops)
     _rebuild_collections(graph, doc, ops, variables)
     seed = doc.get("seed")
@@ -484,7 +490,8 @@ def _field(record, key: str, kinds, where: str):
     return value
 
 
-def _rebuild_ops(graph: Graph, doc: dict, prefix: str) -> dict[str, Operation]:
+def _rebuild_ops(graph: Graph, doc: dict, prefix: str,
+                 clear_devices: bool = False) -> dict[str, Operation]:
     from .ops.attr_types import check_file_attrs
     from .ops.creation import create_operation
     from .ops.table import REGISTRY
@@ -541,6 +548,12 @@ def _rebuild_ops(graph: Graph, doc: dict, prefix: str) -> dict[str, Operation]:
             hint = "; import into a fresh graph or pass import_scope" if taken else ""
             raise GraphFormatError(f"{where}: cannot be rebuilt: {e}{hint}") from None
         _check_outputs(op, outputs, where)
+        device = record.get("device", "")
+        if device and not clear_devices:
+            try:
+                op._set_device(device)
+            except (TypeError, ValueError) as e:
+                raise GraphFormatError(f"{where}: device {_short(device)}: {e}") from None
         location = record.get("location")
         if (isinstance(location, list) and len(location) == 2 and isinstance(location[0], str)
                 and isinstance(location[1], int)):

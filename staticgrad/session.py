@@ -23,6 +23,7 @@ from . import compiler
 from . import dtypes as _dt
 from .backends import get_backend
 from .compiler import CompileOptions, Plan, compile_plan, failing_op
+from .config import check_config, place
 from .errors import (
     CancelledError,
     FailedPreconditionError,
@@ -39,6 +40,7 @@ from .graph import (
     _sessions,
     get_default_graph,
 )
+from .passes.prune import prune
 from .variables import Variable
 
 log = logging.getLogger("staticgrad.session")
@@ -121,6 +123,7 @@ class Session:
     def __init__(self, target: str = "", graph: Graph | None = None, config=None,
                  backend: str = "numpy", options: CompileOptions | None = None):
         self._backend = get_backend(backend)  # ValueError/BackendUnavailableError: why
+        self._config = check_config(config)
         if options is not None and not isinstance(options, CompileOptions):
             raise TypeError(f"options must be an sg.CompileOptions, got {options!r}")
         self.graph = graph if graph is not None else get_default_graph()
@@ -339,6 +342,8 @@ class Session:
             if key is not None:
                 reason = self._recompile_reason(fetch_list, feeds, arrays)
                 log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
+            if self.graph._devices_used or self._config.log_device_placement:
+                place(prune(fetch_list, set(feeds)), self._backend.device_types, self._config)
             plan = compile_plan(list(fetch_list), list(feeds),
                                 [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays],
                                 self._vars, self._rngs, options=options or self.options,

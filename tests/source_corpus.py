@@ -338,7 +338,9 @@ def compile_source(graph: sg.Graph, entry: dict) -> str:
     options = sg.CompileOptions(disable=frozenset(entry["options"]["disable"]),
                                 vector_math=entry["options"]["vector_math"])
     with pinned(entry["knobs"], entry["fast"]):
-        with sg.Session(graph=graph, options=options) as sess:
+        # (ops a test placed on a GPU compile to NumPy on the CPU, as they did when recorded)
+        config = sg.ConfigProto(allow_soft_placement=True)
+        with sg.Session(graph=graph, options=options, config=config) as sess:
             return sess.source(list(entry["fetches"]), feed_dict)
 
 

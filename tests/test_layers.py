@@ -12,13 +12,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "staticgrad"
 
 # bottom to top; a module belongs to the layer of its longest matching prefix
 LAYERS = [
-    ("base", ["dtypes", "shapes", "errors", "gcpause", "_namespace", "runtime", "runtime_conv"]),
+    ("base", ["dtypes", "shapes", "errors", "gcpause", "_namespace", "runtime", "runtime_conv",
+              "devices"]),
     ("graph", ["graph"]),
     ("ops", ["ops", "variables", "variable_scope", "initializers", "autodiff", "layers",
              "losses", "debugging", "math", "random"]),
     ("ir and passes", ["ir", "verify", "passes", "codegen"]),
     ("backends", ["backends"]),
-    ("session", ["compiler", "session"]),
+    ("session", ["compiler", "config", "session"]),
     ("train, export, onnx, viz, cli, dynamic",
      ["train", "graph_io", "export", "onnx", "viz", "cli", "dynamic", "compat", "demo",
       "__main__", ""]),

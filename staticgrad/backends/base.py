@@ -47,6 +47,8 @@ class Backend:
     # that feeds and fetches live on; None: this one runs every op of its plans itself
     host: str | None = None
     host_backend: Backend | None = None  # that backend, once the registry resolved `host`
+    # the device types (TF1's: "CPU", "GPU") whose ops it runs, where sg.device places them
+    device_types: tuple = ("CPU",)
 
     def unavailable(self) -> str | None:
         """None if this backend can run here, else why not (a library, a device...)."""

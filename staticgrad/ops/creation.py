@@ -83,6 +83,8 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     op = Operation(graph, op_type, name, inputs, attrs,
                    graph._current_control_inputs() if graph._thread.control_stack else (),
                    user_location(), opdef)
+    if graph._thread.device_stack:
+        graph._apply_device(op)
     try:
         check_arity(opdef, len(inputs))
         if attrs or opdef.attrs:
