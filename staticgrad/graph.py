@@ -595,6 +595,23 @@ def name_scope(name, default_name=None, values=None):
     return g.name_scope(name if name is not None else default_name)
 
 
+def disable_eager_execution() -> None:
+    """TF2's switch back to graphs, which TF1 programs ported to TF2 call first: staticgrad's
+    graph API always builds graphs (define-then-run), so it changes nothing. (The dynamic
+    mode, define-by-run, is staticgrad.dynamic.)"""
+
+
+def disable_v2_behavior() -> None:
+    """TF2's switch back to TF1's behaviour (graphs, sessions, collections): what
+    staticgrad's graph API always has, so it changes nothing."""
+
+
+def executing_eagerly() -> bool:
+    """False: the graph API builds graphs, never running an op as it is created (TF1's
+    answer; staticgrad.dynamic is the define-by-run mode)."""
+    return False
+
+
 def device(device_name_or_function):
     """A context in which every op created on the default graph is placed on a device (TF1's
     `tf.device`; see Graph.device). A session runs a /cpu op on the CPU; a /gpu op where a

@@ -51,3 +51,16 @@ def test_sg_random_is_tf1s_tf_random(g):
         va, vb, vu, vt = sess.run([a, b, u, t])
     np.testing.assert_array_equal(va, vb)  # the same op and seed: the same stream
     assert ((1 <= vu) & (vu < 2)).all() and (np.abs(vt) <= 2).all()
+
+
+def test_a_tf1_program_ported_to_tf2s_compat_v1_runs_its_switches_first(g):
+    """`tf.disable_v2_behavior()` and `tf.disable_eager_execution()`, which such programs call
+    before building anything, change nothing: the graph API always builds graphs."""
+    tf.disable_v2_behavior()
+    tf.disable_eager_execution()
+    assert tf.executing_eagerly() is False
+    x = tf.placeholder(tf.float32, [2], name="x")
+    y = x * 2.0
+    assert isinstance(y, sg.Tensor)  # a graph tensor, computed only in a session
+    with tf.Session() as sess:
+        assert sess.run(y, {x: [1.0, 2.0]}).tolist() == [2.0, 4.0]
