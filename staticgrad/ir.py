@@ -347,6 +347,7 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
     # (the loop runs once per graph op: list comprehensions, not generators; one output, the
     # common case, without a loop)
     nodes = []
+    nested = False  # does a node hold regions
     for op in ops:
         opdef, outputs = op.opdef, op.outputs
         if not opdef.computes and outputs:
@@ -369,9 +370,18 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
             inputs = tuple([values[t] if t in values else value_of(t) for t in op.inputs])
         controls = tuple([nodes_of[c] for c in op.control_inputs if c in nodes_of]) \
             if op.control_inputs else ()
-        node = Node(opdef, op.attrs, inputs, controls, op, ctxs.get(op),
-                    static_input_uses(opdef, inputs)
-                    if opdef.static_inputs or opdef.shape_inputs else _NONE)
+        uses = static_input_uses(opdef, inputs) \
+            if opdef.static_inputs or opdef.shape_inputs else _NONE
+        if opdef.region_attrs:  # its sub-graphs (If's branches), lowered as its regions
+            regions = [lower(sub_ops, list(op.attrs[attr].outputs),
+                             list(op.attrs[attr].inputs), sub_spec)
+                       for attr, (sub_ops, sub_spec) in zip(opdef.region_attrs,
+                                                            spec.regions[op])]
+            node = RegionNode(opdef, op.attrs, inputs, controls, op, ctxs.get(op), uses,
+                              regions=regions)
+            nested = True
+        else:
+            node = Node(opdef, op.attrs, inputs, controls, op, ctxs.get(op), uses)
         if len(outputs) == 1:
             out = outputs[0]
             v = Value(shapes.get(out, out._shape) if shapes else out._shape, out.dtype, node, 0,
@@ -390,7 +400,7 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
             _order_write(node, op.inputs[0], last_write, values, stale)
     fetch_items = [nodes_of.get(f) if isinstance(f, Operation) else value_of(f)
                    for f in fetches]
-    return Program(nodes, feed_values, fetch_items, nested=False)  # (no op holds regions yet)
+    return Program(nodes, feed_values, fetch_items, nested=nested)
 
 
 def _order_write(node: Node, ref: Tensor, last_write: dict, values: dict, stale: dict) -> None:

@@ -17,6 +17,8 @@ NO_ONNX: dict[str, str] = {
              "tensors, not operations"),
     "Transfer": ("moves a value between a plan's backends (passes/partition.py); only the "
                  "compiler makes one, no graph holds one"),
+    "If": ("a cond, whose branches are sub-graphs; the exporter does not map them to ONNX's "
+           "If yet: export a graph without sg.cond"),
     "CheckNumerics": ("a run-time check that raises on NaN or Inf, and an ONNX graph cannot "
                       "raise; export the checked tensor itself"),
     "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "

@@ -57,6 +57,11 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         if type(t) is not Tensor and not isinstance(t, Tensor):
             raise TypeError(f"input {i} of {op_type} must be a Tensor, got {type(t).__name__}")
         if t.op.graph is not graph:
+            # a branch of a cond reads a tensor of an enclosing graph: through a placeholder
+            captured = graph.capture(t) if hasattr(graph, "capture") else None
+            if captured is not None:
+                inputs = [*inputs[:i], captured, *inputs[i + 1:]]
+                continue
             hint = ("; it is a dynamic tensor: call graph-API functions on dynamic tensors under "
                     "staticgrad.dynamic.eager_mode(), so that the constants they make are "
                     "dynamic too") if t.graph.eager else ""
@@ -125,10 +130,18 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
 Graph._create_operation = create_operation  # Graph.create_op (the graph layer is below this)
 
 
+# how many branch graphs (control_flow.BranchGraph) are the default graph of some thread
+BRANCHES_OPEN = [0]
+
+
 def apply(op_type: str, inputs: list, attrs=None, name=None, graph=None):
     """Create an op on the graph of its inputs (or the default graph); return its outputs."""
     if graph is None:
         graph = inputs[0].graph if inputs else get_default_graph()
+        if BRANCHES_OPEN[0] and inputs:  # a cond's branch function is building its branch:
+            default = get_default_graph()  # ops go there, reading the graph around it
+            if default is not graph and hasattr(default, "capture"):
+                graph = default
     # (each op its own attrs dict: a shared empty one was written into through op.attrs)
     op = create_operation(graph, op_type, inputs, dict(attrs or {}), name)
     return op.outputs

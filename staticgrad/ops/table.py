@@ -64,6 +64,8 @@ class OpDef:
     checks_input: int | None = None  # its run-time error is about input i's values (a check):
     #                              the session names the op that made them, not this one
     format_attrs: tuple = ()     # the attrs a format-string `numpy` names ("{axis}")
+    region_attrs: tuple = ()     # attrs holding sub-graphs (If's branches): the compiler
+    #                              lowers each into a region of the op's node (ir.py)
 
 
 def register(op_type: str, infer, numpy, grad=None, attrs=None, **kw) -> OpDef:

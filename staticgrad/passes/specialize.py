@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, UnimplementedError
 from ..graph import Operation, Tensor
 from ..ops.kernels import fold_static
 from ..ops.table import NodeCtx
 from ..shapes import TensorShape
+from .prune import prune
 
 
 @dataclasses.dataclass
@@ -23,11 +24,14 @@ class Spec:
     ctxs: dict[Operation, NodeCtx]  # the context, with concrete outputs, of each op that the
     #                                 feeds changed (the others: the graph's own shapes
     #                                 stand, and ir.Node.ctx makes a context when asked)
+    # op holding sub-graphs (If) -> for each (its opdef.region_attrs, in order): the pruned
+    # ops of that sub-graph and their Spec, under the op's concrete input shapes
+    regions: dict = dataclasses.field(default_factory=dict)
 
 
 def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
     """Re-run shape inference over `ops` with fed tensors of the given (shape, dtype)."""
-    shapes, values, ctxs = {}, {}, {}
+    shapes, values, ctxs, regions = {}, {}, {}, {}
     changed = set()  # tensors whose shape or value differs from what the graph knows
     for t, (shape, _dtype) in feeds.items():
         shapes[t] = TensorShape(shape)
@@ -35,7 +39,8 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
             changed.add(t)
     fed_ops = {t.op for t in feeds}
     for op in ops:  # (once per graph op: no generator where a test on one set does)
-        if op not in fed_ops and (not changed or not any([t in changed for t in op.inputs])):
+        if op not in fed_ops and (not changed or not any([t in changed for t in op.inputs])) \
+                and not op.opdef.region_attrs:
             # nothing new about its inputs: the graph's own shapes and values stand (the IR
             # node makes its context from them when it is first needed)
             continue
@@ -51,6 +56,8 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
         except (ValueError, TypeError) as e:
             raise InvalidArgumentError(
                 None, op, f"{op.where()}: with the fed shapes, {e}") from None
+        if op.opdef.region_attrs:
+            regions[op], outs = _specialize_regions(op, in_shapes, outs)
         ctx.out_shapes = []
         for t, (shape, _dtype) in zip(op.outputs, outs):
             if t in feeds:  # a fed intermediate keeps its fed shape
@@ -71,4 +78,30 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
                 if t not in feeds:
                     values[t] = v
         ctxs[op] = ctx
-    return Spec(shapes, values, ctxs)
+    return Spec(shapes, values, ctxs, regions)
+
+
+def _specialize_regions(op: Operation, in_shapes: list, outs: list):
+    """Each sub-graph of `op` (an If's branches) pruned and specialized to the op's input
+    shapes (its inputs after the first, a predicate, feed the sub-graph's placeholders); and
+    the op's outputs with what every sub-graph says of their shapes."""
+    specs, out_shapes = [], None
+    for attr in op.opdef.region_attrs:
+        branch = op.attrs[attr]
+        feeds = {p: (s.dims if s.dims is not None else None, p.dtype)
+                 for p, s in zip(branch.inputs, in_shapes[1:])}
+        ops = prune(list(branch.outputs), set(branch.inputs))
+        spec = specialize(ops, {p: f for p, f in feeds.items() if f[0] is not None})
+        specs.append((ops, spec))
+        shapes = [spec.shapes.get(t, t._shape) for t in branch.outputs]
+        if out_shapes is not None:
+            for i, (a, b) in enumerate(zip(out_shapes, shapes)):
+                if a.dims != b.dims:  # generated code holds concrete shapes
+                    raise UnimplementedError(
+                        None, op, f"{op.where()}: with the fed shapes, output {i} has shape "
+                                  f"{a} in {op.opdef.region_attrs[0]} but {b} in {attr}; "
+                                  "staticgrad compiles concrete shapes, so every branch must "
+                                  "give one shape for given feed shapes (TF1 allows this)")
+        out_shapes = shapes
+    return specs, [(s.merge_with(shape) if s.is_compatible_with(shape) else shape, dtype)
+                   for s, (shape, dtype) in zip(out_shapes, outs)]

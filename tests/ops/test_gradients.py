@@ -178,6 +178,18 @@ CASES = [
      [(any_, (1, 3, 3, 2))], True),
 ]
 
+# cond: the taken branch's gradient, each branch taken by one row (x . x is positive); the
+# captured y reaches both branches, x a nested cond in the first
+CASES += [
+    ("If", lambda x, y: sg.cond(sg.reduce_sum(x * x) > 0,
+                                lambda: sg.sin(x) * y + sg.cond(sg.reduce_sum(y) > 100.0,
+                                                                lambda: x, lambda: x * x),
+                                lambda: x * y), [(any_, (2, 3)), (any_, (3,))], True),
+    ("If", lambda x, y: sg.cond(sg.reduce_sum(x * x) < 0, lambda: x + y,
+                                lambda: {"a": sg.exp(x) * y, "b": x}["a"]),
+     [(any_, (2, 3)), (any_, (3,))], True),
+]
+
 
 @sg.custom_gradient
 def _clipped_identity(x):

@@ -24,6 +24,7 @@ from ...ops.table import REGISTRY
 from ..base import Backend, Rendered
 from . import fast, runtime
 from .expand import expand_composites
+from .lowering import REGION_FORMS
 from .memory import plan_memory
 from .parts import compile_module
 from .policy import FUSE
@@ -48,10 +49,12 @@ class NumpyBackend(Backend):
         )
 
     def supports(self, op_type: str) -> bool:
-        """Every op that computes nothing, or has its reference kernel (which this backend
-        prints): today every op of the registry (tests/backends/numpy/test_lowering.py)."""
+        """Every op that computes nothing, has its reference kernel (which this backend
+        prints), or holds regions it writes as control flow (REGION_FORMS): today every op
+        of the registry (tests/backends/numpy/test_lowering.py)."""
         opdef = REGISTRY.get(op_type)
-        return opdef is not None and (not opdef.computes or opdef.numpy is not None)
+        return opdef is not None and (not opdef.computes or opdef.numpy is not None
+                                      or op_type in REGION_FORMS)
 
     def render(self, program, title: str, options) -> Rendered:
         return render(program, title=title, vector_math=options.vector_math)

@@ -51,8 +51,11 @@ class _NumpyWalk(Walk):
     reserved = RESERVED
     backend = "NumPy"
 
-    def __init__(self, program: Program, vector_math: bool):
+    def __init__(self, program: Program, vector_math: bool, module: _NumpyWalk | None = None):
         super().__init__(program)
+        if module is not None:  # a region's function, in `module`'s module: one set of names
+            self.names, self.constants, self._literals = \
+                module.names, module.constants, module._literals
         self.vector_math = vector_math
         # id(Value) of those that may share memory with a feed, a variable or a constant
         # (a set: most values do not)
@@ -67,6 +70,10 @@ class _NumpyWalk(Walk):
         self.free_after = memory.free_after if memory else {}
         self.write_into = memory.write_into if memory else {}
         self.held = program.plan.get("scalars", frozenset())  # scalars.py's held nodes
+        if module is not None:  # what the module holds, whichever function adds to it
+            self.by_value, self.kernels, self.var_reads, self.random_ops, self.locks = \
+                module.by_value, module.kernels, module.var_reads, module.random_ops, \
+                module.locks
         self.shared = _Shared(program, self.alias)
         self.params = []
         for v in program.feeds:
@@ -151,6 +158,47 @@ class _NumpyWalk(Walk):
             self.alias.discard(id(v))
         if self.free_after:
             self.free(node)
+
+    def regions(self, node: Node) -> None:
+        """An If: each branch a function of the module (its region, rendered by a walk of its
+        own that shares this one's names, constants and kernels), called under Python's
+        `if` on the predicate."""
+        if node.type != "If":
+            super().regions(node)
+        op = node.origin
+        pred = self.ref(node.inputs[0], node)
+        args = ", ".join(self.ref(v, node) for v in node.inputs[1:])
+        functions = [self._region_function(r, f"{op.name}_{label}")
+                     for r, label in zip(node.regions, ("then", "else"))]
+        outs = [self.names.make(v.name) for v in node.outputs]
+        target = ", ".join(outs) + ("," if len(outs) == 1 else "")
+        self.body.append(comment(op))
+        for head, function in zip((f"if {pred}:", "else:"), functions):
+            self.body.append(head)
+            self.computed(op)
+            self.body.append(f"    {target} = {function}({args})")
+            self.computed(op)
+        for v, name in zip(node.outputs, outs):
+            self.expr[id(v)] = name
+        self.alias.update(id(v) for v in node.outputs)  # a branch may give back its input
+        if self.free_after:
+            self.free(node)
+
+    def _region_function(self, region: Program, base: str) -> str:
+        """`region` as a function of the module (kept with the fused kernels, whose lines
+        the line map reads alike); its name."""
+        walk = _NumpyWalk(region, self.vector_math, module=self)
+        walk.walk()
+        returns = [walk.ref(f, None) for f in region.fetches]
+        name = self.names.make(base)
+        lines = [f"def {name}({', '.join(walk.params)}):", *["    " + line for line in walk.body],
+                 f"    return ({', '.join(returns)},)"]
+        ops = [None] * len(lines)
+        for k, op in zip(walk.line_at, walk.line_op):  # (body line k is line k of the function)
+            ops[k] = op
+        self.kernels.append((lines, ops))
+        self.uses_fast = self.uses_fast or walk.uses_fast
+        return name
 
     def node(self, node: Node) -> None:
         op, body, expr = node.origin, self.body, self.expr
