@@ -191,11 +191,12 @@ class _NumpyWalk(Walk):
         walk.walk()
         returns = [walk.ref(f, None) for f in region.fetches]
         name = self.names.make(base)
-        lines = [f"def {name}({', '.join(walk.params)}):", *["    " + line for line in walk.body],
-                 f"    return ({', '.join(returns)},)"]
+        lines = render_template("numpy/region_function.py.j2", name=name, params=walk.params,
+                                body=walk.body, returns=returns).splitlines()
         ops = [None] * len(lines)
         for k, op in zip(walk.line_at, walk.line_op):  # (body line k is line k of the function)
             ops[k] = op
+        assert len(lines) == len(walk.body) + 2, "region_function.py.j2 and its ops disagree"
         self.kernels.append((lines, ops))
         self.uses_fast = self.uses_fast or walk.uses_fast
         return name
