@@ -17,6 +17,7 @@ tf.nn.nce_loss)`, with the closest names it has.
 """
 
 import difflib
+import importlib.util
 from types import ModuleType
 
 
@@ -54,8 +55,12 @@ def missing_name(public: str, original: str, namespace: dict):
     who = "PyTorch" if original and original.split(".")[0] == "torch" else "TF1"
 
     def __getattr__(name: str):
-        if name.startswith("__"):  # (probes of tools and the import system: no message)
+        if name.startswith("_"):  # (private names, probes of tools: no TF1 name, no hint)
             raise AttributeError(f"module {public!r} has no attribute {name!r}")
+        if namespace.get("__path__") and name.isidentifier() and \
+                importlib.util.find_spec(f"{namespace['__name__']}.{name}") is not None:
+            raise AttributeError(f"{public} has no {name!r} until it is imported: "
+                                 f"import {public}.{name}")  # (a subpackage: staticgrad.onnx)
         close = difflib.get_close_matches(name, namespace.get("__all__", ()), n=3)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         stands_for = f" ({who}'s {original}.{name})" if original else ""

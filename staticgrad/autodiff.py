@@ -120,6 +120,12 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     if graph.eager:
         raise TypeError("sg.gradients builds gradient nodes into a graph, but these are dynamic "
                         "tensors: use staticgrad.dynamic.grad(ys, xs) or ys.backward()")
+    capture = getattr(graph, "capture", None)  # (ys in a cond's branch: see below)
+    for i, t in enumerate(xs):
+        if t.graph is not graph and capture is not None:
+            # a tensor of a graph around the branch: what the branch reads of it
+            inner = capture(t)
+            xs[i] = inner if inner is not None else t
     for t in ys + xs:
         if t.graph is not graph:
             raise ValueError(f"{t.name} (made by {t.op.where()}) is from another graph than "

@@ -20,6 +20,7 @@ wrong type, raises ValueError/TypeError naming it.
 
 from __future__ import annotations
 
+import numbers
 import sys
 
 from .devices import DeviceSpec, parse
@@ -45,6 +46,11 @@ class _Message:
             raise ValueError(f'Protocol message {type(self).__name__} has no "{name}" field '
                              f"(staticgrad knows {', '.join(sorted(self._fields))})")
         types = kind[0]
+        if types is float and isinstance(value, numbers.Real) and not isinstance(value, bool):
+            value = float(value)  # (a protocol buffer's float field takes an int too)
+        elif types is list and isinstance(value, tuple | list) and \
+                all(isinstance(v, str) for v in value):
+            value = list(value)  # (a repeated string field: any sequence of strings)
         if not isinstance(value, types) or (types in (int, float) and isinstance(value, bool)):
             wanted = types.__name__ if isinstance(types, type) else \
                 " or ".join(t.__name__ for t in types)
@@ -99,10 +105,18 @@ def place(ops, device_types: tuple, config: ConfigProto) -> None:
     runs (`device_types`); an op placed elsewhere runs on the CPU under soft placement, and
     raises InvalidArgumentError otherwise. With log_device_placement, print each op's."""
     log = config.log_device_placement
-    for op in ops:
+    for op in _with_branches(ops):
         runs_on = _device_for(op, device_types, config.allow_soft_placement)
         if log:
             print(f"{op.name}: ({op.type}): {runs_on}", file=sys.stderr)
+
+
+def _with_branches(ops):
+    """The ops, and those of the sub-graphs they hold (a cond's branches), depth first."""
+    for op in ops:
+        yield op
+        for attr in op.opdef.region_attrs:
+            yield from _with_branches(op.attrs[attr].graph.get_operations())
 
 
 def _device_for(op, device_types: tuple, soft: bool) -> str:

@@ -25,7 +25,7 @@ choose between values with cond. Graph files cannot carry an If op yet.
 
 from __future__ import annotations
 
-import collections.abc
+import collections
 import contextlib
 import threading
 
@@ -47,13 +47,39 @@ class BranchGraph(Graph):
     """The graph of one branch: ops its function builds; a tensor of an enclosing graph it
     reads is captured as a placeholder here (and an input of the If op)."""
 
-    def __init__(self, outer: Graph, label: str):
+    def __init__(self, outer: Graph, label: str, where: str = ""):
+        self.outer, self.label, self.where = outer, label, where
         super().__init__()
-        self.outer, self.label = outer, label
         self.seed = outer.seed
         self.captures: dict[Tensor, Tensor] = {}  # outer tensor -> its placeholder here
         self._further: dict[Tensor, Tensor] = {}  # a tensor from further out -> the same
-        self._where = user_location()
+        self.outer_controls: list[Operation] = []  # ops around it that its ops wait on
+        # the device scopes around the cond reach the ops of its branches, as in TF1
+        self._thread.device_stack = list(outer._thread.device_stack)
+
+    @property
+    def _devices_used(self) -> bool:
+        return self._branch_devices
+
+    @_devices_used.setter
+    def _devices_used(self, used: bool) -> None:
+        self._branch_devices = used
+        if used:  # (a session checks the graph it runs: the one around the cond)
+            self.outer._devices_used = True
+
+    def _control_from_outside(self, op: Operation) -> bool:
+        """An op of a graph around this one, which an op here waits on: the If op waits on
+        it instead (it then runs before the branch, taken or not)."""
+        if op.graph is self.outer:
+            if op not in self.outer_controls:
+                self.outer_controls.append(op)
+            return True
+        return self.outer._control_from_outside(op)
+
+    def _check_not_finalized(self, what: str) -> None:
+        raise ValueError(f"{what}: it reads a tensor made inside {self.label} of the "
+                         f"{self.where}, which exists only there; return it from the branch "
+                         "function to use it outside")
 
     @contextlib.contextmanager
     def as_default(self):
@@ -85,7 +111,7 @@ class BranchGraph(Graph):
                 return None
             placeholder = self._further[t] = self.capture(inner)
             return placeholder
-        with self.as_default(), self.control_dependencies(None):
+        with self.as_default(), self.control_dependencies(None), self.device(None):
             placeholder = apply("Placeholder", [], {"dtype": t.dtype, "shape": t.shape},
                                 name=f"capture_{t.op.name.replace('/', '_')}", graph=self)[0]
         self.captures[t] = placeholder
@@ -163,7 +189,7 @@ def _if_grad(op: Operation, *grads):
     outer = get_default_graph()
     made = []
     for branch in (then_b, else_b):
-        g = BranchGraph(outer, f"{branch.graph.label}_grad")
+        g = BranchGraph(outer, f"the gradient of {branch.graph.label}", branch.graph.where)
         with g.as_default():
             inputs = [g.capture(x) for x in xs]
             copied = copy_branch(branch, inputs)
@@ -214,8 +240,14 @@ def _make_if(pred: Tensor, then_side, else_side, name: str) -> list[Tensor]:
     for g, outs in ((then_g, then_out), (else_g, else_out)):
         inputs = [g.capture(t) for t in captured]  # (a placeholder even where unused)
         branches.append(Branch(g, inputs, outs))
-    return list(apply("If", [pred, *captured], {"then_branch": branches[0],
-                                                "else_branch": branches[1]}, name=name))
+    waits = list(dict.fromkeys([*then_g.outer_controls, *else_g.outer_controls]))
+    graph = get_default_graph()
+    with graph.control_dependencies(waits):
+        outputs = list(apply("If", [pred, *captured], {"then_branch": branches[0],
+                                                       "else_branch": branches[1]}, name=name))
+    for g in (then_g, else_g):
+        g.finalize()  # built: a tensor made in a branch and used later is refused there
+    return outputs
 
 
 # -- sg.cond ------------------------------------------------------------------------------------
@@ -235,15 +267,22 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
             raise TypeError(f"cond: {label} must be callable, got {fn!r} (at "
                             f"{format_location(user_location())})")
     pred = convert_to_tensor(pred)
-    if pred.graph.eager:  # the dynamic mode: Python's own if
+    where = f"cond at {format_location(user_location())}"
+    if pred.graph.eager:  # the dynamic mode: Python's own if, on what graph mode accepts
+        _check_predicate(pred.dtype, pred.shape, where)
         out = true_fn() if bool(pred) else false_fn()
-        return _unpacked(out, strict)
-    outer = pred.graph
+        return _unpacked(_pack(out, iter([convert_to_tensor(v) for v in _flatten(out)])),
+                         strict)
+    outer = get_default_graph()
+    if not _encloses(outer, pred.graph):  # (a cond's branch builds its own conds inside)
+        outer = pred.graph
+    elif pred.graph is not outer:
+        pred = outer.capture(pred)
+    _check_predicate(pred.dtype, pred.shape, where)
     with outer.as_default(), name_scope(name, "cond") as scope:
-        where = f"cond at {format_location(user_location())}"
         sides = []
         for label, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
-            g = BranchGraph(outer, label)
+            g = BranchGraph(outer, label, where)
             with g.as_default(), g.name_scope(scope):  # (its ops named as TF1's: cond/Sqrt)
                 structure = fn()
                 leaves = [_branch_tensor(v, g, label, where) for v in _flatten(structure)]
@@ -269,6 +308,23 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     return _unpacked(_pack(tstruct, iter(outputs)), strict)
 
 
+def _encloses(graph: Graph, other: Graph) -> bool:
+    """Is `other` the graph `graph` itself or one around it (of the conds it is a branch of)?"""
+    while graph is not None:
+        if graph is other:
+            return True
+        graph = getattr(graph, "outer", None)
+    return False
+
+
+def _check_predicate(dtype, shape, where: str) -> None:
+    if dtype is not _dt.bool_:
+        raise TypeError(f"{where}: the predicate has dtype {dtype.name}; cond needs a bool "
+                        "scalar")
+    if shape.ndims is not None and shape.ndims != 0:
+        raise ValueError(f"{where}: the predicate has shape {shape}; cond needs a scalar")
+
+
 def _branch_tensor(value, g: BranchGraph, label: str, where: str) -> Tensor:
     if isinstance(value, Operation):
         raise TypeError(f"{where}: {label} returned the operation {value.name}; a branch must "
@@ -291,9 +347,18 @@ def _check_stateless(g: BranchGraph, label: str, where: str) -> None:
                              "it outside the branch functions and choose between values)")
 
 
+def _keys(mapping) -> list:
+    """A dict's keys in the order both branches' dicts agree on: sorted (by repr where they
+    do not sort, keys of mixed types)."""
+    try:
+        return sorted(mapping)
+    except TypeError:
+        return sorted(mapping, key=repr)
+
+
 def _flatten(structure) -> list:
     if isinstance(structure, dict):
-        return [v for k in sorted(structure) for v in _flatten(structure[k])]
+        return [v for k in _keys(structure) for v in _flatten(structure[k])]
     if isinstance(structure, list | tuple):
         return [v for item in structure for v in _flatten(item)]
     return [structure]
@@ -302,31 +367,36 @@ def _flatten(structure) -> list:
 def _shape_of(structure):
     """The structure with every leaf made alike: two branches' must be equal."""
     if isinstance(structure, dict):
-        return ("dict", tuple((k, _shape_of(structure[k])) for k in sorted(structure)))
+        return ("dict", tuple((k, _shape_of(structure[k])) for k in _keys(structure)))
     if isinstance(structure, list | tuple):
-        kind = type(structure).__name__ if not hasattr(structure, "_fields") else \
-            type(structure).__qualname__
-        return (kind, tuple(_shape_of(v) for v in structure))
+        return (type(structure).__qualname__, tuple(_shape_of(v) for v in structure))
     return "tensor"
 
 
 def _describe(structure) -> str:
     if isinstance(structure, dict):
         return "{" + ", ".join(f"{k!r}: {_describe(structure[k])}"
-                               for k in sorted(structure)) + "}"
+                               for k in _keys(structure)) + "}"
     if isinstance(structure, list):
         return "[" + ", ".join(_describe(v) for v in structure) + "]"
     if isinstance(structure, tuple):
-        return "(" + ", ".join(_describe(v) for v in structure) + ("," if len(structure) == 1
-                                                                    else "") + ")"
+        items = ", ".join(_describe(v) for v in structure)
+        if hasattr(structure, "_fields"):
+            return f"{type(structure).__qualname__}({items})"
+        return f"({items}{',' if len(structure) == 1 else ''})"
     return "a tensor"
 
 
 def _pack(structure, leaves):
     if isinstance(structure, dict):
-        packed = {k: _pack(structure[k], leaves) for k in sorted(structure)}
-        return type(structure)((k, packed[k]) for k in structure) \
-            if isinstance(structure, collections.abc.Mapping) else packed
+        packed = {k: _pack(structure[k], leaves) for k in _keys(structure)}
+        items = [(k, packed[k]) for k in structure]
+        if isinstance(structure, collections.defaultdict):
+            return type(structure)(structure.default_factory, items)
+        try:
+            return type(structure)(items)
+        except TypeError:  # a dict subclass that is not made from pairs
+            return dict(items)
     if isinstance(structure, list):
         return [_pack(v, leaves) for v in structure]
     if isinstance(structure, tuple):

@@ -398,9 +398,9 @@ class Graph:
         self._collections.pop(name, None)
 
     # -- control dependencies and gradient overrides ------------------------------------------
-    @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
-        """Ops created inside run only after `control_inputs` (ops or tensors). None clears."""
+        """Ops created inside run only after `control_inputs` (ops or tensors). None clears.
+        The inputs are checked here, where the user's `with` is written."""
         if control_inputs is None:
             entry = None
         else:
@@ -411,11 +411,21 @@ class Graph:
                     c = c.op
                 if not isinstance(c, Operation):
                     raise TypeError(f"control inputs must be operations or tensors, got {c!r}")
-                if c.graph is not self:
+                if c.graph is not self and not self._control_from_outside(c):
                     raise ValueError(f"control input {c.where()} is from another graph than "
                                      f"the one it was given to, at "
                                      f"{format_location(user_location())}")
-                entry.append(c)
+                if c.graph is self:
+                    entry.append(c)
+        return self._control_scope(entry)
+
+    def _control_from_outside(self, op: Operation) -> bool:
+        """May this graph wait on `op`, of another graph? (A cond's branch may: on an op of
+        a graph around it, which its If op then waits on; see control_flow.BranchGraph.)"""
+        return False
+
+    @contextlib.contextmanager
+    def _control_scope(self, entry):
         self._thread.control_stack.append(entry)
         try:
             yield
@@ -470,7 +480,7 @@ class Graph:
                 spec = _devices.merged(spec, entry)
             else:  # a function of the op (TF1's device functions)
                 name = entry(op)
-                if name:
+                if name is not None:
                     try:
                         spec = _devices.merged(spec, _devices.parse(name))
                     except (TypeError, ValueError) as e:

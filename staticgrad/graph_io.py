@@ -548,10 +548,10 @@ def _rebuild_ops(graph: Graph, doc: dict, prefix: str,
             hint = "; import into a fresh graph or pass import_scope" if taken else ""
             raise GraphFormatError(f"{where}: cannot be rebuilt: {e}{hint}") from None
         _check_outputs(op, outputs, where)
-        device = record.get("device", "")
-        if device and not clear_devices:
+        device = record.get("device")
+        if device is not None and not clear_devices:
             try:
-                op._set_device(device)
+                op._set_device(_devices_field(device))
             except (TypeError, ValueError) as e:
                 raise GraphFormatError(f"{where}: device {_short(device)}: {e}") from None
         location = record.get("location")
@@ -560,6 +560,12 @@ def _rebuild_ops(graph: Graph, doc: dict, prefix: str,
             op.location = (location[0], location[1])
         ops[name] = op
     return ops
+
+
+def _devices_field(device) -> str:
+    if not isinstance(device, str):
+        raise TypeError(f"a device is a str, got {type(device).__name__}")
+    return device
 
 
 def _mark_scopes_used(graph: Graph, name: str) -> None:

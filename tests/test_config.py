@@ -41,6 +41,12 @@ def test_a_wrong_field_or_value_is_refused_naming_it(make, error, match):
         make()
 
 
+def test_fields_take_what_a_protocol_buffer_takes():
+    assert sg.GPUOptions(per_process_gpu_memory_fraction=1).per_process_gpu_memory_fraction \
+        == 1.0
+    assert sg.ConfigProto(device_filters=("/cpu:0",)).device_filters == ["/cpu:0"]
+
+
 def test_a_gpu_op_without_a_gpu_raises_tf1s_error_naming_op_device_and_line():
     x = sg.placeholder(sg.float32, [2], name="x")
     with sg.device("/gpu:0"):

@@ -150,7 +150,7 @@ def test_make_callable_and_every_pass_switched_off_agree():
 
 @pytest.mark.parametrize("make, error, match", [
     (lambda x, p: sg.cond(x, lambda: x, lambda: x), TypeError,
-     r'If op "cond/If" created at \S*test_control_flow.py:\d+: the predicate has dtype float32'),
+     r"cond at \S*test_control_flow.py:\d+: the predicate has dtype float32"),
     (lambda x, p: sg.cond(x > 0, lambda: x, lambda: x), ValueError,
      r"the predicate has shape \(3,\); cond needs a scalar"),
     (lambda x, p: sg.cond(p, lambda: x, lambda: (x, x)), ValueError,
@@ -191,3 +191,117 @@ def test_a_graph_file_cannot_carry_a_cond_and_says_so():
     sg.cond(p, lambda: x, lambda: -x)
     with pytest.raises(ValueError, match=r'cannot save If op "cond/If" .*then_branch'):
         sg.train.export_meta_graph()
+
+
+# -- an attacker's review: each finding, kept -------------------------------------------------
+def test_a_cond_in_a_branch_with_a_predicate_from_outside_is_built_in_the_branch():
+    x, p = _feeds()
+    q = sg.placeholder(sg.bool, [], name="q")
+
+    def true_fn():
+        m = x * 2.0  # made in the branch, read by the inner cond's branches
+        return sg.cond(q, lambda: m + 1.0, lambda: sg.debugging.check_numerics(sg.log(m), "m"))
+
+    y = sg.cond(p, true_fn, lambda: -x)
+    bad = np.array([-1.0, 2.0, 3.0], np.float32)
+    with sg.Session() as sess:  # the inner cond runs only when the outer one takes it
+        np.testing.assert_allclose(sess.run(y, {x: bad, p: False, q: False}), -bad)
+        np.testing.assert_allclose(sess.run(y, {x: XV, p: True, q: True}), XV * 2 + 1)
+        np.testing.assert_allclose(sess.run(y, {x: XV, p: True, q: False}), np.log(XV * 2),
+                                   rtol=1e-6)
+
+
+def test_device_scopes_reach_the_branches_and_their_ops_are_placed_too():
+    x, p = _feeds()
+    with sg.device("/gpu:0"):
+        around = sg.cond(p, lambda: sg.sqrt(x), lambda: -x)
+    assert around.op.attrs["then_branch"].outputs[0].device == "/device:GPU:0"
+
+    def on_gpu():
+        with sg.device("/gpu:0"):
+            return sg.sqrt(x, name="root")
+
+    y = sg.cond(p, on_gpu, lambda: -x)
+    assert y.device == ""
+    z = sg.cond(p, lambda: x, lambda: x * 2.0)
+    with sg.Session() as sess:
+        with pytest.raises(sg.errors.InvalidArgumentError, match="operation cond_1/root"):
+            sess.run(y, {x: XV, p: True})
+        np.testing.assert_allclose(sess.run(z, {x: XV, p: False}), XV * 2)
+    soft = sg.ConfigProto(allow_soft_placement=True)
+    with sg.Session(config=soft) as sess:
+        np.testing.assert_allclose(sess.run(y, {x: XV, p: True}), np.sqrt(XV))
+
+
+def test_a_branch_sees_the_static_values_of_what_it_captures():
+    x = sg.placeholder(sg.float32, [None, 3], name="x")
+    p = sg.placeholder(sg.bool, [], name="p")
+    shape = sg.shape(x)
+    y = sg.cond(p, lambda: sg.zeros(shape), lambda: sg.ones(shape))
+    with sg.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: np.zeros((2, 3), np.float32), p: False}),
+                                      np.ones((2, 3)))
+
+
+def test_gradients_inside_a_branch_may_be_taken_with_respect_to_outside_tensors():
+    x, p = _feeds()
+    g = sg.cond(p, lambda: sg.gradients(sg.reduce_sum(sg.sin(x) * x), x)[0], lambda: x)
+    np.testing.assert_allclose(sg.Session().run(g, {x: XV, p: True}),
+                               np.cos(XV) * XV + np.sin(XV), rtol=1e-6)
+
+
+def test_a_branch_may_wait_on_an_op_from_outside_and_the_if_waits_on_it():
+    x, p = _feeds()
+    count = sg.Variable(0.0, name="count")
+    bump = sg.assign_add(count, 1.0)
+
+    def true_fn():
+        with sg.control_dependencies([bump]):
+            return sg.identity(x)
+
+    y = sg.cond(p, true_fn, lambda: x)
+    assert bump.op in y.op.control_inputs
+    with sg.Session() as sess:
+        sess.run(sg.global_variables_initializer())
+        sess.run(y, {x: XV, p: True})
+        assert sess.run(count) == 1.0
+
+
+def test_a_control_dependency_on_another_graph_is_refused_at_the_users_line():
+    other = sg.Graph()
+    with other.as_default():
+        op = sg.no_op(name="elsewhere")
+    with pytest.raises(ValueError, match=r"from another graph .* at \S*test_control_flow.py:\d+"):
+        sg.control_dependencies([op])
+
+
+def test_a_tensor_made_in_a_branch_cannot_be_used_outside_it():
+    x, p = _feeds()
+    leaked = []
+    sg.cond(p, lambda: leaked.append(sg.sqrt(x)) or leaked[0], lambda: x)
+    with pytest.raises(ValueError, match=r"made inside true_fn of the cond at \S*"
+                                         r"test_control_flow.py:\d+, which exists only there"):
+        sg.reduce_sum(leaked[0])
+
+
+def test_structures_keep_their_types_and_a_mismatch_names_them():
+    x, p = _feeds()
+    Pair = collections.namedtuple("Pair", "a b")
+    made = sg.cond(p, lambda: collections.defaultdict(list, {1: x, "k": x}),
+                   lambda: collections.defaultdict(list, {1: -x, "k": x}))
+    assert isinstance(made, collections.defaultdict) and made.default_factory is list
+    with pytest.raises(ValueError, match=r"true_fn returned Pair\(a tensor, a tensor\), "
+                                         r"false_fn \(a tensor, a tensor\)"):
+        sg.cond(p, lambda: Pair(x, x), lambda: (x, x))
+
+
+def test_the_dynamic_mode_checks_the_predicate_and_gives_tensors():
+    import staticgrad.dynamic as dy
+    t = dy.tensor([1.0, 2.0])
+    with dy.eager_mode():
+        with pytest.raises(TypeError, match="the predicate has dtype float32"):
+            sg.cond(t, lambda: t, lambda: t)
+        with pytest.raises(ValueError, match=r"the predicate has shape dy.Size\(\[2\]\)"):
+            sg.cond(t > 0, lambda: t, lambda: t)
+        out = sg.cond(dy.tensor(True), lambda: 1.0, lambda: 2.0)
+    assert isinstance(out, dy.Tensor) and out.item() == 1.0

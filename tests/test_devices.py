@@ -88,3 +88,19 @@ def test_a_graph_file_with_a_bad_device_is_refused_naming_the_op():
     doc["ops"][0]["device"] = "/gpu:0\nimport os"
     with sg.Graph().as_default(), pytest.raises(GraphFormatError, match=r"op #0 'x': device"):
         sg.train.import_meta_graph(doc)
+
+
+def test_a_device_function_sees_the_finished_op_as_tf1s_do():
+    with sg.device(lambda op: "/cpu:0" if op.outputs[0].dtype == sg.float32 else None):
+        x = sg.placeholder(sg.float32, [3], name="x")
+        i = sg.placeholder(sg.int32, [3], name="i")
+    assert (x.device, i.device) == ("/device:CPU:0", "")
+
+
+@pytest.mark.parametrize("device", [0, False, [], 1.5, ["/cpu:0"], {"d": 1}])
+def test_a_graph_file_device_that_is_no_string_is_refused(device):
+    sg.placeholder(sg.float32, [2], name="x")
+    doc = sg.train.export_meta_graph()
+    doc["ops"][0]["device"] = device
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match="a device is a str"):
+        sg.train.import_meta_graph(doc)

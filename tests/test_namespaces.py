@@ -172,3 +172,17 @@ def test_a_missing_name_is_named_with_the_namespace_users_import(path):
         near = module.__all__[0] + "x"
         with pytest.raises(AttributeError, match=rf"did you mean '{module.__all__[0]}'"):
             getattr(module, near)
+
+
+def test_a_subpackage_not_yet_imported_says_to_import_it_and_private_names_stay_plain():
+    import staticgrad as sg
+    import staticgrad.onnx  # noqa: F401  (so that the name is bound...)
+    del sg.onnx  # (...then unbound again, as before its import)
+    try:
+        with pytest.raises(AttributeError, match=r"^staticgrad has no 'onnx' until it is "
+                                                 r"imported: import staticgrad.onnx$"):
+            sg.onnx  # noqa: B018
+    finally:
+        sg.onnx = importlib.import_module("staticgrad.onnx")
+    with pytest.raises(AttributeError, match=r"^module 'staticgrad' has no attribute '_x'$"):
+        sg._x  # noqa: B018

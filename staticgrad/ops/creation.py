@@ -88,8 +88,6 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     op = Operation(graph, op_type, name, inputs, attrs,
                    graph._current_control_inputs() if graph._thread.control_stack else (),
                    user_location(), opdef)
-    if graph._thread.device_stack:
-        graph._apply_device(op)
     try:
         check_arity(opdef, len(inputs))
         if attrs or opdef.attrs:
@@ -123,6 +121,8 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         if values is not None:
             for t, v in zip(op.outputs, values):
                 t._static = v
+    if graph._thread.device_stack:  # (a device function sees the finished op, as in TF1)
+        graph._apply_device(op)
     graph._add_op(op)
     return op
 

@@ -30,11 +30,15 @@ class Spec:
 
 
 def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
-    """Re-run shape inference over `ops` with fed tensors of the given (shape, dtype)."""
+    """Re-run shape inference over `ops` with fed tensors of the given (shape, dtype), or
+    (shape, dtype, static value) where the value is known when compiling."""
     shapes, values, ctxs, regions = {}, {}, {}, {}
     changed = set()  # tensors whose shape or value differs from what the graph knows
-    for t, (shape, _dtype) in feeds.items():
+    for t, (shape, _dtype, *known) in feeds.items():
         shapes[t] = TensorShape(shape)
+        if known and known[0] is not None:  # a region's input whose value is static outside
+            values[t] = known[0]
+            changed.add(t)
         if shapes[t].dims != t._shape.dims or None in shapes[t].dims or t._static is not None:
             changed.add(t)
     fed_ops = {t.op for t in feeds}
@@ -57,7 +61,7 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
             raise InvalidArgumentError(
                 None, op, f"{op.where()}: with the fed shapes, {e}") from None
         if op.opdef.region_attrs:
-            regions[op], outs = _specialize_regions(op, in_shapes, outs)
+            regions[op], outs = _specialize_regions(op, in_shapes, in_values, outs)
         ctx.out_shapes = []
         for t, (shape, _dtype) in zip(op.outputs, outs):
             if t in feeds:  # a fed intermediate keeps its fed shape
@@ -81,17 +85,18 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
     return Spec(shapes, values, ctxs, regions)
 
 
-def _specialize_regions(op: Operation, in_shapes: list, outs: list):
+def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: list):
     """Each sub-graph of `op` (an If's branches) pruned and specialized to the op's input
-    shapes (its inputs after the first, a predicate, feed the sub-graph's placeholders); and
-    the op's outputs with what every sub-graph says of their shapes."""
+    shapes and static values (its inputs after the first, a predicate, feed the sub-graph's
+    placeholders); and the op's outputs with what every sub-graph says of their shapes."""
     specs, out_shapes = [], None
     for attr in op.opdef.region_attrs:
         branch = op.attrs[attr]
-        feeds = {p: (s.dims if s.dims is not None else None, p.dtype)
-                 for p, s in zip(branch.inputs, in_shapes[1:])}
+        feeds = {p: (s.dims, p.dtype, v)
+                 for p, s, v in zip(branch.inputs, in_shapes[1:], in_values[1:])
+                 if s.dims is not None}
         ops = prune(list(branch.outputs), set(branch.inputs))
-        spec = specialize(ops, {p: f for p, f in feeds.items() if f[0] is not None})
+        spec = specialize(ops, feeds)
         specs.append((ops, spec))
         shapes = [spec.shapes.get(t, t._shape) for t in branch.outputs]
         if out_shapes is not None:

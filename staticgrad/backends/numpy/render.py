@@ -164,7 +164,8 @@ class _NumpyWalk(Walk):
         own that shares this one's names, constants and kernels), called under Python's
         `if` on the predicate."""
         if node.type != "If":
-            super().regions(node)
+            super().regions(node)  # (which refuses it)
+            return
         op = node.origin
         pred = self.ref(node.inputs[0], node)
         args = ", ".join(self.ref(v, node) for v in node.inputs[1:])
