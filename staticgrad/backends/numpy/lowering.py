@@ -56,7 +56,9 @@ OUT_FORMS = {
     "ReluGrad": "np.multiply({0}, np.greater({1}, 0), out={out})",
     "TanhGrad": "np.multiply({1}, np.subtract(1, np.square({0}, out={out}), out={out}), "
                 "out={out})",
-    "SigmoidGrad": "np.multiply({1}, np.multiply({0}, np.subtract(1, {0})), out={out})",
+    # dy * (y * (1 - y)), in those float32 steps, all in out (no temporary)
+    "SigmoidGrad": "np.multiply({1}, np.multiply({0}, np.subtract(1, {0}, out={out}), "
+                   "out={out}), out={out})",
     "Add": "np.add({0}, {1}, out={out})",
     "Sub": "np.subtract({0}, {1}, out={out})",
     "Mul": "np.multiply({0}, {1}, out={out})",
@@ -71,6 +73,7 @@ OUT_FORMS = {
 
 READS_AFTER_OUT: dict[str, tuple] = {
     "TanhGrad": (1,),  # dy * (1 - y^2): 1 - y^2 in out, then dy read
+    "SigmoidGrad": (0, 1),  # dy * (y * (1 - y)): 1 - y in out, then y and dy read
 }
 
 VECTOR = {"Exp": "exp", "Log": "log", "Tanh": "tanh", "Sigmoid": "sigmoid"}
