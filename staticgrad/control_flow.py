@@ -141,11 +141,7 @@ _BRANCH = InProcess("a branch of a cond (built by sg.cond)", lambda v: isinstanc
 
 
 def _if_infer(ctx):
-    pred_dtype, pred_shape = ctx.in_dtypes[0], ctx.in_shapes[0]
-    if pred_dtype is not _dt.bool_:
-        raise TypeError(f"the predicate has dtype {pred_dtype.name}; cond needs a bool scalar")
-    if pred_shape.ndims is not None and pred_shape.ndims != 0:
-        raise ValueError(f"the predicate has shape {pred_shape}; cond needs a scalar")
+    _check_predicate(ctx.in_dtypes[0], ctx.in_shapes[0])  # (create_operation adds the op)
     then_b, else_b = ctx.attrs["then_branch"], ctx.attrs["else_branch"]
     for label, b in (("then_branch", then_b), ("else_branch", else_b)):
         given = list(zip(ctx.in_shapes[1:], ctx.in_dtypes[1:]))
@@ -317,12 +313,13 @@ def _encloses(graph: Graph, other: Graph) -> bool:
     return False
 
 
-def _check_predicate(dtype, shape, where: str) -> None:
+def _check_predicate(dtype, shape, where: str = "") -> None:
+    """TypeError or ValueError unless the predicate is a bool scalar (`where`: the cond's)."""
+    at = f"{where}: " if where else ""
     if dtype is not _dt.bool_:
-        raise TypeError(f"{where}: the predicate has dtype {dtype.name}; cond needs a bool "
-                        "scalar")
+        raise TypeError(f"{at}the predicate has dtype {dtype.name}; cond needs a bool scalar")
     if shape.ndims is not None and shape.ndims != 0:
-        raise ValueError(f"{where}: the predicate has shape {shape}; cond needs a scalar")
+        raise ValueError(f"{at}the predicate has shape {shape}; cond needs a scalar")
 
 
 def _branch_tensor(value, g: BranchGraph, label: str, where: str) -> Tensor:

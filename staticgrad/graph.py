@@ -417,20 +417,22 @@ class Graph:
                                      f"{format_location(user_location())}")
                 if c.graph is self:
                     entry.append(c)
-        return self._control_scope(entry)
+        return self._pushed(self._thread.control_stack, entry)
 
     def _control_from_outside(self, op: Operation) -> bool:
         """May this graph wait on `op`, of another graph? (A cond's branch may: on an op of
         a graph around it, which its If op then waits on; see control_flow.BranchGraph.)"""
         return False
 
+    @staticmethod
     @contextlib.contextmanager
-    def _control_scope(self, entry):
-        self._thread.control_stack.append(entry)
+    def _pushed(stack: list, entry):
+        """Within: `entry` on top of `stack` (a scope's: control inputs, devices)."""
+        stack.append(entry)
         try:
             yield
         finally:
-            self._thread.control_stack.pop()
+            stack.pop()
 
     def _current_control_inputs(self) -> list[Operation]:
         if not self._thread.control_stack:
@@ -460,15 +462,7 @@ class Graph:
             except (TypeError, ValueError) as e:
                 raise type(e)(f"{e} (sg.device at {format_location(user_location())})") \
                     from None
-        return self._device_scope(entry)
-
-    @contextlib.contextmanager
-    def _device_scope(self, entry):
-        self._thread.device_stack.append(entry)
-        try:
-            yield
-        finally:
-            self._thread.device_stack.pop()
+        return self._pushed(self._thread.device_stack, entry)
 
     def _apply_device(self, op: Operation) -> None:
         """Place a new op as the device scopes say (only called when there are some)."""
