@@ -1,4 +1,4 @@
-"""sg.cond (staticgrad/control_flow.py): branches as closed sub-graphs that only run when taken,
+"""sg.cond (staticgrad/control_flow/cond.py): branches as closed sub-graphs that only run when taken,
 their captures, what they return, their errors, the generated code, and gradients. (Finite
 differences of first and second order through cond, nested conds included, and parity with
 the dynamic mode's Python `if`: the If rows of tests/ops/test_gradients.py, which
@@ -53,7 +53,7 @@ def test_only_the_taken_branch_runs():
         np.testing.assert_array_equal(sess.run(y, {x: bad, p: False}), -bad)
         with pytest.raises(sg.errors.InvalidArgumentError,
                            match=r'log of x : Tensor had NaN values; tensor cond/Log:0 was made '
-                                 r'by Log op "cond/Log" created at \S*test_control_flow.py:\d+'), \
+                                 r'by Log op "cond/Log" created at \S*test_cond.py:\d+'), \
                 np.errstate(invalid="ignore"):
             sess.run(y, {x: bad, p: True})
 
@@ -121,7 +121,7 @@ def test_the_generated_code_is_a_python_if_around_a_function_per_branch():
     source = sg.Session().source(y, {x: XV, p: True})
     assert "    if p:\n        choose_If, = choose_If_then(x)\n    else:\n" in source
     assert "def choose_If_then(choose_capture_x):" in source
-    assert "# Sqrt 'choose/Sqrt' at test_control_flow.py:" in source
+    assert "# Sqrt 'choose/Sqrt' at test_cond.py:" in source
     assert "def choose_If_else(" in source
 
 
@@ -150,11 +150,11 @@ def test_make_callable_and_every_pass_switched_off_agree():
 
 @pytest.mark.parametrize("make, error, match", [
     (lambda x, p: sg.cond(x, lambda: x, lambda: x), TypeError,
-     r"cond at \S*test_control_flow.py:\d+: the predicate has dtype float32"),
+     r"cond at \S*test_cond.py:\d+: the predicate has dtype float32"),
     (lambda x, p: sg.cond(x > 0, lambda: x, lambda: x), ValueError,
      r"the predicate has shape \(3,\); cond needs a scalar"),
     (lambda x, p: sg.cond(p, lambda: x, lambda: (x, x)), ValueError,
-     r"cond at \S*test_control_flow.py:\d+: true_fn and false_fn must return the same "
+     r"cond at \S*test_cond.py:\d+: true_fn and false_fn must return the same "
      r"structure; true_fn returned a tensor, false_fn \(a tensor, a tensor\)"),
     (lambda x, p: sg.cond(p, lambda: x, lambda: sg.cast(x, sg.int32)), TypeError,
      "output 0 is float32 in true_fn but int32 in false_fn"),
@@ -271,7 +271,7 @@ def test_a_control_dependency_on_another_graph_is_refused_at_the_users_line():
     other = sg.Graph()
     with other.as_default():
         op = sg.no_op(name="elsewhere")
-    with pytest.raises(ValueError, match=r"from another graph .* at \S*test_control_flow.py:\d+"):
+    with pytest.raises(ValueError, match=r"from another graph .* at \S*test_cond.py:\d+"):
         sg.control_dependencies([op])
 
 
@@ -280,7 +280,7 @@ def test_a_tensor_made_in_a_branch_cannot_be_used_outside_it():
     leaked = []
     sg.cond(p, lambda: leaked.append(sg.sqrt(x)) or leaked[0], lambda: x)
     with pytest.raises(ValueError, match=r"made inside true_fn of the cond at \S*"
-                                         r"test_control_flow.py:\d+, which exists only there"):
+                                         r"test_cond.py:\d+, which exists only there"):
         sg.reduce_sum(leaked[0])
 
 

@@ -1,0 +1,186 @@
+"""Sub-graphs held by control-flow ops: a cond's branches, a while_loop's condition and body.
+
+A static graph cannot use Python's `if` or `while` on a value it has not computed yet, so
+`sg.cond` and `sg.while_loop` call the user's functions once, while the graph is built, each
+into a `BranchGraph` of its own: a closed sub-graph. A tensor of an enclosing graph that such
+a function reads is *captured*: it becomes a placeholder of the sub-graph (and an input of
+the op holding it), so a sub-graph reads nothing but its inputs. A `Branch` is one built
+sub-graph, its placeholders and its results: an attribute of the If or While op, which the
+compiler lowers into a region of the op's node (ir.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from ..graph import Graph, Operation, Tensor, get_default_graph
+from ..ops.attr_types import InProcess
+from ..ops.conversion import convert_to_tensor
+from ..ops.creation import BRANCHES_OPEN, apply, create_operation
+from ..shapes import TensorShape
+
+_OPENING = threading.Lock()  # (threads may build conds at once: the count stays exact)
+
+
+class BranchGraph(Graph):
+    """The graph of one branch: ops its function builds; a tensor of an enclosing graph it
+    reads is captured as a placeholder here (and an input of the If op)."""
+
+    def __init__(self, outer: Graph, label: str, where: str = ""):
+        self.outer, self.label, self.where = outer, label, where
+        super().__init__()
+        self.seed = outer.seed
+        self.captures: dict[Tensor, Tensor] = {}  # outer tensor -> its placeholder here
+        self._further: dict[Tensor, Tensor] = {}  # a tensor from further out -> the same
+        self.outer_controls: list[Operation] = []  # ops around it that its ops wait on
+        # the device scopes around the cond reach the ops of its branches, as in TF1
+        self._thread.device_stack = list(outer._thread.device_stack)
+
+    @property
+    def _devices_used(self) -> bool:
+        return self._branch_devices
+
+    @_devices_used.setter
+    def _devices_used(self, used: bool) -> None:
+        self._branch_devices = used
+        if used:  # (a session checks the graph it runs: the one around the cond)
+            self.outer._devices_used = True
+
+    def _control_from_outside(self, op: Operation) -> bool:
+        """An op of a graph around this one, which an op here waits on: the If op waits on
+        it instead (it then runs before the branch, taken or not)."""
+        if op.graph is self.outer:
+            if op not in self.outer_controls:
+                self.outer_controls.append(op)
+            return True
+        return self.outer._control_from_outside(op)
+
+    def _check_not_finalized(self, what: str) -> None:
+        raise ValueError(f"{what}: it reads a tensor made inside {self.label} of the "
+                         f"{self.where}, which exists only there; return it from the branch "
+                         "function to use it outside")
+
+    @contextlib.contextmanager
+    def as_default(self):
+        """The default graph within (ops made from tensors of enclosing graphs come here)."""
+        with _OPENING:
+            BRANCHES_OPEN[0] += 1
+        try:
+            with super().as_default() as g:
+                yield g
+        finally:
+            with _OPENING:
+                BRANCHES_OPEN[0] -= 1
+
+    def capture(self, t: Tensor) -> Tensor | None:
+        """The placeholder standing for `t` here (made once); None if `t` is of no graph
+        enclosing this one. A tensor of a graph further out is captured by each graph on
+        the way in."""
+        found = self.captures.get(t)
+        if found is None:
+            found = self._further.get(t)
+        if found is not None:
+            return found
+        if t.graph is not self.outer:  # (its capture by the graph around this one is what
+            outer_capture = getattr(self.outer, "capture", None)  # this one's If reads)
+            if outer_capture is None:
+                return None
+            inner = outer_capture(t)
+            if inner is None:
+                return None
+            placeholder = self._further[t] = self.capture(inner)
+            return placeholder
+        with self.as_default(), self.control_dependencies(None), self.device(None):
+            placeholder = apply("Placeholder", [], {"dtype": t.dtype, "shape": t.shape},
+                                name=f"capture_{t.op.name.replace('/', '_')}", graph=self)[0]
+        self.captures[t] = placeholder
+        return placeholder
+
+
+class Branch:
+    """One branch of an If op: its graph, the placeholders of the If's inputs (after the
+    predicate) and the tensors it gives."""
+
+    def __init__(self, graph: BranchGraph, inputs: list[Tensor], outputs: list[Tensor]):
+        self.graph, self.inputs, self.outputs = graph, tuple(inputs), tuple(outputs)
+
+    def __repr__(self):
+        return f"<sg Branch {self.graph.label} of {len(self.graph.get_operations())} ops>"
+
+
+def example_branch() -> Branch:
+    """A branch of no inputs that gives 0.0 (what tests of every attribute start from)."""
+    g = BranchGraph(Graph(), "example")
+    with g.as_default():
+        return Branch(g, [], [convert_to_tensor(0.0)])
+
+
+BRANCH = InProcess("a branch of a cond (built by sg.cond)", lambda v: isinstance(v, Branch),
+                    example=example_branch())
+
+
+def copy_branch(branch: Branch, inputs: list[Tensor]) -> list[Tensor]:
+    """Build `branch`'s ops again into the default graph, reading `inputs` where the branch
+    reads its placeholders; its outputs there. Each copy keeps its op's name and line."""
+    graph = get_default_graph()
+    mapping: dict[Tensor, Tensor] = dict(zip(branch.inputs, inputs))
+    ops_of: dict[Operation, Operation] = {}
+    for op in branch.graph.get_operations():
+        if op.outputs and all(t in mapping for t in op.outputs):
+            continue  # a placeholder of an input
+        controls = [ops_of[c] for c in op.control_inputs if c in ops_of]
+        with graph.control_dependencies(None), graph.control_dependencies(controls):
+            new = create_operation(graph, op.type, [mapping[t] for t in op.inputs],
+                                   dict(op.attrs), op.name)
+        new.location = op.location
+        ops_of[op] = new
+        for t, u in zip(op.outputs, new.outputs):
+            mapping[t] = u
+    return [mapping[t] for t in branch.outputs]
+
+
+def encloses(graph: Graph, other: Graph) -> bool:
+    """Is `other` the graph `graph` itself or one around it (of the conds it is a branch of)?"""
+    while graph is not None:
+        if graph is other:
+            return True
+        graph = getattr(graph, "outer", None)
+    return False
+
+
+def branch_tensor(value, g: BranchGraph, label: str, where: str) -> Tensor:
+    if isinstance(value, Operation):
+        raise TypeError(f"{where}: {label} returned the operation {value.name}; a branch must "
+                        "return tensors")
+    try:
+        t = convert_to_tensor(value)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{where}: {label} returned {value!r}, not a tensor: {e}") from None
+    if t.graph is not g:  # a tensor of the enclosing graph, returned as it is
+        with g.as_default():
+            t = apply("Identity", [t], name="Identity")[0]  # (which captures it)
+    return t
+
+
+def check_stateless(g: BranchGraph, label: str, where: str) -> None:
+    for op in g.get_operations():
+        if op.opdef.stateful and op.type != "Placeholder":
+            raise ValueError(f"{where}: {label} creates {op.where()}, which reads or assigns "
+                             "variables or draws random numbers; a cond branch may not (create "
+                             "it outside the branch functions and choose between values)")
+
+
+def signature(tensors) -> str:
+    return signature_of([(t.shape, t.dtype) for t in tensors])
+
+
+def signature_of(pairs) -> str:
+    return "(" + ", ".join(f"{d.name}{s}" for s, d in pairs) + ")"
+
+
+def common_shape(a: TensorShape, b: TensorShape) -> TensorShape:
+    """What both shapes are known to be: equal dims kept, the others unknown."""
+    if a.dims is None or b.dims is None or len(a.dims) != len(b.dims):
+        return TensorShape(None)
+    return TensorShape([x if x == y else None for x, y in zip(a.dims, b.dims)])

@@ -1,0 +1,72 @@
+"""The nested structures of tensors that control-flow functions take and return (tuples,
+lists, dicts, namedtuples, defaultdicts, at any depth), flattened to their tensors in one
+order and packed back; dict keys in sorted order (by repr where they do not sort)."""
+
+from __future__ import annotations
+
+import collections
+
+
+def _keys(mapping) -> list:
+    """A dict's keys in the order both branches' dicts agree on: sorted (by repr where they
+    do not sort, keys of mixed types)."""
+    try:
+        return sorted(mapping)
+    except TypeError:
+        return sorted(mapping, key=repr)
+
+
+def flatten(structure) -> list:
+    if isinstance(structure, dict):
+        return [v for k in _keys(structure) for v in flatten(structure[k])]
+    if isinstance(structure, list | tuple):
+        return [v for item in structure for v in flatten(item)]
+    return [structure]
+
+
+def shape_of(structure):
+    """The structure with every leaf made alike: two branches' must be equal."""
+    if isinstance(structure, dict):
+        return ("dict", tuple((k, shape_of(structure[k])) for k in _keys(structure)))
+    if isinstance(structure, list | tuple):
+        return (type(structure).__qualname__, tuple(shape_of(v) for v in structure))
+    return "tensor"
+
+
+def describe(structure) -> str:
+    if isinstance(structure, dict):
+        return "{" + ", ".join(f"{k!r}: {describe(structure[k])}"
+                               for k in _keys(structure)) + "}"
+    if isinstance(structure, list):
+        return "[" + ", ".join(describe(v) for v in structure) + "]"
+    if isinstance(structure, tuple):
+        items = ", ".join(describe(v) for v in structure)
+        if hasattr(structure, "_fields"):
+            return f"{type(structure).__qualname__}({items})"
+        return f"({items}{',' if len(structure) == 1 else ''})"
+    return "a tensor"
+
+
+def pack(structure, leaves):
+    if isinstance(structure, dict):
+        packed = {k: pack(structure[k], leaves) for k in _keys(structure)}
+        items = [(k, packed[k]) for k in structure]
+        if isinstance(structure, collections.defaultdict):
+            return type(structure)(structure.default_factory, items)
+        try:
+            return type(structure)(items)
+        except TypeError:  # a dict subclass that is not made from pairs
+            return dict(items)
+    if isinstance(structure, list):
+        return [pack(v, leaves) for v in structure]
+    if isinstance(structure, tuple):
+        items = [pack(v, leaves) for v in structure]
+        return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
+    return next(leaves)
+
+
+def unpacked(out, strict: bool):
+    if not strict and isinstance(out, list | tuple) and not hasattr(out, "_fields") \
+            and len(out) == 1:
+        return out[0]
+    return out
