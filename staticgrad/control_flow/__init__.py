@@ -2,3 +2,4 @@
 ops holding sub-graphs (branches.py) that the compiler lowers into regions (ir.py)."""
 
 from .cond import cond  # noqa: F401
+from .while_loop import while_loop  # noqa: F401

@@ -116,8 +116,8 @@ def example_branch() -> Branch:
         return Branch(g, [], [convert_to_tensor(0.0)])
 
 
-BRANCH = InProcess("a branch of a cond (built by sg.cond)", lambda v: isinstance(v, Branch),
-                    example=example_branch())
+BRANCH = InProcess("a sub-graph built by sg.cond or sg.while_loop",
+                   lambda v: isinstance(v, Branch), example=example_branch())
 
 
 def copy_branch(branch: Branch, inputs: list[Tensor]) -> list[Tensor]:
@@ -163,12 +163,13 @@ def branch_tensor(value, g: BranchGraph, label: str, where: str) -> Tensor:
     return t
 
 
-def check_stateless(g: BranchGraph, label: str, where: str) -> None:
+def check_stateless(g: BranchGraph, label: str, where: str,
+                    holder: str = "a cond branch") -> None:
     for op in g.get_operations():
         if op.opdef.stateful and op.type != "Placeholder":
             raise ValueError(f"{where}: {label} creates {op.where()}, which reads or assigns "
-                             "variables or draws random numbers; a cond branch may not (create "
-                             "it outside the branch functions and choose between values)")
+                             f"variables or draws random numbers; {holder} may not (create "
+                             "it outside the functions and pass values in)")
 
 
 def signature(tensors) -> str:

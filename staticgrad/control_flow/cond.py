@@ -88,9 +88,27 @@ def _if_grad(op: Operation, *grads):
     return full
 
 
+def _if_region_feeds(attrs, in_shapes, in_values):
+    """Each branch reads the If's inputs after the predicate, as they are."""
+    given = list(zip(in_shapes[1:], in_values[1:]))
+    return [given, given]
+
+
+def _if_region_results(attrs, in_shapes, results):
+    then_shapes, else_shapes = results
+    for i, (a, b) in enumerate(zip(then_shapes, else_shapes)):
+        if a.dims != b.dims:
+            raise ValueError(f"output {i} has shape {a} in then_branch but {b} in "
+                             "else_branch; staticgrad compiles concrete shapes, so both "
+                             "branches must give one shape for given feed shapes (TF1 allows "
+                             "this)")
+    return then_shapes
+
+
 register("If", _if_infer, None, _if_grad, attrs={"then_branch": BRANCH,
                                                  "else_branch": BRANCH},
          arity=(1, None), region_attrs=("then_branch", "else_branch"),
+         region_feeds=_if_region_feeds, region_results=_if_region_results,
          doc="runs its then_branch or its else_branch (regions) on its inputs after the "
              "predicate, by the predicate")
 

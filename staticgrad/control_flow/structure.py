@@ -24,12 +24,16 @@ def flatten(structure) -> list:
     return [structure]
 
 
-def shape_of(structure):
-    """The structure with every leaf made alike: two branches' must be equal."""
+def shape_of(structure, loose: bool = False):
+    """The structure with every leaf made alike: two branches' must be equal. `loose`: a
+    list and a tuple of the same items alike (a loop body may return either, as in TF1)."""
     if isinstance(structure, dict):
-        return ("dict", tuple((k, shape_of(structure[k])) for k in _keys(structure)))
+        return ("dict", tuple((k, shape_of(structure[k], loose)) for k in _keys(structure)))
     if isinstance(structure, list | tuple):
-        return (type(structure).__qualname__, tuple(shape_of(v) for v in structure))
+        kind = type(structure).__qualname__
+        if loose and type(structure) in (list, tuple):
+            kind = "sequence"
+        return (kind, tuple(shape_of(v, loose) for v in structure))
     return "tensor"
 
 

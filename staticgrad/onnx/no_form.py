@@ -19,6 +19,9 @@ NO_ONNX: dict[str, str] = {
                  "compiler makes one, no graph holds one"),
     "If": ("a cond, whose branches are sub-graphs; the exporter does not map them to ONNX's "
            "If yet: export a graph without sg.cond"),
+    "While": ("a while_loop, whose condition and body are sub-graphs; the exporter does not "
+              "map them to ONNX's Loop yet: export a graph without sg.while_loop"),
+    "WhileGrad": _GRADIENT_KERNEL,
     "CheckNumerics": ("a run-time check that raises on NaN or Inf, and an ONNX graph cannot "
                       "raise; export the checked tensor itself"),
     "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "

@@ -86,27 +86,24 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
 
 
 def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: list):
-    """Each sub-graph of `op` (an If's branches) pruned and specialized to the op's input
-    shapes and static values (its inputs after the first, a predicate, feed the sub-graph's
-    placeholders); and the op's outputs with what every sub-graph says of their shapes."""
-    specs, out_shapes = [], None
-    for attr in op.opdef.region_attrs:
+    """Each sub-graph of `op` (an If's branches, a While's condition and body) pruned and
+    specialized to what the op's rules say its placeholders are, given the op's input shapes
+    and static values (`opdef.region_feeds`); and the op's outputs with what the sub-graphs
+    say of their shapes (`opdef.region_results`, which also checks them)."""
+    opdef = op.opdef
+    specs, results = [], []
+    fed = opdef.region_feeds(op.attrs, in_shapes, in_values)
+    for attr, sub_feeds in zip(opdef.region_attrs, fed):
         branch = op.attrs[attr]
-        feeds = {p: (s.dims, p.dtype, v)
-                 for p, s, v in zip(branch.inputs, in_shapes[1:], in_values[1:])
+        feeds = {p: (s.dims, p.dtype, v) for p, (s, v) in zip(branch.inputs, sub_feeds)
                  if s.dims is not None}
         ops = prune(list(branch.outputs), set(branch.inputs))
         spec = specialize(ops, feeds)
         specs.append((ops, spec))
-        shapes = [spec.shapes.get(t, t._shape) for t in branch.outputs]
-        if out_shapes is not None:
-            for i, (a, b) in enumerate(zip(out_shapes, shapes)):
-                if a.dims != b.dims:  # generated code holds concrete shapes
-                    raise UnimplementedError(
-                        None, op, f"{op.where()}: with the fed shapes, output {i} has shape "
-                                  f"{a} in {op.opdef.region_attrs[0]} but {b} in {attr}; "
-                                  "staticgrad compiles concrete shapes, so every branch must "
-                                  "give one shape for given feed shapes (TF1 allows this)")
-        out_shapes = shapes
+        results.append([spec.shapes.get(t, t._shape) for t in branch.outputs])
+    try:
+        shapes = opdef.region_results(op.attrs, in_shapes, results)
+    except ValueError as e:  # generated code holds concrete shapes: one per feed signature
+        raise UnimplementedError(None, op, f"{op.where()}: with the fed shapes, {e}") from None
     return specs, [(s.merge_with(shape) if s.is_compatible_with(shape) else shape, dtype)
-                   for s, (shape, dtype) in zip(out_shapes, outs)]
+                   for s, (shape, dtype) in zip(shapes, outs)]

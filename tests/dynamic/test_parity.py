@@ -102,8 +102,9 @@ def test_values_and_gradients_agree(case):
 
 
 # Ops the dynamic mode has no node for: it runs Python's control flow itself (sg.cond calls
-# the taken branch's function), so its rows compare values and gradients with no such node.
-PYTHON_CONTROL_FLOW = {"If"}
+# the taken branch's function, sg.while_loop loops in Python, and the tape differentiates
+# what ran), so its rows compare values and gradients with no such node.
+PYTHON_CONTROL_FLOW = {"If", "While", "WhileGrad"}
 
 
 def ints(shape):
@@ -223,7 +224,8 @@ def test_every_registry_op_has_a_parity_row():
     # checks each dynamic function and method against its graph builder
     offered = {t for t, api, _ in vocabulary.entries() if api.dynamic is not None}
     covered = ({c[0] for c in CASES} | {c[0] for c in NONDIFF_CASES}
-               | {c[0] for c in RANDOM_CASES} | set(STATE_OPS) | offered)
+               | {c[0] for c in RANDOM_CASES} | set(STATE_OPS) | offered
+               | PYTHON_CONTROL_FLOW)
     internal = {t for t, d in REGISTRY.items() if d.internal}  # no builder: the compiler's
     missing = sorted(set(REGISTRY) - covered - internal)
     assert not missing, f"registry ops without a dynamic-mode parity row: {missing}"

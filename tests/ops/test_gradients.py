@@ -190,6 +190,25 @@ CASES += [
      [(any_, (2, 3)), (any_, (3,))], True),
 ]
 
+# while_loop: gradients through every iteration run, of the loop variables' first values and
+# of captured tensors (summed over iterations); a fixed count, a count the values decide, and
+# nested structures with maximum_iterations and a cond in the body. Second order is refused
+# (WhileGrad, exempt below).
+CASES += [
+    ("While", lambda x, y: sg.while_loop(lambda i, s: i < 3,
+                                         lambda i, s: (i + 1, sg.sin(s) * y + x),
+                                         (0, x))[1], [(any_, (2, 3)), (any_, (3,))], False),
+    ("While", lambda x: sg.while_loop(lambda s: sg.reduce_sum(s * s) < 40.0,
+                                      lambda s: s * 1.3 + 0.1, [x]), [(unit, (4,))], False),
+    ("While", lambda x, y: sg.while_loop(
+        lambda st: sg.reduce_sum(st["a"]) < 1e9,
+        lambda st: {"a": sg.cond(sg.reduce_sum(st["a"]) > 0, lambda: st["a"] * y,
+                                 lambda: st["a"] - y),
+                    "b": (st["b"][0] + sg.tanh(st["a"]),)},
+        {"a": x, "b": (x * 0.5,)}, maximum_iterations=4)["b"][0],
+     [(any_, (2, 2)), (pos, (2,))], False),
+]
+
 
 @sg.custom_gradient
 def _clipped_identity(x):
@@ -198,7 +217,9 @@ def _clipped_identity(x):
 
 # Differentiable op types reached only through other rows' gradient graphs (never built
 # directly by users) are still listed in CASES above; none is exempt.
-EXEMPT: set[str] = set()
+# WhileGrad (a while_loop's gradient) has no gradient of its own: differentiating it raises
+# LookupError (test_second_derivatives_through_a_while_loop_are_refused)
+EXEMPT: set[str] = {"WhileGrad"}
 
 
 # and a row for each op that the op vocabulary offers with gradient inputs in its one test
@@ -284,6 +305,15 @@ def test_every_differentiable_op_has_a_row():
     differentiable = {name for name, d in REGISTRY.items() if d.differentiable and d.grad}
     missing = sorted(differentiable - covered)
     assert not missing, f"differentiable ops without a finite-difference row: {missing}"
+
+
+def test_second_derivatives_through_a_while_loop_are_refused():
+    x = sg.placeholder(F, [3])
+    y = sg.while_loop(lambda s: sg.reduce_sum(s) < 10.0, lambda s: s * 1.5, [x])
+    (dx,) = sg.gradients(sg.reduce_sum(y * y), [x])
+    with pytest.raises(LookupError, match=r"second derivatives through a while_loop .*"
+                                          r"WhileGrad op .* created at \S*test_gradients.py:\d+"):
+        sg.gradients(sg.reduce_sum(dx), [x])
 
 
 def test_non_differentiable_ops_give_none():

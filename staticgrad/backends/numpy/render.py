@@ -29,7 +29,7 @@ from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from ...ops.table import get_opdef
 from ..base import Rendered
-from . import parts
+from . import parts, regions
 from .fused import render_group
 from .lowering import NO_WEAK_LITERALS, out_form
 
@@ -160,32 +160,14 @@ class _NumpyWalk(Walk):
             self.free(node)
 
     def regions(self, node: Node) -> None:
-        """An If: each branch a function of the module (its region, rendered by a walk of its
-        own that shares this one's names, constants and kernels), called under Python's
-        `if` on the predicate."""
-        if node.type != "If":
+        """An If, While or WhileGrad: Python control flow around functions of the module, one
+        for each region (regions.py)."""
+        if node.type not in regions.FORMS:
             super().regions(node)  # (which refuses it)
             return
-        op = node.origin
-        pred = self.ref(node.inputs[0], node)
-        args = ", ".join(self.ref(v, node) for v in node.inputs[1:])
-        functions = [self._region_function(r, f"{op.name}_{label}")
-                     for r, label in zip(node.regions, ("then", "else"))]
-        outs = [self.names.make(v.name) for v in node.outputs]
-        target = ", ".join(outs) + ("," if len(outs) == 1 else "")
-        self.body.append(comment(op))
-        for head, function in zip((f"if {pred}:", "else:"), functions):
-            self.body.append(head)
-            self.computed(op)
-            self.body.append(f"    {target} = {function}({args})")
-            self.computed(op)
-        for v, name in zip(node.outputs, outs):
-            self.expr[id(v)] = name
-        self.alias.update(id(v) for v in node.outputs)  # a branch may give back its input
-        if self.free_after:
-            self.free(node)
+        regions.render(self, node)
 
-    def _region_function(self, region: Program, base: str) -> str:
+    def function(self, region: Program, base: str) -> str:
         """`region` as a function of the module (kept with the fused kernels, whose lines
         the line map reads alike); its name."""
         walk = _NumpyWalk(region, self.vector_math, module=self)

@@ -1,0 +1,420 @@
+"""`while_loop`: the While op, holding a condition and a body (branches.py), run as a loop.
+
+    i, total = sg.while_loop(lambda i, t: i < n, lambda i, t: (i + 1, t + x), [0, 0.0])
+
+`cond` and `body` are each called once, while the graph is built, on placeholders standing
+for the loop variables (the values of one iteration); the NumPy backend writes each as a
+function of the module, called in a Python `while` loop. Tensors of the graph around the
+loop that they read are captured as inputs of the While op, read once, before the loop.
+
+Shapes: a loop variable keeps its shape from one iteration to the next unless its entry in
+`shape_invariants` says which dims may change (TF1's rule); the sub-graphs are compiled for
+the invariant shape, so an unknown dim there reaches the generated code as unknown.
+
+`maximum_iterations` adds a counter as the first loop variable, as TF1 does: the loop stops
+when the counter reaches it, whatever `cond` says.
+
+Gradients: the gradient of a While is a WhileGrad op, holding the condition, the body and
+the body's gradient (built by differentiating a copy of the body). It runs the loop again
+from the While's inputs, keeping each iteration's loop variables in a list (memory grows
+with the iterations actually run), then runs the body's gradient over them in reverse
+order, summing the gradients of the captured tensors (an RNN's weights) over iterations.
+Recomputing the forward loop keeps each sub-graph closed, as a cond's gradient does.
+Second derivatives through a while_loop are not offered yet: differentiating a WhileGrad
+raises LookupError naming it.
+
+`parallel_iterations` and `swap_memory` are accepted, as TF1's, and change nothing here:
+iterations run one after another in the session's thread (the body's own NumPy calls
+use the cores as they do outside a loop), and the kept iterations stay in host memory.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..autodiff import gradients
+from ..errors import format_location, user_location
+from ..graph import Operation, Tensor, get_default_graph, name_scope
+from ..ops.array_ops import zeros_like
+from ..ops.math_ops import stop_gradient
+from ..ops.attr_types import Int, Ints
+from ..ops.conversion import convert_to_tensor
+from ..ops.creation import apply
+from ..ops.table import register
+from ..shapes import TensorShape
+from . import structure as nest
+from .branches import (
+    BRANCH,
+    Branch,
+    BranchGraph,
+    branch_tensor,
+    check_stateless,
+    copy_branch,
+    encloses,
+)
+
+
+# -- the While op -------------------------------------------------------------------------------
+def _loop_shapes(attrs, in_shapes) -> list[TensorShape]:
+    """The shape of each loop variable within the loop: its entry shape, or its declared
+    invariant (the body's placeholder) where `relaxed` names it."""
+    body, relaxed = attrs["body"], attrs["relaxed"]
+    return [body.inputs[i].shape if i in relaxed else in_shapes[i]
+            for i in range(attrs["loop_vars"])]
+
+
+def _while_infer(ctx):
+    n, body, cond = ctx.attrs["loop_vars"], ctx.attrs["body"], ctx.attrs["cond"]
+    given = list(zip(ctx.in_shapes, ctx.in_dtypes))
+    for label, b in (("cond", cond), ("body", body)):
+        if len(given) != len(b.inputs) or any(d is not p.dtype or not s.is_compatible_with(
+                p.shape) for (s, d), p in zip(given, b.inputs)):
+            raise ValueError(f"its {label} takes {_sig(b.inputs)}, but its inputs are "
+                             f"{_sig_of(given)}")
+    if len(body.outputs) != n or len(cond.outputs) != 1:
+        raise ValueError(f"its body gives {len(body.outputs)} values for {n} loop variables")
+    return [(s, d) for s, (_, d) in zip(_loop_shapes(ctx.attrs, ctx.in_shapes), given)]
+
+
+def _sig(tensors) -> str:
+    return _sig_of([(t.shape, t.dtype) for t in tensors])
+
+
+def _sig_of(pairs) -> str:
+    return "(" + ", ".join(f"{d.name}{s}" for s, d in pairs) + ")"
+
+
+def _while_region_feeds(attrs, in_shapes, in_values):
+    """The loop variables at their shapes within the loop, with no static value (each
+    iteration has its own); the captured tensors as they are."""
+    n = attrs["loop_vars"]
+    given = [(s, None) for s in _loop_shapes(attrs, in_shapes)] + \
+        list(zip(in_shapes[n:], in_values[n:]))
+    return [given, given]
+
+
+def _check_body_shapes(attrs, loop_shapes, body_shapes) -> None:
+    for i, (entry, after) in enumerate(zip(loop_shapes, body_shapes)):
+        if not after.is_compatible_with(entry) or \
+                (i not in attrs["relaxed"] and after.dims != entry.dims):
+            raise ValueError(f"loop variable {i} enters the loop with shape {entry}, but has "
+                             f"shape {after} after one iteration; to let its shape change, "
+                             "give while_loop a less specific shape for it in shape_invariants")
+
+
+def _while_region_results(attrs, in_shapes, results):
+    loop_shapes = _loop_shapes(attrs, in_shapes)
+    _check_body_shapes(attrs, loop_shapes, results[1])
+    return loop_shapes
+
+
+def _while_grad(op: Operation, *grads):
+    """A WhileGrad op: the loop again, then the body's gradient backwards (module docstring)."""
+    n = op.attrs["loop_vars"]
+    body = op.attrs["body"]
+    ins = list(op.inputs)
+    wanted_vars = tuple(i for i in range(n) if ins[i].dtype.is_floating)
+    wanted_caps = tuple(j for j in range(n, len(ins)) if ins[j].dtype.is_floating)
+    if not wanted_vars or not any(grads[i] is not None for i in wanted_vars):
+        return [None] * len(ins)
+    seeds = [grads[i] if grads[i] is not None else zeros_like(op.outputs[i])
+             for i in wanted_vars]
+    g = BranchGraph(get_default_graph(), "the gradient of the body", body.graph.where)
+    with g.as_default():
+        params = [_placeholder(p.dtype, p.shape, f"grad_in_{k}")
+                  for k, p in enumerate(body.inputs)]
+        upstream = [_placeholder(body.inputs[i].dtype, body.inputs[i].shape, f"grad_of_{i}")
+                    for i in wanted_vars]
+        copied = copy_branch(body, params)
+        xs = [params[i] for i in wanted_vars + wanted_caps]
+        dxs = gradients([copied[i] for i in wanted_vars], xs, grad_ys=upstream)
+        dxs = [d if d is not None else zeros_like(x) for d, x in zip(dxs, xs)]
+        dxs = [branch_tensor(d, g, "the gradient of the body", body.graph.where) for d in dxs]
+    if g.captures:  # (a gradient rule reached outside the copied body: a bug here)
+        raise AssertionError(f"the gradient of {op.where()} reads tensors from outside it")
+    g.finalize()
+    body_grad = Branch(g, params + upstream, dxs)
+    attrs = {"cond": op.attrs["cond"], "body": body, "body_grad": body_grad, "loop_vars": n,
+             "relaxed": op.attrs["relaxed"], "wanted": wanted_vars + wanted_caps}
+    results = apply("WhileGrad", [*ins, *seeds], attrs, name="WhileGrad")
+    full = [None] * len(ins)
+    for i, r in zip(wanted_vars + wanted_caps, results):
+        full[i] = r
+    return full
+
+
+def _placeholder(dtype, shape, name: str) -> Tensor:
+    return apply("Placeholder", [], {"dtype": dtype, "shape": shape}, name=name)[0]
+
+
+register("While", _while_infer, None, _while_grad,
+         attrs={"cond": BRANCH, "body": BRANCH, "loop_vars": Int(lo=1),
+                "relaxed": Ints()},
+         arity=(1, None), region_attrs=("cond", "body"),
+         region_feeds=_while_region_feeds, region_results=_while_region_results,
+         doc="runs its body (a region) on its loop variables while its cond (a region) "
+             "gives true; its inputs are the loop variables' first values, then the tensors "
+             "the regions capture")
+
+
+# -- the WhileGrad op ---------------------------------------------------------------------------
+def _while_grad_infer(ctx):
+    n, wanted = ctx.attrs["loop_vars"], ctx.attrs["wanted"]
+    k = len([i for i in wanted if i < n])
+    forward = len(ctx.in_shapes) - k
+    if k == 0 or forward < n or any(i >= forward for i in wanted):
+        raise ValueError(f"it takes {n} loop variables, the captured tensors and a gradient "
+                         f"for each of the {k} loop variables it differentiates")
+    return [(ctx.in_shapes[i], ctx.in_dtypes[i]) for i in wanted]
+
+
+def _while_grad_region_feeds(attrs, in_shapes, in_values):
+    n, wanted = attrs["loop_vars"], attrs["wanted"]
+    k = len([i for i in wanted if i < n])
+    forward_shapes, forward_values = in_shapes[:len(in_shapes) - k], in_values[:len(in_shapes) - k]
+    cond_body = _while_region_feeds(attrs, forward_shapes, forward_values)
+    loop_shapes = _loop_shapes(attrs, forward_shapes)
+    upstream = [(loop_shapes[i], None) for i in wanted if i < n]
+    return [*cond_body, cond_body[1] + upstream]
+
+
+def _while_grad_region_results(attrs, in_shapes, results):
+    n, wanted = attrs["loop_vars"], attrs["wanted"]
+    k = len([i for i in wanted if i < n])
+    forward_shapes = in_shapes[:len(in_shapes) - k]
+    loop_shapes = _loop_shapes(attrs, forward_shapes)
+    _check_body_shapes(attrs, loop_shapes, results[1])
+    return [loop_shapes[i] if i < n else forward_shapes[i] for i in wanted]
+
+
+def _while_grad_grad(op: Operation, *grads):
+    raise LookupError(f"second derivatives through a while_loop are not supported yet: "
+                      f"{op.where()} differentiates the loop of "
+                      f"{op.attrs['body'].graph.where} once, and has no gradient itself")
+
+
+register("WhileGrad", _while_grad_infer, None, _while_grad_grad,
+         attrs={"cond": BRANCH, "body": BRANCH, "body_grad": BRANCH, "loop_vars": Int(lo=1),
+                "relaxed": Ints(), "wanted": Ints()},
+         arity=(2, None), region_attrs=("cond", "body", "body_grad"),
+         region_feeds=_while_grad_region_feeds, region_results=_while_grad_region_results,
+         doc="the gradient of a While: runs the loop again from the While's inputs, keeping "
+             "each iteration's loop variables, then its body_grad (a region) over them in "
+             "reverse; gives the gradients of the inputs `wanted` names")
+
+
+# -- sg.while_loop ------------------------------------------------------------------------------
+def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
+               back_prop=True, swap_memory=False, name=None, maximum_iterations=None,
+               return_same_structure=False):
+    """Repeat `body` while `cond` is true, decided when the session runs (TF1's
+    tf.while_loop).
+
+    `loop_vars` is a tensor or a nested structure of them (tuples, lists, dicts, namedtuples);
+    `cond(*loop_vars)` returns a bool scalar, `body(*loop_vars)` the next loop variables in
+    the same structure, dtypes and shapes (or shapes compatible with `shape_invariants`,
+    the same structure of TensorShapes). Both are called once, now, to build the loop.
+
+    >>> i, s = sg.while_loop(lambda i, s: i < 10, lambda i, s: (i + 1, s * 2.0),
+    ...                      (0, x))                             # doctest: +SKIP
+    """
+    where = f"while_loop at {format_location(user_location())}"
+    for label, fn in (("cond", cond), ("body", body)):
+        if not callable(fn):
+            raise TypeError(f"{where}: {label} must be callable, got {fn!r}")
+    if type(parallel_iterations) is not int or parallel_iterations < 1:
+        raise ValueError(f"{where}: parallel_iterations must be a positive int, got "
+                         f"{parallel_iterations!r}")
+    for label, flag in (("back_prop", back_prop), ("swap_memory", swap_memory),
+                        ("return_same_structure", return_same_structure)):
+        if type(flag) is not bool:
+            raise TypeError(f"{where}: {label} must be a bool, got {flag!r}")
+    leaves = nest.flatten(loop_vars)
+    if not leaves:
+        raise ValueError(f"{where}: no loop variables were given")
+    tensors = [_loop_var(v, i, where) for i, v in enumerate(leaves)]
+    if any(t.graph.eager for t in tensors):
+        return _eager_loop(cond, body, loop_vars, tensors, maximum_iterations,
+                           return_same_structure, where)
+    invariants = _invariants(shape_invariants, loop_vars, tensors, where)
+    outer = get_default_graph()
+    if not encloses(outer, tensors[0].graph):
+        outer = tensors[0].graph
+    tensors = [_into(outer, t, where) for t in tensors]
+    counted = maximum_iterations is not None
+    if counted:
+        limit = _into(outer, _iteration_limit(maximum_iterations, where), where)
+        tensors = [convert_to_tensor(0, dtype=limit.dtype), *tensors]
+        invariants = [TensorShape([]), *invariants]
+    with outer.as_default(), name_scope(name, "while") as scope:
+        cond_g = BranchGraph(outer, "cond", where)
+        with cond_g.as_default(), cond_g.name_scope(scope):
+            cond_params = params = _params(tensors, invariants)
+            args = _args(loop_vars, params[1:] if counted else params)
+            keep_going = branch_tensor(cond(*args), cond_g, "cond", where)
+            _check_condition(keep_going, where)
+            if counted:
+                keep_going = apply("LogicalAnd", [apply("Less", [params[0],
+                                                                 cond_g.capture(limit)])[0],
+                                                  keep_going])[0]
+        body_g = BranchGraph(outer, "body", where)
+        with body_g.as_default(), body_g.name_scope(scope):
+            body_params = params = _params(tensors, invariants)
+            args = _args(loop_vars, params[1:] if counted else params)
+            result = _as_structure(body(*args), loop_vars, where)
+            nexts = [branch_tensor(v, body_g, "body", where) for v in nest.flatten(result)]
+            if counted:
+                nexts = [apply("Add", [params[0], convert_to_tensor(1, dtype=limit.dtype)])[0],
+                         *nexts]
+        for g, label in ((cond_g, "cond"), (body_g, "body")):
+            check_stateless(g, label, where, "a while_loop's cond or body")
+        _check_body(tensors, invariants, nexts, counted, where)
+        outputs = _make_while(tensors, invariants, (cond_g, cond_params, [keep_going]),
+                              (body_g, body_params, nexts))
+    if counted:
+        outputs = outputs[1:]
+    if not back_prop:
+        outputs = [stop_gradient(t) for t in outputs]
+    return nest.unpacked(nest.pack(loop_vars, iter(outputs)), return_same_structure)
+
+
+def _loop_var(value, i: int, where: str) -> Tensor:
+    if isinstance(value, Operation):
+        raise TypeError(f"{where}: loop variable {i} is the operation {value.name}, not a "
+                        "tensor")
+    try:
+        return convert_to_tensor(value)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{where}: loop variable {i} ({value!r}) is not a tensor: {e}") from None
+
+
+def _into(outer, t: Tensor, where: str) -> Tensor:
+    """`t` as the loop's graph sees it: captured when it is of a graph around that one."""
+    if t.graph is outer:
+        return t
+    if not encloses(outer, t.graph):
+        raise ValueError(f"{where}: {t.name} is from another graph than the loop's")
+    return outer.capture(t)
+
+
+def _iteration_limit(maximum_iterations, where: str) -> Tensor:
+    try:
+        limit = convert_to_tensor(maximum_iterations)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{where}: maximum_iterations must be an integer scalar: {e}") from None
+    if not limit.dtype.is_integer or limit.shape.ndims not in (0, None):
+        raise ValueError(f"{where}: maximum_iterations must be an integer scalar, got "
+                         f"{limit.dtype.name}{limit.shape}")
+    if limit.dtype not in (_dt.int32, _dt.int64):
+        limit = apply("Cast", [limit], {"DstT": _dt.int32})[0]
+    return limit
+
+
+def _invariants(shape_invariants, loop_vars, tensors, where: str) -> list:
+    """Each loop variable's shape within the loop where `shape_invariants` declares one
+    (a TensorShape, or None for any shape), else None (its entry shape)."""
+    if shape_invariants is None:
+        return [None] * len(tensors)
+    if nest.shape_of(shape_invariants, loose=True) != nest.shape_of(loop_vars, loose=True):
+        raise ValueError(f"{where}: shape_invariants must have the structure of loop_vars, "
+                         f"{nest.describe(loop_vars)}, with a TensorShape for each tensor; got "
+                         f"{shape_invariants!r}")
+    out = []
+    for i, (s, t) in enumerate(zip(nest.flatten(shape_invariants), tensors)):
+        if s is not None and not isinstance(s, TensorShape):
+            raise TypeError(f"{where}: the shape invariant of loop variable {i} must be a "
+                            f"TensorShape (sg.TensorShape([None, 3])) or None, got {s!r}")
+        shape = TensorShape(None) if s is None else s
+        if not t.shape.is_compatible_with(shape):
+            raise ValueError(f"{where}: loop variable {i} has shape {t.shape}, which its shape "
+                             f"invariant {shape} does not allow")
+        out.append(shape)
+    return out
+
+
+def _params(tensors, invariants) -> list[Tensor]:
+    """The placeholders standing for one iteration's loop variables."""
+    return [_placeholder(t.dtype, inv if inv is not None else t.shape, f"loop_var_{i}")
+            for i, (t, inv) in enumerate(zip(tensors, invariants))]
+
+
+def _args(loop_vars, params) -> tuple:
+    """What cond and body are called with: the loop variables' structure, spread when it is
+    a list or tuple (TF1's `body(*loop_vars)`)."""
+    packed = nest.pack(loop_vars, iter(params))
+    return tuple(packed) if isinstance(packed, list | tuple) else (packed,)
+
+
+def _as_structure(result, loop_vars, where: str):
+    """body's result, checked against loop_vars' structure (a lone tensor for a loop of one
+    variable in a list or tuple is taken as that list)."""
+    if isinstance(loop_vars, list | tuple) and len(loop_vars) == 1 and \
+            not isinstance(result, list | tuple | dict):
+        result = type(loop_vars)([result]) if not hasattr(loop_vars, "_fields") else result
+    if nest.shape_of(result, loose=True) != nest.shape_of(loop_vars, loose=True):
+        raise ValueError(f"{where}: body must return the structure of loop_vars, "
+                         f"{nest.describe(loop_vars)}; it returned {nest.describe(result)}")
+    return result
+
+
+def _check_condition(t: Tensor, where: str) -> None:
+    if t.dtype is not _dt.bool_ or (t.shape.ndims is not None and t.shape.ndims != 0):
+        raise TypeError(f"{where}: cond returned {t.dtype.name}{t.shape}; it must return a "
+                        "bool scalar")
+
+
+def _check_body(tensors, invariants, nexts, counted: bool, where: str) -> None:
+    first = 1 if counted else 0
+    for i, (t, inv, after) in enumerate(zip(tensors, invariants, nexts)):
+        k = i - first
+        if after.dtype is not t.dtype:
+            raise TypeError(f"{where}: loop variable {k} enters the loop as {t.dtype.name} but "
+                            f"the body returns {after.dtype.name}")
+        entry = inv if inv is not None else t.shape
+        if not after.shape.is_compatible_with(entry) or (
+                inv is None and after.shape.dims is not None and t.shape.dims is not None
+                and after.shape.dims != t.shape.dims):
+            raise ValueError(f"{where}: loop variable {k} enters the loop with shape {entry}, "
+                             f"but has shape {after.shape} after one iteration; to let its "
+                             "shape change, give while_loop a less specific shape for it in "
+                             "shape_invariants")
+
+
+def _make_while(tensors, invariants, cond_side, body_side) -> list[Tensor]:
+    """The While op running the built cond and body, each (its BranchGraph, its loop
+    variables' placeholders, its results): its inputs are the loop variables, then the
+    tensors either captured, in one order for both."""
+    captured = list(dict.fromkeys([*cond_side[0].captures, *body_side[0].captures]))
+    branches = [Branch(g, params + [g.capture(t) for t in captured], outs)
+                for g, params, outs in (cond_side, body_side)]
+    relaxed = tuple(i for i, inv in enumerate(invariants) if inv is not None)
+    waits = list(dict.fromkeys([*cond_side[0].outer_controls, *body_side[0].outer_controls]))
+    graph = get_default_graph()
+    with graph.control_dependencies(waits):
+        outputs = list(apply("While", [*tensors, *captured],
+                             {"cond": branches[0], "body": branches[1],
+                              "loop_vars": len(tensors), "relaxed": relaxed}, name="While"))
+    for g, _, _ in (cond_side, body_side):
+        g.finalize()  # built: a tensor made in the loop and used later is refused there
+    return outputs
+
+
+def _eager_loop(cond, body, loop_vars, tensors, maximum_iterations, same: bool, where: str):
+    """The dynamic mode: Python's own while, checking what graph mode checks."""
+    limit = None if maximum_iterations is None else int(maximum_iterations)
+    current = nest.pack(loop_vars, iter(tensors))
+    done = 0
+    while limit is None or done < limit:
+        args = tuple(current) if isinstance(current, list | tuple) else (current,)
+        keep_going = convert_to_tensor(cond(*args))
+        _check_condition(keep_going, where)
+        if not bool(keep_going):
+            break
+        result = _as_structure(body(*args), loop_vars, where)
+        nexts = [convert_to_tensor(v) for v in nest.flatten(result)]
+        for i, (t, after) in enumerate(zip(nest.flatten(current), nexts)):
+            if after.dtype is not t.dtype:
+                raise TypeError(f"{where}: loop variable {i} enters the loop as "
+                                f"{t.dtype.name} but the body returns {after.dtype.name}")
+        current = nest.pack(loop_vars, iter(nexts))
+        done += 1
+    return nest.unpacked(current, same)
