@@ -348,9 +348,23 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
     # common case, without a loop)
     nodes = []
     nested = False  # does a node hold regions
+    # a value folded to a constant whose op waited on others (control dependencies), itself
+    # or through its inputs -> the nodes it waited on: each node reading it waits on them
+    waits: dict[Tensor, tuple] = {}
+
+    def fold(op: Operation) -> None:  # (op's outputs are constants: keep what it waited on)
+        wait = [nodes_of[c] for c in op.control_inputs if c in nodes_of]
+        if waits:
+            wait += [n for t in op.inputs for n in waits.get(t, ())]
+        if wait:
+            for t in op.outputs:
+                waits[t] = tuple(dict.fromkeys(wait))
+
     for op in ops:
         opdef, outputs = op.opdef, op.outputs
         if not opdef.computes and outputs:
+            if op.control_inputs:
+                fold(op)
             continue  # feeds and constants: Values, not nodes (a NoOp, with none, stays)
         if len(outputs) == 1:
             out = outputs[0]
@@ -358,10 +372,14 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
                 continue  # fed
             if not opdef.stateful and (static.get(out) if out in shapes else out._static) \
                     is not None:
+                if op.control_inputs or waits:
+                    fold(op)
                 continue  # folded when specialized: a constant
         elif outputs and all([t in values for t in outputs]):
             continue  # every output fed
         elif not opdef.stateful and outputs and all([_is_static(t, spec) for t in outputs]):
+            if op.control_inputs or waits:
+                fold(op)
             continue  # folded when specialized: its outputs are constants
         if opdef.shape_inputs:
             inputs = tuple([value_of(t, i in opdef.shape_inputs)
@@ -370,6 +388,10 @@ def lower(ops: list[Operation], fetches: list, feeds: list[Tensor], spec) -> Pro
             inputs = tuple([values[t] if t in values else value_of(t) for t in op.inputs])
         controls = tuple([nodes_of[c] for c in op.control_inputs if c in nodes_of]) \
             if op.control_inputs else ()
+        if waits:
+            waited = [n for t in op.inputs for n in waits.get(t, ())]
+            if waited:
+                controls = tuple(dict.fromkeys([*controls, *waited]))
         uses = static_input_uses(opdef, inputs) \
             if opdef.static_inputs or opdef.shape_inputs else _NONE
         if opdef.region_attrs:  # its sub-graphs (If's branches), lowered as its regions

@@ -366,6 +366,23 @@ def test_control_dependencies_ordering(g):
     assert sess.run(after.op) is None
 
 
+def test_a_value_known_before_running_still_waits_on_its_control_dependencies(g):
+    # (it used to be folded into its consumers as a constant, and what it waited on never ran)
+    counter = sg.Variable(0.0, name="counter")
+    with sg.control_dependencies([sg.assign_add(counter, 1.0)]):
+        two = sg.identity(sg.constant(2.0))
+        three = sg.constant(3.0)
+    x = sg.placeholder(sg.float32, [2])
+    sess = sg.Session()
+    sess.run(counter.initializer)
+    np.testing.assert_array_equal(sess.run(x * two, {x: [1.0, 2.0]}), [2.0, 4.0])
+    assert sess.run(counter) == 1.0
+    np.testing.assert_array_equal(sess.run(x * three, {x: [1.0, 2.0]}), [3.0, 6.0])
+    assert sess.run(counter) == 2.0
+    assert sess.run(x * 2.0, {x: [1.0, 2.0]}).tolist() == [2.0, 4.0]
+    assert sess.run(counter) == 2.0  # (nothing waits here)
+
+
 def test_control_dependencies_on_a_group(g):
     v = sg.Variable(0, name="v")
     w = sg.Variable(0, name="w")

@@ -28,8 +28,9 @@ def prune(fetches, fed) -> list[Operation]:
                 continue
             # known without running anything: a value folded when the graph was built (a
             # constant, the shape of a tensor of known shape), or an input read only for a
-            # shape that is fully known; then whatever produces it need not run (nor be fed)
-            if t._static is not None and not t.op.opdef.stateful:
+            # shape that is fully known; then whatever produces it need not run (nor be fed),
+            # unless it waits on ops (control dependencies): they run, as in TF1
+            if t._static is not None and not t.op.opdef.stateful and not t.op.control_inputs:
                 continue
             if shape_inputs and i in shape_inputs and t._shape.is_fully_defined():
                 continue
