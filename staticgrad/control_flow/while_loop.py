@@ -35,10 +35,10 @@ from ..autodiff import gradients
 from ..errors import format_location, user_location
 from ..graph import Operation, Tensor, get_default_graph, name_scope
 from ..ops.array_ops import zeros_like
-from ..ops.math_ops import stop_gradient
 from ..ops.attr_types import Int, Ints
 from ..ops.conversion import convert_to_tensor
 from ..ops.creation import apply
+from ..ops.math_ops import stop_gradient
 from ..ops.table import register
 from ..shapes import TensorShape
 from . import structure as nest

@@ -1,5 +1,5 @@
-"""sg.cond (staticgrad/control_flow/cond.py): branches as closed sub-graphs that only run when taken,
-their captures, what they return, their errors, the generated code, and gradients. (Finite
+"""sg.cond (staticgrad/control_flow/cond.py): branches as closed sub-graphs that only run when
+taken, their captures, what they return, their errors, the generated code, and gradients. (Finite
 differences of first and second order through cond, nested conds included, and parity with
 the dynamic mode's Python `if`: the If rows of tests/ops/test_gradients.py, which
 tests/dynamic/test_parity.py runs in both modes.)"""
