@@ -117,6 +117,13 @@ class TensorShape:
             return self
         return TensorShape([a if a is not None else b for a, b in zip(self.dims, other.dims)])
 
+    def concatenate(self, other) -> TensorShape:
+        """This shape's dims, then other's (unknown rank if either's is), as TF1's."""
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        if self.dims is None or other.dims is None:
+            return TensorShape(None)
+        return TensorShape([*self.dims, *other.dims])
+
     def with_rank(self, rank: int) -> TensorShape:
         if self.dims is None:
             return TensorShape([None] * rank)

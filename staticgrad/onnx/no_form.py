@@ -22,6 +22,8 @@ NO_ONNX: dict[str, str] = {
     "While": ("a while_loop, whose condition and body are sub-graphs; the exporter does not "
               "map them to ONNX's Loop yet: export a graph without sg.while_loop"),
     "WhileGrad": _GRADIENT_KERNEL,
+    "Scan": ("a scan, map_fn or fold, whose body is a sub-graph; the exporter does not map it "
+             "to ONNX's Scan yet: export a graph without them"),
     "CheckNumerics": ("a run-time check that raises on NaN or Inf, and an ONNX graph cannot "
                       "raise; export the checked tensor itself"),
     "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "

@@ -102,9 +102,9 @@ def test_values_and_gradients_agree(case):
 
 
 # Ops the dynamic mode has no node for: it runs Python's control flow itself (sg.cond calls
-# the taken branch's function, sg.while_loop loops in Python, and the tape differentiates
+# the taken branch's function, sg.while_loop and sg.scan loop in Python, and the tape differentiates
 # what ran), so its rows compare values and gradients with no such node.
-PYTHON_CONTROL_FLOW = {"If", "While", "WhileGrad"}
+PYTHON_CONTROL_FLOW = {"If", "While", "WhileGrad", "Scan"}
 
 
 def ints(shape):

@@ -209,6 +209,18 @@ CASES += [
      [(any_, (2, 2)), (pos, (2,))], False),
 ]
 
+# scan and its kin: the Scan op's gradient is a Scan over the rows in reverse, so second
+# derivatives come from the same rule; a carried value with a captured tensor, a fold from
+# the right, and map_fn's outputs with no carried value
+CASES += [
+    ("Scan", lambda x, y: sg.scan(lambda a, r: sg.sin(a) * y + r, x),
+     [(any_, (4, 3)), (any_, (3,))], True),
+    ("Scan", lambda x, y: sg.foldr(lambda a, r: a * r + sg.tanh(r) * y, x,
+                                   initializer=y * 0.5), [(any_, (3, 2)), (any_, (2,))], True),
+    ("Scan", lambda x: sg.map_fn(lambda r: {"s": sg.exp(r["a"]) * r["b"]},
+                                 {"a": x, "b": x * x})["s"], [(any_, (3, 2))], True),
+]
+
 
 @sg.custom_gradient
 def _clipped_identity(x):

@@ -91,4 +91,4 @@ def out_form(op_type: str, args: list[str], out: str, ctx) -> str:
     return form(args, out, ctx)
 
 
-REGION_FORMS = frozenset({"If", "While", "WhileGrad"})
+REGION_FORMS = frozenset({"If", "While", "WhileGrad", "Scan"})

@@ -22,13 +22,17 @@ the op (`walk.computed`), so errors raised in it name the op.
 from __future__ import annotations
 
 from ...codegen.walk import comment
-from ...ir import Node
+from ...errors import UnimplementedError
+from ...ir import Node, Value
+from ...ir import walk as walk_nodes
+from ...ops.kernels import np_dtype
 
-FORMS = ("If", "While", "WhileGrad")  # (lowering.REGION_FORMS lists these)
+FORMS = ("If", "While", "WhileGrad", "Scan")  # (lowering.REGION_FORMS lists these)
 
 
 def render(walk, node: Node) -> None:
-    {"If": _if, "While": _while, "WhileGrad": _while_grad}[node.type](walk, node)
+    {"If": _if, "While": _while, "WhileGrad": _while_grad, "Scan": _scan}[node.type](
+        walk, node)
     for v in node.outputs:  # a region may give back its input: a feed, a variable's value
         walk.alias.add(id(v))
     if walk.free_after:
@@ -112,3 +116,46 @@ def _while_grad(walk, node: Node) -> None:
     for name, step in zip(cap_grads, steps):
         _line(walk, node, f"    {name} = {name} + {step}")
     _line(walk, node, f"del {kept}")
+
+
+def _scan(walk, node: Node) -> None:
+    op = node.origin
+    c, e = node.attrs["carries"], node.attrs["elems"]
+    init = [walk.ref(v, node) for v in node.inputs[:c]]
+    elems = [walk.ref(v, node) for v in node.inputs[c:c + e]]
+    captured = [walk.ref(v, node) for v in node.inputs[c + e:]]
+    (body,) = (walk.function(r, f"{op.name}_body") for r in node.regions)
+    outs = _outputs(walk, node)
+    n_ys = len(node.outputs) - 2 * c
+    finals, stacked, history = outs[:c], outs[c:c + n_ys], outs[c + n_ys:]
+    rows = node.inputs[c].shape.dims[0]
+    for v in node.outputs[c:]:
+        if not v.shape.is_fully_defined():
+            raise UnimplementedError(None, op, f"{op.where()}: the shape of its stacked output "
+                                               f"{v.name} ({v.shape}) must be known when the "
+                                               "session compiles")
+    kept = [(name, v) for name, v in zip(history, node.outputs[c + n_ys:]) if _read(walk, v)]
+    t = walk.names.make("step")
+    order = f"range({rows})" if not node.attrs["reverse"] else f"range({rows - 1}, -1, -1)"
+    walk.body.append(comment(op))
+    if c:
+        _line(walk, node, f"{', '.join(finals)} = {', '.join(init)}")
+    for name, v in [*zip(stacked, node.outputs[c:c + n_ys]), *kept]:
+        _line(walk, node, f"{name} = np.empty({tuple(v.shape.dims)!r}, dtype={np_dtype(v.dtype)})")
+    _line(walk, node, f"for {t} in {order}:")
+    for name, carried in zip([k for k, _ in kept], [finals[history.index(k)] for k, _ in kept]):
+        _line(walk, node, f"    {name}[{t}] = {carried}")
+    targets = finals + [f"{name}[{t}]" for name in stacked]
+    args = finals + [f"{name}[{t}]" for name in elems] + captured
+    _line(walk, node, f"    {_targets(targets)} = {body}({', '.join(args)})")
+
+
+def _read(walk, v: Value) -> bool:
+    """Does anything in the walk's program read `v` (a fetch, or a node's input)?"""
+    read = walk.__dict__.get("_read_values")
+    if read is None:
+        program = walk.program
+        read = {id(x) for n in walk_nodes(program) for x in n.inputs}
+        read |= {id(f) for f in program.fetches if isinstance(f, Value)}
+        walk._read_values = read
+    return id(v) in read
