@@ -253,6 +253,19 @@ def _tensors(structure, what: str, where: str) -> list[Tensor]:
     return out
 
 
+def _check_elems(elems: list[Tensor], where: str) -> None:
+    """Every elems tensor has a first axis, all of one length where known."""
+    for i, t in enumerate(elems):
+        if t.shape.ndims == 0:
+            raise ValueError(f"{where}: elems {i} has shape (); its elems must have a first "
+                             "axis to scan over")
+    firsts = {t.shape.dims[0] for t in elems
+              if t.shape.dims is not None and t.shape.dims[0] is not None}
+    if len(firsts) > 1:
+        raise ValueError(f"{where}: its elems have different numbers of rows: "
+                         f"{sorted(firsts)}")
+
+
 def _graph_of(tensors: list[Tensor], where: str):
     """The graph the op goes in (the default one, or the tensors' own when the default does
     not enclose it), and the tensors as it sees them (captured from graphs around it)."""
@@ -275,6 +288,7 @@ def _scan_structured(kind, fn, elems, initializer, reverse, back_prop, name, whe
     elem_ts = _tensors(elems, "elems", where)
     if not elem_ts:
         raise ValueError(f"{where}: elems is empty; there is nothing to scan over")
+    _check_elems(elem_ts, where)
     if any(t.graph.eager for t in elem_ts):
         return _eager(fn, elems, elem_ts, initializer, reverse, where, carry_only)
     first_from_elems = initializer is None
@@ -365,6 +379,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
     elem_ts = _tensors(elems, "elems", where)
     if not elem_ts:
         raise ValueError(f"{where}: elems is empty; there is nothing to map over")
+    _check_elems(elem_ts, where)
     if any(t.graph.eager for t in elem_ts):
         rows = elem_ts[0].shape[0]
         outs = [fn(nest.pack(elems, iter([t[i] for t in elem_ts]))) for i in range(rows)]
