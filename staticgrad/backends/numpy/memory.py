@@ -110,7 +110,9 @@ def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozens
                 holders[var] = [out]
             aliases[id(out)] = {var}
             continue
-        if node.opdef.view and not node.members:  # may be (part of) an input's array
+        if (node.opdef.view or node.regions) and not node.members:
+            # may be (part of) an input's array: a view, or what a region gives back (a
+            # cond's branch or a loop that returns its input as it came)
             found = set()
             for v in node.runtime_inputs():
                 found |= aliases.get(id(v), set())

@@ -293,3 +293,23 @@ def test_every_out_form_computes_what_the_ops_reference_kernel_computes():
             assert got is env[f"a{i}"], op_type
             np.testing.assert_array_equal(got, want, err_msg=f"{op_type} into input {i}")
     assert len(OUT_FORMS) >= 30
+
+
+@pytest.mark.parametrize("passes_through", [
+    lambda w: sg.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s), [0, w])[1],
+    lambda w: sg.while_loop(lambda s: sg.reduce_sum(s) < 0.0, lambda s: s * 2.0, [w]),
+    lambda w: sg.cond(sg.constant(True), lambda: sg.identity(w), lambda: w * 2.0),
+], ids=["loop giving its input back", "loop running no iteration", "cond's identity branch"])
+def test_an_update_in_place_never_writes_into_what_a_region_gave_back(g, passes_through):
+    # (a loop or a cond may return the variable's own array: an update after it used to be
+    # written into that array, changing the value fetched from the region)
+    n = 5000  # (large enough for the update to be written in place)
+    w = sg.Variable(np.ones(n), name="w")
+    y = passes_through(w)
+    with sg.control_dependencies([y]):
+        update = sg.assign_sub(w, sg.fill([n], np.float64(0.5)))
+    sess = sg.Session()
+    sess.run(w.initializer)
+    got, _ = sess.run([y, update])
+    np.testing.assert_array_equal(got, np.ones(n))
+    np.testing.assert_array_equal(sess.run(w), np.full(n, 0.5))
