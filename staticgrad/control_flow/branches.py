@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from ..errors import format_location, user_location
 from ..graph import Graph, Operation, Tensor, get_default_graph
 from ..ops.attr_types import InProcess
 from ..ops.conversion import convert_to_tensor
@@ -57,9 +58,11 @@ class BranchGraph(Graph):
         return self.outer._control_from_outside(op)
 
     def _check_not_finalized(self, what: str) -> None:
-        raise ValueError(f"{what}: it reads a tensor made inside {self.label} of the "
-                         f"{self.where}, which exists only there; return it from the branch "
-                         "function to use it outside")
+        # (`what` names the op being made, which may be one made for the user's, such as the
+        # placeholder capturing another input: the user's line says more)
+        raise ValueError(f"at {format_location(user_location())}: this uses a tensor made "
+                         f"inside {self.label} of the {self.where}, which exists only there; "
+                         "return it from the function to use it outside")
 
     @contextlib.contextmanager
     def as_default(self):
@@ -185,3 +188,14 @@ def common_shape(a: TensorShape, b: TensorShape) -> TensorShape:
     if a.dims is None or b.dims is None or len(a.dims) != len(b.dims):
         return TensorShape(None)
     return TensorShape([x if x == y else None for x, y in zip(a.dims, b.dims)])
+
+
+def eager_graph(values):
+    """The dynamic mode's graph if any of `values` is a dynamic tensor, else None: the
+    control-flow functions then run Python's own if and loops, with that graph the default
+    one so that Python numbers they meet become dynamic tensors too."""
+    for v in values:
+        graph = getattr(v, "graph", None)
+        if getattr(graph, "eager", False):
+            return graph
+    return None

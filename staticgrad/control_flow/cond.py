@@ -88,13 +88,13 @@ def _if_grad(op: Operation, *grads):
     return full
 
 
-def _if_region_feeds(attrs, in_shapes, in_values):
+def _if_region_feeds(attrs, in_shapes, in_values, loose=False):
     """Each branch reads the If's inputs after the predicate, as they are."""
     given = list(zip(in_shapes[1:], in_values[1:]))
     return [given, given]
 
 
-def _if_region_results(attrs, in_shapes, results):
+def _if_region_results(attrs, in_shapes, results, loose=False):
     then_shapes, else_shapes = results
     for i, (a, b) in enumerate(zip(then_shapes, else_shapes)):
         if a.dims != b.dims:
@@ -154,8 +154,9 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     where = f"cond at {format_location(user_location())}"
     if pred.graph.eager:  # the dynamic mode: Python's own if, on what graph mode accepts
         _check_predicate(pred.dtype, pred.shape, where)
-        out = true_fn() if bool(pred) else false_fn()
-        leaves = [convert_to_tensor(v) for v in nest.flatten(out)]
+        with pred.graph.as_default():
+            out = true_fn() if bool(pred) else false_fn()
+            leaves = [convert_to_tensor(v) for v in nest.flatten(out)]
         return nest.unpacked(nest.pack(out, iter(leaves)), strict)
     outer = get_default_graph()
     if not encloses(outer, pred.graph):  # (a cond's branch builds its own conds inside)

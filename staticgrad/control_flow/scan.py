@@ -44,6 +44,7 @@ from .branches import (
     branch_tensor,
     check_stateless,
     copy_branch,
+    eager_graph,
     encloses,
 )
 
@@ -106,12 +107,12 @@ def _outputs(attrs, carry_shapes, elem_shapes, body_shapes) -> list:
     return finals + stacked + history
 
 
-def _scan_region_feeds(attrs, in_shapes, in_values):
+def _scan_region_feeds(attrs, in_shapes, in_values, loose=False):
     carries, elems, captured = _split(attrs, list(zip(in_shapes, in_values)))
     return [[(s, None) for s, _ in carries] + [(_row(s), None) for s, _ in elems] + captured]
 
 
-def _scan_region_results(attrs, in_shapes, results):
+def _scan_region_results(attrs, in_shapes, results, loose=False):
     carries, elems, _ = _split(attrs, in_shapes)
     (body_shapes,) = results
     for i, (entry, after) in enumerate(zip(carries, body_shapes)):
@@ -285,12 +286,19 @@ def _graph_of(tensors: list[Tensor], where: str):
 def _scan_structured(kind, fn, elems, initializer, reverse, back_prop, name, where,
                      carry_only: bool):
     """scan, foldl and foldr: fn(acc, x) -> acc over the rows of elems (a structure)."""
+    eager = eager_graph([*nest.flatten(elems), *nest.flatten(initializer)])
+    if eager is not None:  # the dynamic mode: Python's own loop, on what graph mode accepts
+        with eager.as_default():
+            elem_ts = _tensors(elems, "elems", where)
+            if not elem_ts:
+                raise ValueError(f"{where}: elems is empty; there is nothing to scan over")
+            _check_elems(elem_ts, where)
+            out = _eager(fn, elems, elem_ts, initializer, reverse, where, carry_only)
+            return out if back_prop else _stopped(out)
     elem_ts = _tensors(elems, "elems", where)
     if not elem_ts:
         raise ValueError(f"{where}: elems is empty; there is nothing to scan over")
     _check_elems(elem_ts, where)
-    if any(t.graph.eager for t in elem_ts):
-        return _eager(fn, elems, elem_ts, initializer, reverse, where, carry_only)
     first_from_elems = initializer is None
     with name_scope(name, kind):
         if first_from_elems:  # the first row (the last with reverse) starts the accumulator
@@ -376,14 +384,21 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
     structure of dtypes fn returns when it differs from elems', is checked when given."""
     where = _where("map_fn")
     _check_common(fn, where, parallel_iterations or 10, back_prop, swap_memory)
+    eager = eager_graph(nest.flatten(elems))
+    if eager is not None:  # the dynamic mode: Python's own loop
+        with eager.as_default():
+            elem_ts = _tensors(elems, "elems", where)
+            if not elem_ts:
+                raise ValueError(f"{where}: elems is empty; there is nothing to map over")
+            _check_elems(elem_ts, where)
+            rows = elem_ts[0].shape[0]
+            outs = [fn(nest.pack(elems, iter([t[i] for t in elem_ts]))) for i in range(rows)]
+            out = _eager_stack(outs, where)
+            return out if back_prop else _stopped(out)
     elem_ts = _tensors(elems, "elems", where)
     if not elem_ts:
         raise ValueError(f"{where}: elems is empty; there is nothing to map over")
     _check_elems(elem_ts, where)
-    if any(t.graph.eager for t in elem_ts):
-        rows = elem_ts[0].shape[0]
-        outs = [fn(nest.pack(elems, iter([t[i] for t in elem_ts]))) for i in range(rows)]
-        return _eager_stack(outs, where)
     holder = {}
     with name_scope(name, "map"):
         outer, elem_ts = _graph_of(elem_ts, where)
@@ -429,6 +444,10 @@ def _eager(fn, elems, elem_ts, initializer, reverse, where, carry_only):
     leaves = [nest.flatten(o) for o in outs]
     stacked = [stack([row[k] for row in leaves]) for k in range(len(leaves[0]))]
     return nest.pack(outs[0], iter(stacked))
+
+
+def _stopped(structure):
+    return nest.pack(structure, iter([stop_gradient(t) for t in nest.flatten(structure)]))
 
 
 def _eager_stack(outs, where):

@@ -49,16 +49,20 @@ from .branches import (
     branch_tensor,
     check_stateless,
     copy_branch,
+    eager_graph,
     encloses,
 )
 
 
 # -- the While op -------------------------------------------------------------------------------
-def _loop_shapes(attrs, in_shapes) -> list[TensorShape]:
+def _loop_shapes(attrs, in_shapes, loose: bool = False) -> list[TensorShape]:
     """The shape of each loop variable within the loop: its entry shape, or its declared
-    invariant (the body's placeholder) where `relaxed` names it."""
+    invariant (the body's placeholder) where `relaxed` names it. `loose`: every one's shape
+    as the graph declares it within the loop (the body's placeholder), as TF1 takes a loop
+    variable's static shape for its invariant: what specialization falls back to when a
+    loop variable's concrete shape changes from one iteration to the next."""
     body, relaxed = attrs["body"], attrs["relaxed"]
-    return [body.inputs[i].shape if i in relaxed else in_shapes[i]
+    return [body.inputs[i].shape if loose or i in relaxed else in_shapes[i]
             for i in range(attrs["loop_vars"])]
 
 
@@ -83,27 +87,27 @@ def _sig_of(pairs) -> str:
     return "(" + ", ".join(f"{d.name}{s}" for s, d in pairs) + ")"
 
 
-def _while_region_feeds(attrs, in_shapes, in_values):
+def _while_region_feeds(attrs, in_shapes, in_values, loose=False):
     """The loop variables at their shapes within the loop, with no static value (each
     iteration has its own); the captured tensors as they are."""
     n = attrs["loop_vars"]
-    given = [(s, None) for s in _loop_shapes(attrs, in_shapes)] + \
+    given = [(s, None) for s in _loop_shapes(attrs, in_shapes, loose)] + \
         list(zip(in_shapes[n:], in_values[n:]))
     return [given, given]
 
 
-def _check_body_shapes(attrs, loop_shapes, body_shapes) -> None:
+def _check_body_shapes(attrs, loop_shapes, body_shapes, loose: bool) -> None:
     for i, (entry, after) in enumerate(zip(loop_shapes, body_shapes)):
         if not after.is_compatible_with(entry) or \
-                (i not in attrs["relaxed"] and after.dims != entry.dims):
+                (not loose and i not in attrs["relaxed"] and after.dims != entry.dims):
             raise ValueError(f"loop variable {i} enters the loop with shape {entry}, but has "
                              f"shape {after} after one iteration; to let its shape change, "
                              "give while_loop a less specific shape for it in shape_invariants")
 
 
-def _while_region_results(attrs, in_shapes, results):
-    loop_shapes = _loop_shapes(attrs, in_shapes)
-    _check_body_shapes(attrs, loop_shapes, results[1])
+def _while_region_results(attrs, in_shapes, results, loose=False):
+    loop_shapes = _loop_shapes(attrs, in_shapes, loose)
+    _check_body_shapes(attrs, loop_shapes, results[1], loose)
     return loop_shapes
 
 
@@ -127,7 +131,10 @@ def _while_grad(op: Operation, *grads):
         copied = copy_branch(body, params)
         xs = [params[i] for i in wanted_vars + wanted_caps]
         dxs = gradients([copied[i] for i in wanted_vars], xs, grad_ys=upstream)
-        dxs = [d if d is not None else zeros_like(x) for d, x in zip(dxs, xs)]
+        k = len(wanted_vars)  # (a captured tensor the body never reads gets None, as in TF1)
+        wanted_caps = tuple(j for j, d in zip(wanted_caps, dxs[k:]) if d is not None)
+        dxs = [d if d is not None else zeros_like(x) for d, x in zip(dxs[:k], xs)] + \
+            [d for d in dxs[k:] if d is not None]
         dxs = [branch_tensor(d, g, "the gradient of the body", body.graph.where) for d in dxs]
     if g.captures:  # (a gradient rule reached outside the copied body: a bug here)
         raise AssertionError(f"the gradient of {op.where()} reads tensors from outside it")
@@ -167,22 +174,22 @@ def _while_grad_infer(ctx):
     return [(ctx.in_shapes[i], ctx.in_dtypes[i]) for i in wanted]
 
 
-def _while_grad_region_feeds(attrs, in_shapes, in_values):
+def _while_grad_region_feeds(attrs, in_shapes, in_values, loose=False):
     n, wanted = attrs["loop_vars"], attrs["wanted"]
     k = len([i for i in wanted if i < n])
     forward_shapes, forward_values = in_shapes[:len(in_shapes) - k], in_values[:len(in_shapes) - k]
-    cond_body = _while_region_feeds(attrs, forward_shapes, forward_values)
-    loop_shapes = _loop_shapes(attrs, forward_shapes)
+    cond_body = _while_region_feeds(attrs, forward_shapes, forward_values, loose)
+    loop_shapes = _loop_shapes(attrs, forward_shapes, loose)
     upstream = [(loop_shapes[i], None) for i in wanted if i < n]
     return [*cond_body, cond_body[1] + upstream]
 
 
-def _while_grad_region_results(attrs, in_shapes, results):
+def _while_grad_region_results(attrs, in_shapes, results, loose=False):
     n, wanted = attrs["loop_vars"], attrs["wanted"]
     k = len([i for i in wanted if i < n])
     forward_shapes = in_shapes[:len(in_shapes) - k]
-    loop_shapes = _loop_shapes(attrs, forward_shapes)
-    _check_body_shapes(attrs, loop_shapes, results[1])
+    loop_shapes = _loop_shapes(attrs, forward_shapes, loose)
+    _check_body_shapes(attrs, loop_shapes, results[1], loose)
     return [loop_shapes[i] if i < n else forward_shapes[i] for i in wanted]
 
 
@@ -231,10 +238,15 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     leaves = nest.flatten(loop_vars)
     if not leaves:
         raise ValueError(f"{where}: no loop variables were given")
+    eager = eager_graph(leaves)
+    if eager is not None:  # the dynamic mode: Python's own loop, on what graph mode accepts
+        with eager.as_default():
+            tensors = [_loop_var(v, i, where) for i, v in enumerate(leaves)]
+            out = _eager_loop(cond, body, loop_vars, tensors, maximum_iterations, where)
+            if not back_prop:
+                out = [stop_gradient(t) for t in out]
+            return nest.unpacked(nest.pack(loop_vars, iter(out)), return_same_structure)
     tensors = [_loop_var(v, i, where) for i, v in enumerate(leaves)]
-    if any(t.graph.eager for t in tensors):
-        return _eager_loop(cond, body, loop_vars, tensors, maximum_iterations,
-                           return_same_structure, where)
     invariants = _invariants(shape_invariants, loop_vars, tensors, where)
     outer = get_default_graph()
     if not encloses(outer, tensors[0].graph):
@@ -303,9 +315,9 @@ def _iteration_limit(maximum_iterations, where: str) -> Tensor:
         raise TypeError(f"{where}: maximum_iterations must be an integer scalar: {e}") from None
     if not limit.dtype.is_integer or limit.shape.ndims not in (0, None):
         raise ValueError(f"{where}: maximum_iterations must be an integer scalar, got "
-                         f"{limit.dtype.name}{limit.shape}")
+                         f"{limit.dtype.name}{TensorShape(list(limit.shape))}")
     if limit.dtype not in (_dt.int32, _dt.int64):
-        limit = apply("Cast", [limit], {"DstT": _dt.int32})[0]
+        limit = apply("Cast", [limit], {"dtype": _dt.int32})[0]
     return limit
 
 
@@ -398,23 +410,24 @@ def _make_while(tensors, invariants, cond_side, body_side) -> list[Tensor]:
     return outputs
 
 
-def _eager_loop(cond, body, loop_vars, tensors, maximum_iterations, same: bool, where: str):
-    """The dynamic mode: Python's own while, checking what graph mode checks."""
-    limit = None if maximum_iterations is None else int(maximum_iterations)
-    current = nest.pack(loop_vars, iter(tensors))
-    done = 0
+def _eager_loop(cond, body, loop_vars, tensors, maximum_iterations, where: str) -> list:
+    """The dynamic mode: Python's own while, checking what graph mode checks; the last
+    loop variables, flat."""
+    limit = None
+    if maximum_iterations is not None:
+        limit = int(_iteration_limit(maximum_iterations, where))
+    current, done = tensors, 0
     while limit is None or done < limit:
-        args = tuple(current) if isinstance(current, list | tuple) else (current,)
+        args = _args(loop_vars, current)
         keep_going = convert_to_tensor(cond(*args))
         _check_condition(keep_going, where)
         if not bool(keep_going):
             break
         result = _as_structure(body(*args), loop_vars, where)
         nexts = [convert_to_tensor(v) for v in nest.flatten(result)]
-        for i, (t, after) in enumerate(zip(nest.flatten(current), nexts)):
+        for i, (t, after) in enumerate(zip(current, nexts)):
             if after.dtype is not t.dtype:
                 raise TypeError(f"{where}: loop variable {i} enters the loop as "
                                 f"{t.dtype.name} but the body returns {after.dtype.name}")
-        current = nest.pack(loop_vars, iter(nexts))
-        done += 1
-    return nest.unpacked(current, same)
+        current, done = nexts, done + 1
+    return current

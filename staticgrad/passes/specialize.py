@@ -89,10 +89,32 @@ def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: l
     """Each sub-graph of `op` (an If's branches, a While's condition and body) pruned and
     specialized to what the op's rules say its placeholders are, given the op's input shapes
     and static values (`opdef.region_feeds`); and the op's outputs with what the sub-graphs
-    say of their shapes (`opdef.region_results`, which also checks them)."""
+    say of their shapes (`opdef.region_results`, which also checks them). Where the concrete
+    shapes do not hold (a loop variable whose fed shape changes between iterations within
+    what the graph declares), the sub-graphs are specialized again to the shapes the graph
+    declares (`loose`), unknown dims and all."""
+    opdef = op.opdef
+    try:
+        return _specialized_regions(op, in_shapes, in_values, outs, False)
+    except ValueError as e:
+        strict = e
+    if opdef.region_feeds(op.attrs, in_shapes, in_values, True) == \
+            opdef.region_feeds(op.attrs, in_shapes, in_values, False):
+        loose_error = strict  # (nothing looser to try)
+    else:
+        try:
+            return _specialized_regions(op, in_shapes, in_values, outs, True)
+        except ValueError as e:
+            loose_error = e
+    raise UnimplementedError(None, op, f"{op.where()}: with the fed shapes, {loose_error}") \
+        from None
+
+
+def _specialized_regions(op: Operation, in_shapes: list, in_values: list, outs: list,
+                         loose: bool):
     opdef = op.opdef
     specs, results = [], []
-    fed = opdef.region_feeds(op.attrs, in_shapes, in_values)
+    fed = opdef.region_feeds(op.attrs, in_shapes, in_values, loose)
     for attr, sub_feeds in zip(opdef.region_attrs, fed):
         branch = op.attrs[attr]
         feeds = {p: (s.dims, p.dtype, v) for p, (s, v) in zip(branch.inputs, sub_feeds)
@@ -101,9 +123,6 @@ def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: l
         spec = specialize(ops, feeds)
         specs.append((ops, spec))
         results.append([spec.shapes.get(t, t._shape) for t in branch.outputs])
-    try:
-        shapes = opdef.region_results(op.attrs, in_shapes, results)
-    except ValueError as e:  # generated code holds concrete shapes: one per feed signature
-        raise UnimplementedError(None, op, f"{op.where()}: with the fed shapes, {e}") from None
+    shapes = opdef.region_results(op.attrs, in_shapes, results, loose)
     return specs, [(s.merge_with(shape) if s.is_compatible_with(shape) else shape, dtype)
                    for s, (shape, dtype) in zip(shapes, outs)]
