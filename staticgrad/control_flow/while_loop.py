@@ -20,8 +20,11 @@ from the While's inputs, keeping each iteration's loop variables in a list (memo
 with the iterations actually run), then runs the body's gradient over them in reverse
 order, summing the gradients of the captured tensors (an RNN's weights) over iterations.
 Recomputing the forward loop keeps each sub-graph closed, as a cond's gradient does.
-Second derivatives through a while_loop are not offered yet: differentiating a WhileGrad
-raises LookupError naming it.
+Second derivatives (Hessian-vector products) need `maximum_iterations` given as a number:
+the WhileGrad's own gradient then writes the loop as a Scan of that many steps, each an If
+that runs the body while the condition holds (scan.py), and differentiates that (memory for
+that many iterations, allocated once). Without it, differentiating a WhileGrad raises
+LookupError naming it.
 
 `parallel_iterations` and `swap_memory` are accepted, as TF1's, and change nothing here:
 iterations run one after another in the session's thread (the body's own NumPy calls
@@ -29,6 +32,8 @@ use the cores as they do outside a loop), and the kept iterations stay in host m
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from .. import dtypes as _dt
 from ..autodiff import gradients
@@ -141,7 +146,8 @@ def _while_grad(op: Operation, *grads):
     g.finalize()
     body_grad = Branch(g, params + upstream, dxs)
     attrs = {"cond": op.attrs["cond"], "body": body, "body_grad": body_grad, "loop_vars": n,
-             "relaxed": op.attrs["relaxed"], "wanted": wanted_vars + wanted_caps}
+             "relaxed": op.attrs["relaxed"], "wanted": wanted_vars + wanted_caps,
+             "max_iterations": op.attrs["max_iterations"]}
     results = apply("WhileGrad", [*ins, *seeds], attrs, name="WhileGrad")
     full = [None] * len(ins)
     for i, r in zip(wanted_vars + wanted_caps, results):
@@ -155,7 +161,7 @@ def _placeholder(dtype, shape, name: str) -> Tensor:
 
 register("While", _while_infer, None, _while_grad,
          attrs={"cond": BRANCH, "body": BRANCH, "loop_vars": Int(lo=1),
-                "relaxed": Ints()},
+                "relaxed": Ints(), "max_iterations": Int(lo=-1, default=-1)},
          arity=(1, None), region_attrs=("cond", "body"),
          region_feeds=_while_region_feeds, region_results=_while_region_results,
          doc="runs its body (a region) on its loop variables while its cond (a region) "
@@ -194,14 +200,60 @@ def _while_grad_region_results(attrs, in_shapes, results, loose=False):
 
 
 def _while_grad_grad(op: Operation, *grads):
-    raise LookupError(f"second derivatives through a while_loop are not supported yet: "
-                      f"{op.where()} differentiates the loop of "
-                      f"{op.attrs['body'].graph.where} once, and has no gradient itself")
+    """Second derivatives, where the loop's maximum_iterations was a number known when it
+    was built: the WhileGrad's gradient computed again as the gradient of the loop written as
+    a Scan of that many steps (each an If running the body while the condition holds), whose
+    gradient rules have gradients of their own; differentiated here."""
+    limit = op.attrs["max_iterations"]
+    where = op.attrs["body"].graph.where
+    if limit < 0:
+        raise LookupError(f"second derivatives through a while_loop need maximum_iterations "
+                          f"given as a number: {op.where()} differentiates the loop of "
+                          f"{where} once, and has no gradient itself")
+    n, wanted = op.attrs["loop_vars"], op.attrs["wanted"]
+    k = len([i for i in wanted if i < n])
+    if all(g is None for g in grads):
+        return [None] * len(op.inputs)
+    # each input through an identity of its own: the derivatives below are partial ones (a
+    # seed computed from the loop's own output must not bring that path in a second time)
+    inputs = [apply("Identity", [t])[0] for t in op.inputs]
+    forward, seeds = inputs[:len(inputs) - k], inputs[len(inputs) - k:]
+    finals = _loop_as_scan(op.attrs["cond"], op.attrs["body"], forward, n, limit, where)
+    xs = [forward[i] for i in wanted]
+    again = gradients([finals[i] for i in wanted[:k]], xs, grad_ys=seeds)
+    again = [d if d is not None else zeros_like(x) for d, x in zip(again, xs)]
+    used = [(d, g) for d, g in zip(again, grads) if g is not None]
+    return gradients([d for d, _ in used], inputs, grad_ys=[g for _, g in used])
+
+
+def _loop_as_scan(cond: Branch, body: Branch, inputs: list[Tensor], n: int, steps: int,
+                  where: str) -> list[Tensor]:
+    """The last loop variables of the While of `cond` and `body` on `inputs` (loop variables
+    then captured tensors), computed as a Scan of `steps` steps, each running the body under
+    an If while the condition holds; a flag carried along says it stopped."""
+    from .cond import cond as make_cond
+    from .scan import make_scan
+
+    captured = inputs[n:]
+
+    def step(carried, rows):
+        running, values = carried[0], carried[1:]
+        g = get_default_graph()
+        caps = [g.capture(t) for t in captured]
+        going = apply("LogicalAnd", [running, copy_branch(cond, [*values, *caps])[0]])[0]
+        nexts = make_cond(going, lambda: copy_branch(body, [*values, *caps]),
+                          lambda: list(values), strict=True)
+        return [going, *nexts], []
+
+    indices = convert_to_tensor(np.arange(steps, dtype=np.int32))
+    out = make_scan(step, [convert_to_tensor(True), *inputs[:n]], [indices], False,
+                    f"the {where} as a scan", "WhileAsScan")
+    return out[1:1 + n]
 
 
 register("WhileGrad", _while_grad_infer, None, _while_grad_grad,
          attrs={"cond": BRANCH, "body": BRANCH, "body_grad": BRANCH, "loop_vars": Int(lo=1),
-                "relaxed": Ints(), "wanted": Ints()},
+                "relaxed": Ints(), "wanted": Ints(), "max_iterations": Int(lo=-1, default=-1)},
          arity=(2, None), region_attrs=("cond", "body", "body_grad"),
          region_feeds=_while_grad_region_feeds, region_results=_while_grad_region_results,
          doc="the gradient of a While: runs the loop again from the While's inputs, keeping "
@@ -280,8 +332,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         for g, label in ((cond_g, "cond"), (body_g, "body")):
             check_stateless(g, label, where, "a while_loop's cond or body")
         _check_body(tensors, invariants, nexts, counted, where)
+        known = limit._static if counted else None  # (a number known now: a Python int)
         outputs = _make_while(tensors, invariants, (cond_g, cond_params, [keep_going]),
-                              (body_g, body_params, nexts))
+                              (body_g, body_params, nexts),
+                              -1 if known is None else max(int(known), 0))
     if counted:
         outputs = outputs[1:]
     if not back_prop:
@@ -391,7 +445,7 @@ def _check_body(tensors, invariants, nexts, counted: bool, where: str) -> None:
                              "shape_invariants")
 
 
-def _make_while(tensors, invariants, cond_side, body_side) -> list[Tensor]:
+def _make_while(tensors, invariants, cond_side, body_side, max_iterations: int) -> list[Tensor]:
     """The While op running the built cond and body, each (its BranchGraph, its loop
     variables' placeholders, its results): its inputs are the loop variables, then the
     tensors either captured, in one order for both."""
@@ -404,7 +458,8 @@ def _make_while(tensors, invariants, cond_side, body_side) -> list[Tensor]:
     with graph.control_dependencies(waits):
         outputs = list(apply("While", [*tensors, *captured],
                              {"cond": branches[0], "body": branches[1],
-                              "loop_vars": len(tensors), "relaxed": relaxed}, name="While"))
+                              "loop_vars": len(tensors), "relaxed": relaxed,
+                              "max_iterations": max_iterations}, name="While"))
     for g, _, _ in (cond_side, body_side):
         g.finalize()  # built: a tensor made in the loop and used later is refused there
     return outputs

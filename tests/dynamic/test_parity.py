@@ -60,7 +60,13 @@ def _static(fn, values, weights, vs):
     return out
 
 
-@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
+# Rows whose function itself calls sg.gradients (the WhileGrad row: a while_loop's gradient as
+# a function), which the dynamic mode spells dy.grad: its while_loop rows compare the rest.
+_CALL_GRADIENTS = {"WhileGrad"}
+_PARITY = [c for c in CASES if c[0] not in _CALL_GRADIENTS]
+
+
+@pytest.mark.parametrize("case", _PARITY, ids=[_case_id(c) for c in _PARITY])
 def test_values_and_gradients_agree(case):
     op_type, fn, makers, second = case
     values = [make(shape).astype(np.float64) for make, shape in makers]

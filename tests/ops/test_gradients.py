@@ -192,8 +192,10 @@ CASES += [
 
 # while_loop: gradients through every iteration run, of the loop variables' first values and
 # of captured tensors (summed over iterations); a fixed count, a count the values decide, and
-# nested structures with maximum_iterations and a cond in the body. Second order is refused
-# (WhileGrad, exempt below).
+# nested structures with maximum_iterations and a cond in the body: second order there (the
+# WhileGrad's own gradient, through the loop written as a Scan of maximum_iterations steps),
+# refused without it (test_second_derivatives_need_maximum_iterations). The WhileGrad row
+# checks that gradient as a function's first derivative, and its own (third order) second.
 CASES += [
     ("While", lambda x, y: sg.while_loop(lambda i, s: i < 3,
                                          lambda i, s: (i + 1, sg.sin(s) * y + x),
@@ -206,7 +208,10 @@ CASES += [
                                  lambda: st["a"] - y),
                     "b": (st["b"][0] + sg.tanh(st["a"]),)},
         {"a": x, "b": (x * 0.5,)}, maximum_iterations=4)["b"][0],
-     [(any_, (2, 2)), (pos, (2,))], False),
+     [(any_, (2, 2)), (pos, (2,))], True),
+    ("WhileGrad", lambda x, y: sg.gradients(sg.reduce_sum(sg.while_loop(
+        lambda s: sg.reduce_sum(s * s) < 20.0, lambda s: sg.sin(s) * y + s * 1.2, [x],
+        maximum_iterations=5) ** 2), [x])[0], [(unit, (3,)), (any_, (3,))], True),
 ]
 
 # scan and its kin: the Scan op's gradient is a Scan over the rows in reverse, so second
@@ -229,9 +234,7 @@ def _clipped_identity(x):
 
 # Differentiable op types reached only through other rows' gradient graphs (never built
 # directly by users) are still listed in CASES above; none is exempt.
-# WhileGrad (a while_loop's gradient) has no gradient of its own: differentiating it raises
-# LookupError (test_second_derivatives_through_a_while_loop_are_refused)
-EXEMPT: set[str] = {"WhileGrad"}
+EXEMPT: set[str] = set()
 
 
 # and a row for each op that the op vocabulary offers with gradient inputs in its one test
@@ -319,12 +322,13 @@ def test_every_differentiable_op_has_a_row():
     assert not missing, f"differentiable ops without a finite-difference row: {missing}"
 
 
-def test_second_derivatives_through_a_while_loop_are_refused():
+def test_second_derivatives_need_maximum_iterations():
     x = sg.placeholder(F, [3])
     y = sg.while_loop(lambda s: sg.reduce_sum(s) < 10.0, lambda s: s * 1.5, [x])
     (dx,) = sg.gradients(sg.reduce_sum(y * y), [x])
-    with pytest.raises(LookupError, match=r"second derivatives through a while_loop .*"
-                                          r"WhileGrad op .* created at \S*test_gradients.py:\d+"):
+    with pytest.raises(LookupError, match=r"second derivatives through a while_loop need "
+                                          r"maximum_iterations given as a number: WhileGrad op "
+                                          r".* created at \S*test_gradients.py:\d+"):
         sg.gradients(sg.reduce_sum(dx), [x])
 
 
