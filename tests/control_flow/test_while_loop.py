@@ -346,3 +346,37 @@ def test_the_dynamic_mode_keeps_python_values_dynamic_and_honours_back_prop():
                                          r"float32\(\)"):
         sg.while_loop(lambda s: True, lambda s: s, [x], maximum_iterations=2.5)
     assert float(sg.cond(x.sum() > 0, lambda: 1.0, lambda: 2.0)) == 1.0
+
+
+def test_the_docs_loop_is_what_the_session_runs_and_generates(g):
+    # docs/static-vs-dynamic.md's "Control flow, both ways", its numbers and its code
+    import re
+    from pathlib import Path
+
+    import staticgrad.dynamic as dy
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "static-vs-dynamic.md").read_text()
+    x = dy.tensor([0.5, 1.0], requires_grad=True)
+    s, n = x, 0
+    while s.sum() < 10:
+        s, n = s * 1.5, n + 1
+    s.sum().backward()
+    assert n == 5 and "print(n, s, x.grad)     # 5 tensor([3.7969, 7.5938], grad_fn=<Mul" \
+                      "Backward0>) tensor([7.5938, 7.5938])" in doc
+    np.testing.assert_allclose(x.grad.numpy(), [7.59375, 7.59375])
+    x = sg.placeholder(sg.float32, [2], name="x")
+    n, s = sg.while_loop(lambda n, s: sg.reduce_sum(s) < 10, lambda n, s: (n + 1, s * 1.5),
+                         (0, x), name="grow")
+    (dx,) = sg.gradients(sg.reduce_sum(s), [x])
+    sess = sg.Session()
+    got = sess.run([n, s, dx], {x: [0.5, 1.0]})
+    assert got[0] == 5 and got[1].tolist() == [3.796875, 7.59375] and \
+        got[2].tolist() == [7.59375, 7.59375]
+    assert sess.run(n, {x: [4.0, 4.0]}) == 1
+    source = sess.source([s], {x: np.array([0.5, 1.0], np.float32)})
+
+    def code(text):  # from `def run` on, with each comment's file:line made alike
+        text = text[text.index("def run(x):"):]
+        return re.sub(r" at \S+:\d+", " at FILE", text[:text.index("```")] if "```" in text
+                      else text).strip()
+
+    assert code(source) == code(doc[doc.index("def run(x):\n    # While"):])
