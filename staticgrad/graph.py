@@ -424,6 +424,13 @@ class Graph:
         a graph around it, which its If op then waits on; see control_flow.BranchGraph.)"""
         return False
 
+    @property
+    def variable_home(self) -> Graph:
+        """The graph that holds the variables created while this one is the default: itself,
+        or for a sub-graph of control flow the graph around them all, as TF1 lifts variables
+        out of loops and branches (control_flow.BranchGraph)."""
+        return self
+
     @staticmethod
     @contextlib.contextmanager
     def _pushed(stack: list, entry):

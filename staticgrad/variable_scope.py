@@ -173,7 +173,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     from .variables import Variable
     if not isinstance(name, str) or not name:
         raise ValueError(f"get_variable needs a non-empty name, got {name!r}")
-    g = get_default_graph()
+    g = get_default_graph().variable_home  # (out of a loop or branch being built)
     scope = get_variable_scope()
     full_name = _join(scope.name, name)
     store = _store(g)
@@ -229,7 +229,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     store.variables[full_name] = var
     regularizer = regularizer if regularizer is not None else scope.regularizer
     if regularizer is not None:
-        with g.name_scope(full_name + "/Regularizer/"):
+        with g.as_default(), g.name_scope(full_name + "/Regularizer/"):
             loss = regularizer(var)
         if loss is not None:
             g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)

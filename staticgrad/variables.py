@@ -25,7 +25,8 @@ class Variable:
                  expected_shape=None, import_scope=None, constraint=None, shape=None):
         if initial_value is None:
             raise ValueError("Variable needs an initial_value")
-        g = initial_value.graph if isinstance(initial_value, Tensor) else get_default_graph()
+        g = initial_value.graph if isinstance(initial_value, Tensor) else \
+            get_default_graph().variable_home  # (out of a loop or branch being built)
         # TF1's init_scope: an initial value never waits on the control dependencies around it
         with g.as_default(), g.control_dependencies(None), \
                 g.name_scope(name or "Variable") as scope:

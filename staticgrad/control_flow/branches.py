@@ -35,8 +35,17 @@ class BranchGraph(Graph):
         self.captures: dict[Tensor, Tensor] = {}  # outer tensor -> its placeholder here
         self._further: dict[Tensor, Tensor] = {}  # a tensor from further out -> the same
         self.outer_controls: list[Operation] = []  # ops around it that its ops wait on
-        # the device scopes around the cond reach the ops of its branches, as in TF1
+        # the device scopes around the cond reach the ops of its branches, as in TF1, and so
+        # does the variable scope (get_variable in an RNN cell's loop body names as outside)
         self._thread.device_stack = list(outer._thread.device_stack)
+        self._thread.var_scope = outer._thread.var_scope
+
+    @property
+    def variable_home(self) -> Graph:
+        """Variables created while the sub-graph is built live in the graph around it all
+        (as TF1 creates them outside loops and branches): the sub-graph captures their
+        values, read once before the loop or branch runs."""
+        return self.outer.variable_home
 
     @property
     def _devices_used(self) -> bool:

@@ -14,8 +14,10 @@ each compute their forward branch again, then its gradient (the forward values a
 made are not kept for the backward pass: recomputing them keeps each branch closed, at the
 cost of running the taken branch twice). Gradients of gradients work the same way.
 
-A branch may not create variables or assign them (TF1 can): create them outside, and
-choose between values with cond. Graph files cannot carry an If op yet.
+A variable a branch creates (sg.Variable, get_variable) is created in the graph around
+the cond, as TF1 lifts it, and the branch reads its value. A branch may not assign variables
+or draw random numbers (TF1 can: the gradient here runs the branch again, which would draw
+again): do it outside and choose between values. Graph files cannot carry an If op yet.
 """
 
 from __future__ import annotations

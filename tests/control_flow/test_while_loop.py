@@ -166,7 +166,8 @@ def test_a_shape_invariant_lets_a_loop_variable_grow():
                  r"not allow"),
     (lambda x: sg.while_loop(lambda v: True, lambda v: v, [x], shape_invariants=[[None]]),
      ValueError, r"shape_invariants must have the structure of loop_vars"),
-    (lambda x: sg.while_loop(lambda v: True, lambda v: v + sg.Variable(1.0, dtype=F), [x]),
+    (lambda x: sg.while_loop(lambda v: True, lambda v: v + sg.random_normal([3], dtype=F),
+                             [x]),
      ValueError, r"body creates .*, which reads or assigns variables or draws random "
                  r"numbers; a while_loop's cond or body may not"),
 ])
@@ -380,3 +381,27 @@ def test_the_docs_loop_is_what_the_session_runs_and_generates(g):
                       else text).strip()
 
     assert code(source) == code(doc[doc.index("def run(x):\n    # While"):])
+
+
+def test_variables_made_in_a_body_live_outside_it_as_tf1_lifts_them(g):
+    x = sg.placeholder(F, [3], name="x")
+
+    def body(i, s):
+        with sg.variable_scope("cell", reuse=sg.AUTO_REUSE):
+            w = sg.get_variable("w", [3], F, initializer=sg.constant_initializer(0.5))
+        b = sg.Variable(np.float64(0.25), name="b")
+        return i + 1, s * w + b
+
+    with sg.variable_scope("rnn"):
+        _, y = sg.while_loop(lambda i, s: i < 2, body, (0, x))
+    names = sorted(v.op.name for v in sg.global_variables())
+    # (named as TF1 names them: get_variable by the variable scope, Variable by the name scope,
+    # which the loop's "while" is part of)
+    assert names == ["rnn/cell/w", "rnn/while/b"]
+    assert all(v.graph is g for v in sg.global_variables())
+    w = [v for v in sg.global_variables() if v.op.name == "rnn/cell/w"][0]
+    (dw,) = sg.gradients(sg.reduce_sum(y), [w])
+    sess = sg.Session()
+    sess.run(sg.global_variables_initializer())
+    np.testing.assert_allclose(sess.run(y, {x: XV}), (XV * 0.5 + 0.25) * 0.5 + 0.25)
+    np.testing.assert_allclose(sess.run(dw, {x: XV}), 2 * XV * 0.5 + 0.25)
