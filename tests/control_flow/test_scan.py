@@ -208,3 +208,15 @@ def _reverse_scan_sum(v):
         acc = r if acc is None else acc * 0.5 + r
         total += acc.sum()
     return total
+
+
+def test_a_large_scan_whose_history_nothing_reads_runs(g):
+    # (the memory plan freed the unread history, which was never made: UnboundLocalError)
+    big = RNG.normal(size=(6, 5000))
+    xs = sg.placeholder(F, [6, 5000], name="xs")
+    total = sg.foldl(lambda a, x: a * 0.5 + x, xs, initializer=sg.zeros([5000], F))
+    got = sg.Session().run(sg.reduce_sum(total * 2.0), {xs: big})
+    acc = np.zeros(5000)
+    for row in big:
+        acc = acc * 0.5 + row
+    np.testing.assert_allclose(got, (acc * 2).sum())

@@ -135,6 +135,9 @@ def _scan(walk, node: Node) -> None:
                                                f"{v.name} ({v.shape}) must be known when the "
                                                "session compiles")
     kept = [(name, v) for name, v in zip(history, node.outputs[c + n_ys:]) if _read(walk, v)]
+    for v in node.outputs[c + n_ys:]:  # a history nothing reads is never made (nor freed)
+        if not any(v is k for _, k in kept):
+            del walk.expr[id(v)]
     t = walk.names.make("step")
     order = f"range({rows})" if not node.attrs["reverse"] else f"range({rows - 1}, -1, -1)"
     walk.body.append(comment(op))
