@@ -312,8 +312,14 @@ register("OnesLike", _like_infer, _like_numpy("ones"), differentiable=False, sha
 
 
 def fill(dims, value, name=None):
-    """A tensor of shape `dims` filled with the scalar `value`."""
-    return apply1("Fill", [_shape_arg(dims, "dims"), convert_to_tensor(value)], name=name)
+    """A tensor of shape `dims` filled with the scalar `value`. Where `dims` is a list of
+    ints and scalar tensors ([batch, 16]), the ints are the result's static dims, as TF1
+    reads them."""
+    out = apply1("Fill", [_shape_arg(dims, "dims"), convert_to_tensor(value)], name=name)
+    if isinstance(dims, list | tuple) and not out.graph.eager:
+        out.set_shape([int(d) if isinstance(d, int | np.integer) and not isinstance(d, bool)
+                       else None for d in dims])
+    return out
 
 
 def zeros(shape, dtype=_dt.float32, name=None):
