@@ -25,6 +25,7 @@ from . import (  # noqa: F401
     train,
     viz,
 )
+from . import rnn as _rnn
 from .autodiff import (  # noqa: F401
     NoGradient,
     NotDifferentiable,
@@ -177,6 +178,9 @@ __version__ = "0.1.0"
 
 # The elementwise functions the op vocabulary offers in sg (sg.tanh...): ops/vocabulary.py
 globals().update(_vocabulary.namespace("sg"))
+
+# sg.nn.rnn_cell, sg.nn.dynamic_rnn...: installed from here, as sg.nn is a layer below them
+_rnn.install(nn)
 
 # The public API: every name bound above, less the package's own modules (which the import
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.

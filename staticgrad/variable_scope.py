@@ -106,7 +106,7 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
     with contextlib.ExitStack() as stack:
         stack.enter_context(g.as_default())
         parent = g._thread.var_scope or VariableScope()
-        counts = _store(g).scope_counts
+        counts = _store(g.variable_home).scope_counts  # (one count for a loop body and outside)
         if isinstance(name_or_scope, VariableScope):
             full_name = name_or_scope.name
             name_scope_arg = name_or_scope.original_name_scope or None
