@@ -39,7 +39,7 @@ from .backends import available_backends  # noqa: F401
 from .backends.numpy import fast as runtime_fast  # noqa: F401 (sg.runtime_fast.why_not())
 from .compiler import CompileOptions  # noqa: F401
 from .config import ConfigProto, GPUOptions  # noqa: F401
-from .control_flow import cond, foldl, foldr, map_fn, scan, while_loop  # noqa: F401
+from .control_flow import case, cond, foldl, foldr, map_fn, scan, while_loop  # noqa: F401
 from .dtypes import (  # noqa: F401
     DType,
     as_dtype,
@@ -106,6 +106,7 @@ from .ops.array_ops import (  # noqa: F401
 from .ops.clip_ops import clip_by_global_norm, clip_by_norm, global_norm  # noqa: F401
 from .ops.conversion import constant, convert_to_tensor  # noqa: F401
 from .ops.debug_ops import (  # noqa: F401
+    Assert,
     add_check_numerics_ops,
     check_numerics,
     verify_tensor_all_finite,

@@ -1,5 +1,5 @@
 """`sg.debugging`: checks for NaN and infinite values (TF1's `tf.debugging`): the check ops,
-and the elementwise tests the op vocabulary offers here (is_nan, is_inf, is_finite).
+Assert, and the elementwise tests the op vocabulary offers here (is_nan, is_inf, is_finite).
 
 >>> y = sg.debugging.check_numerics(sg.log(x), "log of x")   # doctest: +SKIP
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import _namespace
 from .ops import vocabulary as _vocabulary
 from .ops.debug_ops import (  # noqa: F401
+    Assert,
     add_check_numerics_ops,
     check_numerics,
     verify_tensor_all_finite,
@@ -16,7 +17,7 @@ from .ops.debug_ops import (  # noqa: F401
 
 globals().update(_vocabulary.namespace("debugging"))
 
-__all__ = sorted(["add_check_numerics_ops", "check_numerics", "verify_tensor_all_finite",
+__all__ = sorted(["Assert", "add_check_numerics_ops", "check_numerics", "verify_tensor_all_finite",
                   *_vocabulary.namespace("debugging")])
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad.debugging", "tf.debugging", globals())

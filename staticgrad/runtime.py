@@ -265,6 +265,24 @@ def _check_divisor(y) -> None:
         raise ZeroDivisionError("integer division by zero")
 
 
+class AssertionFailed(ValueError):
+    """An Assert op's condition was false (the session reports it as InvalidArgumentError
+    naming the op)."""
+
+
+def assert_true(condition, message, summarize, data):
+    """Nothing, or AssertionFailed("assertion failed: [message] [data]...") as TF1 words it,
+    each of `data` shown by its first `summarize` elements."""
+    if bool(condition):
+        return None
+    shown = []
+    for d in data:
+        flat = np.asarray(d).ravel()
+        items = " ".join(str(v) for v in flat[:summarize])
+        shown.append(f"[{items}{'...' if flat.size > summarize else ''}]")
+    raise AssertionFailed(" ".join(["assertion failed:", f"[{message}]", *shown]))
+
+
 def check_numerics(x, message):
     """x itself, or FloatingPointError("<message> : Tensor had NaN values") (TF1's words)
     when it holds a NaN or an infinity."""

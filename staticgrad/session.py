@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from . import compiler
+from . import compiler, runtime
 from . import dtypes as _dt
 from .backends import get_backend
 from .compiler import CompileOptions, Plan, compile_plan, failing_op
@@ -291,6 +291,8 @@ class Session:
                                                           f"by {checked.op.where()} (checked by "
                                                           f"{op.name!r})")
         where = op.where() if op is not None else "the generated code"
+        if isinstance(e, runtime.AssertionFailed):  # an Assert op: its own words
+            return InvalidArgumentError(None, op, f"{e} ({where})")
         return InvalidArgumentError(None, op, f"{where} failed at run time: "
                                               f"{type(e).__name__}: {e}")
 

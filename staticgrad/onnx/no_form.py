@@ -24,6 +24,8 @@ NO_ONNX: dict[str, str] = {
     "WhileGrad": _GRADIENT_KERNEL,
     "Scan": ("a scan, map_fn or fold, whose body is a sub-graph; the exporter does not map it "
              "to ONNX's Scan yet: export a graph without them"),
+    "Assert": ("a run-time check that raises when its condition is false, and an ONNX graph "
+               "cannot raise; export the tensors it guards"),
     "CheckNumerics": ("a run-time check that raises on NaN or Inf, and an ONNX graph cannot "
                       "raise; export the checked tensor itself"),
     "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "

@@ -1,4 +1,4 @@
-"""Debugging ops (`sg.debugging`): check_numerics and add_check_numerics_ops.
+"""Debugging ops (`sg.debugging`): check_numerics, add_check_numerics_ops and Assert.
 
 `check_numerics(t, message)` passes `t` through unchanged and raises InvalidArgumentError
 when it holds a NaN or an infinity; the error names the op that produced `t`, the line of
@@ -15,9 +15,10 @@ the graph's order) names the first op that produced a NaN or an infinity.
 
 from __future__ import annotations
 
+from .. import dtypes as _dt
 from ..graph import get_default_graph, name_scope
 from . import math_ops as M
-from .attr_types import Text
+from .attr_types import Int, Text
 from .conversion import convert_to_tensor
 from .creation import apply1
 from .state_ops import group
@@ -73,3 +74,57 @@ def add_check_numerics_ops():
                 continue
             checks += [check_numerics(t, t.name) for t in op.outputs if t.dtype.is_floating]
     return group(*checks, name="add_check_numerics_ops")
+
+
+# -- Assert ---------------------------------------------------------------------------------------
+def _assert_infer(ctx):
+    if ctx.in_dtypes[0] is not _dt.bool_:
+        raise TypeError(f"its condition has dtype {ctx.in_dtypes[0].name}; it needs a bool")
+    if ctx.in_shapes[0].ndims not in (None, 0):
+        raise ValueError(f"its condition has shape {ctx.in_shapes[0]}; it needs a scalar")
+    return []
+
+
+def _assert_numpy(args, ctx) -> str:
+    data = f"({', '.join(args[1:])},)" if len(args) > 1 else "()"
+    return f"rt.assert_true({args[0]}, {ctx.lit('message')}, {ctx.lit('summarize')}, {data})"
+
+
+# An op of no outputs, run when fetched or waited on (control_dependencies), as TF1's: it
+# raises InvalidArgumentError("assertion failed: [message] [data]...") naming it when its
+# condition is false (rt.assert_true, session._run_error).
+register("Assert", _assert_infer, _assert_numpy, None, differentiable=False, stateful=True,
+         arity=(1, None), attrs={"message": Text(default=""), "summarize": Int(lo=0, default=3)})
+
+
+def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF1's name
+    """An op that raises InvalidArgumentError when `condition` (a bool scalar) is false,
+    printing the tensors `data` (their first `summarize` elements). Run it by fetching it
+    or waiting on it: `with sg.control_dependencies([sg.Assert(x > 0, [x])]): ...`."""
+    condition = convert_to_tensor(condition)
+    data = list(data) if isinstance(data, list | tuple) else [data]
+    message = ""
+    tensors = []
+    for d in data:
+        if isinstance(d, str):  # TF1 users put the message first among the data
+            message += ("" if not message else " ") + d
+        else:
+            tensors.append(convert_to_tensor(d))
+    attrs = {"message": message[:Text().max_length],
+             "summarize": 3 if summarize is None else summarize}
+    return get_default_graph().create_op("Assert", [condition, *tensors], attrs,
+                                         name=name or "Assert") \
+        if not condition.graph.eager else _eager_assert(condition, tensors, attrs)
+
+
+def _eager_assert(condition, tensors, attrs):
+    """The dynamic mode: checked at once, raising what a session would."""
+    from ..errors import InvalidArgumentError, format_location, user_location
+    from ..runtime import AssertionFailed, assert_true
+    try:
+        assert_true(condition.numpy(), attrs["message"], attrs["summarize"],
+                    tuple(t.numpy() for t in tensors))
+    except AssertionFailed as e:
+        raise InvalidArgumentError(None, None, f"{e} (Assert at "
+                                               f"{format_location(user_location())})") from None
+    return None

@@ -225,13 +225,33 @@ def test_state_ops_refuse_to_run_dynamically(op_type):
         STATE_OPS[op_type]()
 
 
+def test_assert_checks_at_once_in_the_dynamic_mode_with_the_sessions_words():
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(F, [2])
+        check = sg.Assert(sg.reduce_sum(x) > 5.0, ["x is small:", x])
+        with pytest.raises(sg.errors.InvalidArgumentError) as static:
+            sg.Session(graph=g).run(check, {x: [1.0, -2.0]})
+    t = dy.tensor([1.0, -2.0])
+    assert sg.Assert(t.sum() < 5.0, [t]) is None
+    with pytest.raises(sg.errors.InvalidArgumentError,
+                       match=r"^assertion failed: \[x is small:\] \[1.0 -2.0\] \(Assert at "
+                             r"\S*test_parity.py:\d+\)") as dynamic:
+        sg.Assert(t.sum() > 5.0, ["x is small:", t])
+    assert str(static.value).split(" (")[0] == str(dynamic.value).split(" (")[0]
+
+
+# Ops the dynamic mode runs as checks at once (their parity test is just above)
+CHECK_OPS = {"Assert"}
+
+
 def test_every_registry_op_has_a_parity_row():
     # the op vocabulary's ops that the dynamic mode offers: tests/ops/test_vocabulary.py
     # checks each dynamic function and method against its graph builder
     offered = {t for t, api, _ in vocabulary.entries() if api.dynamic is not None}
     covered = ({c[0] for c in CASES} | {c[0] for c in NONDIFF_CASES}
                | {c[0] for c in RANDOM_CASES} | set(STATE_OPS) | offered
-               | PYTHON_CONTROL_FLOW)
+               | PYTHON_CONTROL_FLOW | CHECK_OPS)
     internal = {t for t, d in REGISTRY.items() if d.internal}  # no builder: the compiler's
     missing = sorted(set(REGISTRY) - covered - internal)
     assert not missing, f"registry ops without a dynamic-mode parity row: {missing}"

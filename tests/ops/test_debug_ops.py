@@ -5,6 +5,7 @@ message; finite values pass through untouched."""
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import numpy as np
 import pytest
@@ -99,3 +100,43 @@ def test_an_exported_module_checks_numerics(g, tmp_path):
     np.testing.assert_allclose(module.run(np.array([1.0, 1.0], np.float32))[0], [0.0, 0.0])
     with np.errstate(all="ignore"), pytest.raises(FloatingPointError, match="exported : Tensor"):
         module.run(np.array([1.0, -1.0], np.float32))
+
+
+# -- Assert ---------------------------------------------------------------------------------------
+def test_assert_runs_when_waited_on_and_names_its_line(g):
+    x = sg.placeholder(sg.float64, [4], name="x")
+    check = sg.Assert(sg.reduce_min(x) > 0, ["x must be positive:", x], summarize=3)
+    with sg.control_dependencies([check]):
+        y = sg.identity(x * 2.0)
+    unguarded = x * 3.0
+    sess = sg.Session()
+    np.testing.assert_array_equal(sess.run(y, {x: [1.0, 2, 3, 4]}), [2, 4, 6, 8])
+    with pytest.raises(sg.errors.InvalidArgumentError,
+                       match=r"^assertion failed: \[x must be positive:\] \[1.0 -2.0 3.0\.\.\.\] "
+                             r"\(Assert op \"Assert\" created at \S*test_debug_ops.py:\d+\)"):
+        sess.run(y, {x: [1.0, -2, 3, 4]})
+    # (only what is fetched or waited on runs, as in TF1)
+    np.testing.assert_array_equal(sess.run(unguarded, {x: [1.0, -2, 3, 4]}), [3, -6, 9, 12])
+    assert sess.run(check, {x: [1.0, 2, 3, 4]}) is None
+
+
+def test_assert_message_is_a_literal_in_the_generated_code(g):
+    x = sg.placeholder(sg.float64, [2], name="x")
+    hostile = "'); import os; os.system('touch /tmp/sg_pwned') #\n"
+    check = sg.Assert(sg.reduce_min(x) > 0, [hostile, x])
+    source = sg.Session().source(check, {x: np.ones(2)})
+    line = r"\n    rt\.assert_true\(\w+, " + re.escape(repr(hostile)) + r", 3, \(x,\)\)\n"
+    assert re.search(line, source)
+    with pytest.raises(sg.errors.InvalidArgumentError, match="os.system"):
+        sg.Session().run(check, {x: -np.ones(2)})
+
+
+@pytest.mark.parametrize("condition, error, message", [
+    (lambda x: x, TypeError, r"its condition has dtype float64; it needs a bool"),
+    (lambda x: x > 0, ValueError, r"its condition has shape \(2,\); it needs a scalar"),
+])
+def test_assert_needs_a_bool_scalar(g, condition, error, message):
+    x = sg.placeholder(sg.float64, [2])
+    with pytest.raises(error, match=r"Assert op .* created at \S*test_debug_ops.py:\d+: "
+                                    + message):
+        sg.Assert(condition(x), [x])

@@ -238,6 +238,9 @@ class _NumpyWalk(Walk):
             if node.attrs["use_locking"]:
                 self.locks.add(var)
             aliased = True  # an assignment's output is the variable's new value itself
+        elif not outs:  # an op of no outputs (Assert): a statement
+            body.append(code)
+            aliased = False
         else:
             body.append(f"{outs[0] if len(outs) == 1 else ', '.join(outs)} = {code}")
             aliased = opdef.view and bool(node.inputs) and id(node.inputs[0]) in self.alias
