@@ -410,11 +410,12 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
 
             out = make_scan(step, [], elem_ts, False, where)
     structure = holder["structure"]
-    if dtype is not None:
+    if dtype is not None:  # TF1's dtype: the structure of dtypes fn returns
         wanted = [getattr(d, "name", d) for d in nest.flatten(dtype)]
-        if wanted != [t.dtype.name for t in out] and len(nest.flatten(dtype)) == len(out):
-            raise TypeError(f"{where}: fn returns {[t.dtype.name for t in out]}, but dtype "
-                            f"says {wanted}")
+        if nest.shape_of(dtype, loose=True) != nest.shape_of(structure, loose=True) or \
+                wanted != [t.dtype.name for t in out]:
+            raise TypeError(f"{where}: fn returns {nest.describe(structure)} of "
+                            f"{[t.dtype.name for t in out]}, but dtype says {wanted}")
     if not back_prop:
         out = [stop_gradient(t) for t in out]
     return nest.pack(structure, iter(out))

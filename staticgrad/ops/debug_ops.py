@@ -90,11 +90,22 @@ def _assert_numpy(args, ctx) -> str:
     return f"rt.assert_true({args[0]}, {ctx.lit('message')}, {ctx.lit('summarize')}, {data})"
 
 
+def _assert_static_check(ctx):
+    """An Assert whose condition is known to be false once the feeds' shapes are (a shape
+    check): it fails when the session compiles, before anything runs, with the same words."""
+    condition = ctx.in_values[0]
+    if condition is not None and not bool(condition):
+        from ..runtime import assert_true
+        assert_true(False, ctx.attrs["message"], ctx.attrs["summarize"],
+                    tuple("?" if v is None else v for v in ctx.in_values[1:]))
+
+
 # An op of no outputs, run when fetched or waited on (control_dependencies), as TF1's: it
 # raises InvalidArgumentError("assertion failed: [message] [data]...") naming it when its
 # condition is false (rt.assert_true, session._run_error).
 register("Assert", _assert_infer, _assert_numpy, None, differentiable=False, stateful=True,
-         arity=(1, None), attrs={"message": Text(default=""), "summarize": Int(lo=0, default=3)})
+         arity=(1, None), attrs={"message": Text(default=""), "summarize": Int(lo=0, default=3)},
+         static_check=_assert_static_check)
 
 
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF1's name

@@ -66,6 +66,8 @@ class OpDef:
     format_attrs: tuple = ()     # the attrs a format-string `numpy` names ("{axis}")
     region_attrs: tuple = ()     # attrs holding sub-graphs (If's branches): the compiler
     #                              lowers each into a region of the op's node (ir.py)
+    static_check: Callable | None = None  # (ctx) -> None, or runtime.AssertionFailed when
+    #                              what it checks is known to fail once the feeds are known
     region_feeds: Callable | None = None  # (attrs, in_shapes, in_values) -> for each region,
     #                              the (shape, static value or None) of each of its inputs
     region_results: Callable | None = None  # (attrs, in_shapes, each region's result shapes)

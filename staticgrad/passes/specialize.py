@@ -13,6 +13,7 @@ from ..errors import InvalidArgumentError, UnimplementedError
 from ..graph import Operation, Tensor
 from ..ops.kernels import fold_static
 from ..ops.table import NodeCtx
+from ..runtime import AssertionFailed
 from ..shapes import TensorShape
 from .prune import prune
 
@@ -57,6 +58,10 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
                       op.name)
         try:
             outs = op.opdef.infer(ctx)
+            if op.opdef.static_check is not None:
+                op.opdef.static_check(ctx)
+        except AssertionFailed as e:  # (an Assert known to fail: as the run would say it)
+            raise InvalidArgumentError(None, op, f"{e} ({op.where()})") from None
         except (ValueError, TypeError) as e:
             raise InvalidArgumentError(
                 None, op, f"{op.where()}: with the fed shapes, {e}") from None

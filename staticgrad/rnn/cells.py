@@ -21,6 +21,7 @@ import numbers
 
 from .. import dtypes as _dt
 from .. import initializers
+from ..errors import format_location, user_location
 from ..graph import name_scope
 from ..ops import math_ops as M
 from ..ops.array_ops import zeros
@@ -78,6 +79,10 @@ class RNNCell:
 
     def __call__(self, inputs, state, scope=None):
         inputs = convert_to_tensor(inputs)
+        if inputs.graph.eager:
+            raise TypeError(f"{type(self).__name__} at {format_location(user_location())}: "
+                            "the RNN cells build graph ops and variables; in the dynamic mode "
+                            "write the step with dynamic tensors")
         if not self.built:
             self._dtype = self._dtype or inputs.dtype
             with variable_scope(scope or self._name, default_name=self._base_name,
@@ -85,8 +90,10 @@ class RNNCell:
                 self._scope = vs
                 depth = inputs.shape.dims[-1] if inputs.shape.dims else None
                 if depth is None:
-                    raise ValueError(f"{type(self).__name__}: the last dimension of its inputs "
-                                     f"must be known, got shape {inputs.shape}")
+                    raise ValueError(f"{type(self).__name__} at "
+                                     f"{format_location(user_location())}: the last dimension "
+                                     f"of its inputs ({inputs.name}) must be known, got shape "
+                                     f"{inputs.shape}")
                 self.build(depth)
                 self.built = True
                 return self.call(inputs, state)

@@ -21,13 +21,16 @@ from .. import dtypes as _dt
 from ..control_flow import structure as nest
 from ..control_flow.scan import make_scan
 from ..errors import format_location, user_location
+from ..graph import get_default_graph
 from ..ops import math_ops as M
 from ..ops.array_ops import expand_dims, shape, transpose
 from ..ops.conversion import convert_to_tensor
+from ..ops.debug_ops import Assert
 from ..ops.indexing_ops import range as irange
 from ..ops.join_ops import stack
+from ..ops.state_ops import random_uniform
 from ..variable_scope import variable_scope
-from .cells import RNNCell
+from .cells import RNNCell, _map_sizes
 
 
 def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
@@ -76,7 +79,8 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
     with variable_scope(scope or "rnn"):
         batch = _batch_size(inputs[0], 0, where)
         state = _first_state(cell, initial_state, batch, dtype, inputs[0].dtype, where)
-        lengths = _lengths(sequence_length, where)
+        _check_state(cell, [convert_to_tensor(s) for s in nest.flatten(state)], where)
+        lengths = _lengths(sequence_length, where, batch)
         outputs = []
         for t, x in enumerate(inputs):
             out, new = cell(x, state)
@@ -93,7 +97,12 @@ def _run(cell, inputs, sequence_length, initial_state, dtype, time_major, revers
     if not flat:
         raise ValueError(f"{where}: inputs is empty")
     for x in flat:
-        if x.shape.ndims is not None and x.shape.ndims < 3:
+        if x.graph.eager:
+            raise TypeError(f"{where}: dynamic_rnn builds a loop into a graph; in the dynamic "
+                            "mode, loop over the time steps in Python")
+        if x.shape.ndims is None:
+            raise ValueError(f"{where}: the rank of the inputs ({x.name}) must be known")
+        if x.shape.ndims < 3:
             raise ValueError(f"{where}: inputs must be at least 3-D ([batch, time, depth]), "
                              f"got {x.name} of shape {x.shape}")
     if not time_major:  # the Scan runs over the first axis: time
@@ -101,16 +110,17 @@ def _run(cell, inputs, sequence_length, initial_state, dtype, time_major, revers
     batch = _batch_size(flat[0], 1, where)
     state = _first_state(cell, initial_state, batch, dtype, flat[0].dtype, where)
     state_leaves = [convert_to_tensor(s) for s in nest.flatten(state)]
-    lengths = _lengths(sequence_length, where)
+    _check_state(cell, state_leaves, where)
+    lengths = _lengths(sequence_length, where, batch)
     depth = flat[0].shape.dims[-1] if flat[0].shape.dims else None
     noise_specs = cell.step_noise(batch, depth)
     steps = shape(flat[0])[0] if flat[0].shape.dims[0] is None else flat[0].shape.dims[0]
     per_step, fixed = [], []
-    for dims, variational in noise_specs:  # drawn now: the loop body may not draw
+    for dims, variational, seed in noise_specs:  # drawn now: the loop body may not draw
         if variational:
-            fixed.append(cell_draw(cell, dims, flat[0].dtype))
+            fixed.append(_uniform(dims, flat[0].dtype, seed))
         else:
-            per_step.append(cell_draw(cell, [steps, *dims], flat[0].dtype))
+            per_step.append(_uniform([steps, *dims], flat[0].dtype, seed))
     times = [irange(steps)] if lengths is not None else []
     holder = {}
 
@@ -121,7 +131,7 @@ def _run(cell, inputs, sequence_length, initial_state, dtype, time_major, revers
         step_rows, rest = list(rows[k:k + len(per_step)]), rows[k + len(per_step):]
         if noise_specs:
             rows_iter = iter(step_rows)
-            cell._take_noise([f if v else next(rows_iter) for f, (_, v) in
+            cell._take_noise([f if v else next(rows_iter) for f, (_, v, _) in
                               zip(_fixed_iter(fixed, noise_specs), noise_specs)])
         out, new = cell(x_t, s)
         if lengths is not None:
@@ -143,40 +153,32 @@ def _run(cell, inputs, sequence_length, initial_state, dtype, time_major, revers
 def _fixed_iter(fixed, specs):
     """For each noise spec, its drawn tensor if it is drawn once (variational), else None."""
     it = iter(fixed)
-    return [next(it) if variational else None for _, variational in specs]
+    return [next(it) if variational else None for _, variational, _ in specs]
 
 
-def cell_draw(cell, dims, dtype):
-    """Uniform noise in [0, 1) of shape `dims` for `cell`'s dropout (drawn outside the loop)."""
+def _uniform(dims, dtype, seed):
+    """Uniform noise in [0, 1) of shape `dims` (ints and scalar tensors) for a cell's dropout,
+    drawn outside the loop."""
     shape_ = dims if all(isinstance(d, numbers.Integral) for d in dims) else \
-        stack([convert_to_tensor(d, dtype=_dt.int32) if not isinstance(d, numbers.Integral)
-               else d for d in dims])
-    return _drawer(cell)(shape_, dtype)
-
-
-def _drawer(cell):
-    if hasattr(cell, "draw_noise"):
-        return cell.draw_noise
-    for inner in getattr(cell, "_cells", ()):  # (a MultiRNNCell: its first dropout's seed)
-        if hasattr(inner, "draw_noise"):
-            return inner.draw_noise
-    from ..ops.state_ops import random_uniform
-    return lambda shape_, dtype: random_uniform(shape_, dtype=dtype)
+        stack([d if isinstance(d, numbers.Integral) else convert_to_tensor(d, dtype=_dt.int32)
+               for d in dims])
+    return random_uniform(shape_, dtype=dtype, seed=seed)
 
 
 def _masked(t, lengths, out, new, old):
-    """Past a row's length: its state as it was, its output zeros (TF1's dynamic_rnn)."""
+    """Past a row's length: its state as it was, its output zeros (TF1's dynamic_rnn),
+    chosen (not blended: a NaN past the length stays there)."""
     keep = M.less(convert_to_tensor(t, dtype=_dt.int32), lengths)  # [batch]
 
-    def blend(a, b):  # a where keep, else b
+    def choose(a, b):  # a where keep, else b
         a, b = convert_to_tensor(a), convert_to_tensor(b)
-        m = M.cast(keep, a.dtype)
+        k = keep
         for _ in range(a.shape.ndims - 1):
-            m = expand_dims(m, -1)
-        return a * m + b * (1 - m)
+            k = expand_dims(k, -1)
+        return M.where(k, a, b)
 
-    out = _zip_map(lambda o, _: blend(o, M.zeros_like(o)), out, out)
-    new = _zip_map(blend, new, old)
+    out = _zip_map(lambda o, _: choose(o, M.zeros_like(o)), out, out)
+    new = _zip_map(choose, new, old)
     return out, new
 
 
@@ -209,7 +211,24 @@ def _first_state(cell, initial_state, batch, dtype, input_dtype, where):
     return cell.zero_state(batch, dtype)
 
 
-def _lengths(sequence_length, where):
+def _check_state(cell, leaves, where: str) -> None:
+    """The state given has as many tensors as the cell's state, each as wide as its size."""
+    sizes = []
+    _map_sizes(lambda size: sizes.append(size), cell.state_size)
+    if len(sizes) != len(leaves):
+        raise ValueError(f"{where}: initial_state has {len(leaves)} tensors, but the cell's "
+                         f"state has {len(sizes)} (state_size {cell.state_size})")
+    for i, (t, size) in enumerate(zip(leaves, sizes)):
+        width = size if isinstance(size, numbers.Integral) else None
+        dims = t.shape.dims
+        if width is not None and dims and dims[-1] is not None and dims[-1] != width:
+            raise ValueError(f"{where}: tensor {i} of initial_state ({t.name}) has shape "
+                             f"{t.shape}, but the cell's state there is {width} wide")
+
+
+def _lengths(sequence_length, where, batch):
+    """sequence_length as int32, checked to have one length a row of the batch (now where
+    both are known, else when the session runs)."""
     if sequence_length is None:
         return None
     lengths = convert_to_tensor(np.asarray(sequence_length) if isinstance(
@@ -217,4 +236,15 @@ def _lengths(sequence_length, where):
     if not lengths.dtype.is_integer or (lengths.shape.ndims not in (None, 1)):
         raise ValueError(f"{where}: sequence_length must be a vector of integers (one "
                          f"length a row), got {lengths.dtype.name}{lengths.shape}")
-    return M.cast(lengths, _dt.int32)
+    lengths = M.cast(lengths, _dt.int32)
+    rows = lengths.shape.dims[0] if lengths.shape.dims else None
+    if isinstance(batch, numbers.Integral) and rows is not None:
+        if rows != batch:
+            raise ValueError(f"{where}: sequence_length has {rows} lengths, but the batch has "
+                             f"{batch} rows")
+        return lengths
+    check = Assert(M.equal(shape(lengths)[0], batch),
+                   [f"{where}: sequence_length must have one length for each row of the "
+                    "batch; lengths, rows:", shape(lengths)[0], batch])
+    with get_default_graph().control_dependencies([check]):
+        return M.identity(lengths)

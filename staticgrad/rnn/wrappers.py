@@ -9,15 +9,16 @@ else (static_rnn, a step of one's own) it draws as `sg.nn.dropout` does.
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 
+from ..control_flow import structure as nest
 from ..graph import Tensor
 from ..ops import math_ops as M
 from ..ops.conversion import convert_to_tensor, is_tensor_like
 from ..ops.nn_impl import dropout
-from ..ops.state_ops import random_uniform
 from ..variable_scope import variable_scope
-from .cells import RNNCell, _batched, _map_sizes
+from .cells import LSTMStateTuple, RNNCell, _batched, _map_sizes
 
 
 class MultiRNNCell(RNNCell):
@@ -68,7 +69,7 @@ class MultiRNNCell(RNNCell):
     trainable_variables = weights = trainable_weights = variables
 
     def step_noise(self, batch_size, input_depth):
-        specs, depth = [], input_depth
+        specs, depth = [], input_depth  # (each cell's, in order; their inputs' depths chained)
         for cell in self._cells:
             specs += cell.step_noise(batch_size, depth)
             depth = _flat_size(cell.output_size)
@@ -89,8 +90,10 @@ def _flat_size(size) -> int:
 
 class DropoutWrapper(RNNCell):
     """`cell` with dropout: on its inputs (`input_keep_prob`), its outputs
-    (`output_keep_prob`) and its new state (`state_keep_prob`), with a fresh mask at each
-    step, or one mask for every step with `variational_recurrent` (TF1's semantics)."""
+    (`output_keep_prob`) and its new state (`state_keep_prob`; of an LSTM's state only `h`,
+    unless `dropout_state_filter_visitor` says otherwise), with a fresh mask at each step,
+    or one mask for every step with `variational_recurrent` (TF1's semantics). With a
+    `seed`, each mask draws with a seed of its own made from it, as TF1's do."""
 
     def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0, state_keep_prob=1.0,
                  variational_recurrent=False, input_size=None, dtype=None, seed=None,
@@ -98,9 +101,10 @@ class DropoutWrapper(RNNCell):
         super().__init__()
         if not isinstance(cell, RNNCell):
             raise TypeError(f"DropoutWrapper wraps an RNN cell, got {cell!r}")
-        if dropout_state_filter_visitor is not None:
-            raise ValueError("DropoutWrapper: dropout_state_filter_visitor is not supported; "
-                             "every state tensor is dropped out when state_keep_prob < 1")
+        if dropout_state_filter_visitor is not None and \
+                not callable(dropout_state_filter_visitor):
+            raise TypeError("DropoutWrapper: dropout_state_filter_visitor must be callable, "
+                            f"got {dropout_state_filter_visitor!r}")
         self._cell = cell
         self._keep = {}
         for label, p in (("input", input_keep_prob), ("output", output_keep_prob),
@@ -114,6 +118,7 @@ class DropoutWrapper(RNNCell):
             self._keep[label] = p
         self._variational = bool(variational_recurrent)
         self._seed = seed
+        self._visitor = dropout_state_filter_visitor or default_state_filter
         self._noise = None  # this step's rows of noise, when dynamic_rnn drew them
 
     state_size = property(lambda self: self._cell.state_size)
@@ -133,53 +138,90 @@ class DropoutWrapper(RNNCell):
         self._noise = None
         inputs = convert_to_tensor(inputs)
         if "input" in self._keep:
-            inputs = self._drop(inputs, "input", noise)
+            inputs = self._drop(inputs, "input", 0, noise)
         output, new_state = self._cell(inputs, state, scope)
         if "state" in self._keep:
-            new_state = _map_tensors(lambda t: self._drop(t, "state", noise), new_state)
+            chosen = iter(self._dropped_state(new_state))
+            leaves = [self._drop(t, "state", i, noise) if next(chosen) else t
+                      for i, t in enumerate(nest.flatten(new_state))]
+            new_state = nest.pack(new_state, iter(leaves))
         if "output" in self._keep:
-            output = self._drop(output, "output", noise)
+            output = self._drop(output, "output", 0, noise)
         return output, new_state
 
-    def _drop(self, x: Tensor, label: str, noise) -> Tensor:
+    def _dropped_state(self, state) -> list[bool]:
+        """For each tensor of `state` (flat): is it dropped out? (the visitor's answer)"""
+        return nest.flatten(_filtered(state, self._visitor))
+
+    def _drop(self, x: Tensor, label: str, index: int, noise) -> Tensor:
         keep = self._keep[label]
         if noise is None:
-            return dropout(x, keep_prob=keep, seed=self._seed)
+            return dropout(x, keep_prob=keep, seed=_mask_seed(self._seed, label, index))
         uniform = noise.pop(0)
         keep_t = M.cast(convert_to_tensor(keep), x.dtype) if is_tensor_like(keep) else keep
         mask = M.floor(keep_t + M.cast(uniform, x.dtype))  # 1 with probability keep
         return x / keep_t * mask
 
     def step_noise(self, batch_size, input_depth):
+        """(shape, one mask for all steps?, seed) of each mask a step draws, in the order
+        __call__ takes them: input, the wrapped cell's, state, output."""
         specs = []
         if "input" in self._keep:
-            specs.append(([batch_size, input_depth], self._variational))
+            specs.append(([batch_size, input_depth], self._variational,
+                          _mask_seed(self._seed, "input", 0)))
         specs += self._cell.step_noise(batch_size, input_depth)
         if "state" in self._keep:
             sizes = []
             _map_sizes(lambda s: sizes.append(_batched(batch_size, s)), self.state_size)
-            specs += [(s, self._variational) for s in sizes]
+            chosen = self._dropped_state(_map_sizes(lambda s: s, self.state_size))
+            specs += [(s, self._variational, _mask_seed(self._seed, "state", i))
+                      for i, (s, drop) in enumerate(zip(sizes, chosen)) if drop]
         if "output" in self._keep:
             specs.append((_batched(batch_size, _flat_size(self.output_size)),
-                          self._variational))
+                          self._variational, _mask_seed(self._seed, "output", 0)))
         return specs
 
     def _take_noise(self, noise):
         mine = []
         k_inner = len(self._cell.step_noise(None, 0))
         if "input" in self._keep:
-            mine.append(noise.pop(0) if noise else None)
+            mine.append(noise.pop(0))
         inner, rest = noise[:k_inner], noise[k_inner:]
         self._cell._take_noise(inner)
         self._noise = mine + rest
 
-    def draw_noise(self, shape, dtype):
-        return random_uniform(shape, dtype=dtype, seed=self._seed)
+
+def default_state_filter(substate):
+    """TF1's default: of an LSTM's state only `h` is dropped out; everything else is."""
+    if isinstance(substate, LSTMStateTuple):
+        return LSTMStateTuple(c=False, h=True)
+    return True
 
 
-def _map_tensors(fn, structure):
-    if isinstance(structure, tuple | list):
-        items = [_map_tensors(fn, s) for s in structure]
-        return type(structure)(*items) if hasattr(structure, "_fields") else type(structure)(
-            items)
-    return fn(structure)
+def _filtered(state, visitor):
+    """`state`'s structure with a bool at each tensor: is it dropped out? The visitor is
+    asked of each node: False keeps it all, True drops a tensor or asks again of each part
+    of a structure, and a structure of answers like the node's answers part by part."""
+    return _answered(state, visitor(state), visitor)
+
+
+def _answered(state, answer, visitor):
+    is_structure = isinstance(state, tuple | list)
+    if isinstance(answer, bool):
+        if not answer or not is_structure:
+            return nest.pack(state, iter([answer] * len(nest.flatten(state))))
+        parts = [_filtered(s, visitor) for s in state]
+    elif is_structure and isinstance(answer, tuple | list) and len(answer) == len(state):
+        parts = [_answered(s, a, visitor) for s, a in zip(state, answer)]
+    else:
+        raise ValueError(f"dropout_state_filter_visitor answered {answer!r} for {state!r}; "
+                         "it answers a bool, or a structure of answers like the state's")
+    return type(state)(*parts) if hasattr(state, "_fields") else type(state)(parts)
+
+
+def _mask_seed(seed, label: str, index: int):
+    """TF1's seed for one mask of a DropoutWrapper seeded `seed` (its _gen_seed)."""
+    if seed is None:
+        return None
+    text = f"{seed}{label}_{index}".encode()
+    return int(hashlib.md5(text).hexdigest()[:8], 16) & 0x7FFFFFFF

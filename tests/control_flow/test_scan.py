@@ -69,9 +69,11 @@ def test_map_fn_maps_structures_and_may_change_dtype():
     np.testing.assert_allclose(dots, (XS * (XS + 1)).sum(axis=1))
     np.testing.assert_array_equal(args, XS.argmax(axis=1))
     assert args.dtype == np.int64
-    with pytest.raises(TypeError, match=r"map_fn at \S*test_scan.py:\d+: fn returns "
-                                         r"\['float64'\], but dtype says \['int32'\]"):
+    with pytest.raises(TypeError, match=r"map_fn at \S*test_scan.py:\d+: fn returns a "
+                                         r"tensor of \['float64'\], but dtype says \['int32'\]"):
         sg.map_fn(lambda r: r * 2.0, xs, dtype=sg.int32)
+    with pytest.raises(TypeError, match=r"but dtype says \['float64', 'float64'\]"):
+        sg.map_fn(lambda r: r * 2.0, xs, dtype=(F, F))
 
 
 def test_an_rnn_by_scan_sums_its_weights_gradient_and_has_a_hessian():

@@ -168,8 +168,40 @@ def test_dropout_wrapper_outside_a_loop_drops_and_scales(g):
      "activation must be callable"),
     (lambda: rnn_cell.BasicRNNCell(3)(sg.placeholder(sg.float32, [2, None]),
                                       sg.zeros([2, 3])), ValueError,
-     r"the last dimension of its inputs must be known, got shape \(2, \?\)"),
+     r"BasicRNNCell at \S*test_cells.py:\d+: the last dimension of its inputs "
+     r"\(Placeholder\S*:0\) must be known, got shape \(2, \?\)"),
 ])
 def test_mistakes_are_refused(make, error, message):
     with pytest.raises(error, match=message):
         make()
+
+
+def test_state_dropout_of_an_lstm_drops_h_only_unless_a_visitor_says(g):
+    x = sg.ones([200, 4], sg.float64)
+    plain = rnn_cell.DropoutWrapper(rnn_cell.BasicLSTMCell(5), state_keep_prob=0.5, seed=3)
+    _, state = plain(x, plain.zero_state(200, sg.float64))
+    everything = rnn_cell.DropoutWrapper(rnn_cell.BasicLSTMCell(5, name="all"),
+                                         state_keep_prob=0.5, seed=3,
+                                         dropout_state_filter_visitor=lambda s: True)
+    _, all_state = everything(x, everything.zero_state(200, sg.float64))
+    sess = sg.Session()
+    sess.run(sg.global_variables_initializer())
+    got, got_all = sess.run([state, all_state])
+    assert not (got.c == 0).any() and 0.4 < (got.h == 0).mean() < 0.6  # (TF1's default)
+    assert 0.4 < (got_all.c == 0).mean() < 0.6
+
+
+def test_each_dropout_mask_draws_with_a_seed_of_its_own(g):
+    cell = rnn_cell.DropoutWrapper(rnn_cell.BasicRNNCell(6), input_keep_prob=0.5,
+                                   output_keep_prob=0.5, seed=1)
+    cell(sg.ones([3, 6], sg.float64), sg.zeros([3, 6], sg.float64))
+    seeds = [op.attrs.get("seed2", op.attrs.get("seed")) for op in g.get_operations()
+             if op.type == "RandomUniform" and op.name.startswith("dropout")]
+    assert len(seeds) == 2 and seeds[0] != seeds[1]
+
+
+def test_cells_refuse_dynamic_tensors_clearly():
+    import staticgrad.dynamic as dy
+    with pytest.raises(TypeError, match=r"BasicRNNCell at \S*test_cells.py:\d+: the RNN cells "
+                                        r"build graph ops and variables"):
+        rnn_cell.BasicRNNCell(3)(dy.ones(2, 4), dy.zeros(2, 3))

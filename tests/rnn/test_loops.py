@@ -180,7 +180,49 @@ def test_an_lstm_learns_to_sum_a_sequence(g):
     assert np.mean(losses[-10:]) < 0.1 * np.mean(losses[:10])
 
 
+def test_a_nan_past_a_rows_length_stays_there(g):
+    # (masking chooses; a blend 0 * NaN made the state NaN)
+    xs = sg.placeholder(sg.float64, [2, 3, 2])
+    outputs, state = sg.nn.dynamic_rnn(rnn_cell.BasicRNNCell(2), xs, sequence_length=[3, 1],
+                                       dtype=sg.float64)
+    sess = sg.Session()
+    sess.run(sg.global_variables_initializer())
+    padded = XS[:2, :3].copy()
+    padded[1, 1:] = np.nan
+    got_out, got_state = sess.run([outputs, state], {xs: padded})
+    assert np.isfinite(got_state).all() and np.isfinite(got_out).all()
+    np.testing.assert_array_equal(got_out[1, 1:], 0)
+    np.testing.assert_array_equal(got_state[1], got_out[1, 0])
+
+
+def test_sequence_length_must_have_a_length_for_each_row(g):
+    xs = sg.placeholder(sg.float32, [None, 4, 3])
+    lengths = sg.placeholder(sg.int32, [None])
+    outputs, _ = sg.nn.dynamic_rnn(rnn_cell.GRUCell(2), xs, sequence_length=lengths,
+                                   dtype=sg.float32)
+    sess = sg.Session()
+    sess.run(sg.global_variables_initializer())
+    with pytest.raises(sg.errors.InvalidArgumentError,
+                       match=r"dynamic_rnn at \S*test_loops.py:\d+: sequence_length must have "
+                             r"one length for each row of the batch; lengths, rows:\] \[3\] "
+                             r"\[2\]"):
+        sess.run(outputs, {xs: np.ones((2, 4, 3)), lengths: [4, 4, 4]})
+    fixed = sg.placeholder(sg.float32, [2, 4, 3])
+    with pytest.raises(ValueError, match=r"sequence_length has 3 lengths, but the batch has 2 "
+                                         r"rows"):
+        sg.nn.dynamic_rnn(rnn_cell.GRUCell(2, name="other"), fixed, sequence_length=[1, 2, 3],
+                          dtype=sg.float32)
+
+
 @pytest.mark.parametrize("build, error, message", [
+    (lambda x: sg.nn.dynamic_rnn(rnn_cell.BasicLSTMCell(3), x, initial_state=sg.zeros([2, 3])),
+     ValueError, r"initial_state has 1 tensors, but the cell's state has 2"),
+    (lambda x: sg.nn.dynamic_rnn(rnn_cell.GRUCell(3), x, initial_state=sg.zeros([2, 4])),
+     ValueError, r"tensor 0 of initial_state \(zeros\S*:0\) has shape \(2, 4\), but the "
+                 r"cell's state there is 3 wide"),
+    (lambda x: sg.nn.dynamic_rnn(rnn_cell.GRUCell(3), sg.placeholder(sg.float32),
+                                 dtype=sg.float32),
+     ValueError, r"the rank of the inputs \(\S+\) must be known"),
     (lambda x: sg.nn.dynamic_rnn("cell", x, dtype=sg.float32), TypeError,
      r"dynamic_rnn at \S*test_loops.py:\d+: cell must be an RNN cell"),
     (lambda x: sg.nn.dynamic_rnn(rnn_cell.GRUCell(3), x), ValueError,
@@ -199,3 +241,10 @@ def test_mistakes_are_refused_at_the_user_line(build, error, message):
     x = sg.placeholder(sg.float32, [2, 4, 3])
     with pytest.raises(error, match=message):
         build(x)
+
+
+def test_dynamic_rnn_refuses_dynamic_tensors_clearly():
+    import staticgrad.dynamic as dy
+    with pytest.raises(TypeError, match=r"dynamic_rnn at \S*test_loops.py:\d+: dynamic_rnn "
+                                        r"builds a loop into a graph"):
+        sg.nn.dynamic_rnn(rnn_cell.GRUCell(3), dy.ones(2, 4, 3), dtype=sg.float32)
