@@ -3,8 +3,8 @@
     i, total = sg.while_loop(lambda i, t: i < n, lambda i, t: (i + 1, t + x), [0, 0.0])
 
 `cond` and `body` are each called once, while the graph is built, on placeholders standing
-for the loop variables (the values of one iteration); the NumPy backend writes each as a
-function of the module, called in a Python `while` loop. Tensors of the graph around the
+for the loop variables (the values of one iteration); the NumPy backend writes their lines
+inside a Python `while` loop. Tensors of the graph around the
 loop that they read are captured as inputs of the While op, read once, before the loop.
 
 Shapes: a loop variable keeps its shape from one iteration to the next unless its entry in

@@ -247,9 +247,9 @@ def test_the_generated_code_is_a_python_while_around_functions(g):
     y = sg.while_loop(lambda s: sg.reduce_sum(s) < 5.0, lambda s: s * 2.0, [x], name="grow")
     (dx,) = sg.gradients(sg.reduce_sum(y), [x])
     source = sg.Session().source([y, dx], {x: XV})
-    assert "    grow_While, = x\n" not in source  # (a plain assignment: no unpacking of x)
-    assert "    grow_While = x\n    while grow_While_cond(grow_While)[0]:\n" \
-           "        grow_While, = grow_While_body(grow_While)\n" in source
+    assert "    grow_While = x\n    while True:\n" in source  # (no unpacking of x)
+    assert "        if not grow_Less:\n            break\n" in source
+    assert "        grow_While = grow_Mul\n    # WhileGrad" in source
     assert "# Mul 'grow/Mul' at test_while_loop.py:" in source
     assert "for loop_var_0, in reversed(" in source  # (the gradient's backward loop)
 

@@ -1,21 +1,27 @@
-"""Ops holding regions, written as Python control flow around functions of the module.
+"""Ops holding regions, written as Python control flow in the generated module.
 
-Each region (a cond's branch, a while_loop's condition, body or body gradient) becomes a
-function of the generated module (region_function.py.j2), rendered by a walk of its own
-that shares the module's names, constants and kernels; the op becomes the `if`, `while` or
-`for` that calls them:
+A region is rendered by a walk of its own that shares the module's names, constants and
+kernels. A while_loop's condition and body are written inline, in the loop (a hot loop then
+pays no call an iteration); the other regions (a cond's branch, a loop gradient's body, a
+scan's body) become functions of the module (region_function.py.j2), which the op's `if` or
+`for` calls:
 
     # If 'cond/If' at prog.py:7               # While 'while/While' at prog.py:9
     if Greater:                               i, s = i0, x
-        y, = cond_If_then(x)                  while while_While_cond(i, s, w)[0]:
-    else:                                         i, s = while_While_body(i, s, w)
-        y, = cond_If_else(x)
+        y, = cond_If_then(x)                  while True:
+    else:                                         Less = i < 10
+        y, = cond_If_else(x)                      if not Less:
+                                                      break
+                                                  Add = i + 1
+                                                  Mul = s * w
+                                                  i, s = Add, Mul
 
 A WhileGrad runs its loop again keeping each iteration's loop variables in a list, then its
 body's gradient over the list in reverse, summing the gradients of the captured tensors.
 
 `walk` is the renderer's walk (render.py's _NumpyWalk): `walk.function(region, base)` makes
-a region's function, `walk.ref` names a value, and each line added is marked as computing
+a region's function, `walk.inlined(region, params)` its lines for the code around it,
+`walk.ref` names a value, and each line added is marked as computing
 the op (`walk.computed`), so errors raised in it name the op.
 """
 
@@ -69,19 +75,57 @@ def _if(walk, node: Node) -> None:
         _line(walk, node, f"    {target} = {function}({args})")
 
 
+def _scalar(walk, node: Node, v) -> str:
+    """How a loop reads `v`: a 0-d array as a NumPy scalar, on which NumPy's arithmetic is
+    several times faster (a loop pays it every iteration); anything else as it is."""
+    ref = walk.ref(v, node)
+    if v.shape.ndims == 0 and (ref.isidentifier() or ref.startswith("V[")):
+        return f"{ref}[()]"
+    return ref
+
+
+def _captured(walk, node: Node, values) -> list[str]:
+    """The names a loop passes for the tensors its regions capture: each 0-d one bound to its
+    NumPy scalar once, before the loop."""
+    names = []
+    for v in values:
+        ref = _scalar(walk, node, v)
+        if ref.endswith("[()]"):
+            name = walk.names.make(f"{v.name}_scalar")
+            _line(walk, node, f"{name} = {ref}")
+            ref = name
+        names.append(ref)
+    return names
+
+
 def _while(walk, node: Node) -> None:
-    op = node.origin
+    """The loop written out: the condition's lines, a break, the body's lines, the next loop
+    variables (inline: a hot loop pays no call a step)."""
     n = node.attrs["loop_vars"]
-    entry = [walk.ref(v, node) for v in node.inputs[:n]]
-    captured = [walk.ref(v, node) for v in node.inputs[n:]]
-    cond, body = (walk.function(r, f"{op.name}_{label}")
-                  for r, label in zip(node.regions, ("cond", "body")))
-    outs = _outputs(walk, node)
-    args = ", ".join(outs + captured)
     walk.body.append(comment(node.origin))
+    entry = [_scalar(walk, node, v) for v in node.inputs[:n]]
+    captured = _captured(walk, node, node.inputs[n:])
+    outs = _outputs(walk, node)
     _line(walk, node, f"{', '.join(outs)} = {', '.join(entry)}")
-    _line(walk, node, f"while {cond}({args})[0]:")
-    _line(walk, node, f"    {_targets(outs)} = {body}({args})")
+    _line(walk, node, "while True:")
+    cond, body = node.regions
+    (going,) = _inline(walk, cond, outs + captured, "    ")
+    _line(walk, node, f"    if not {going}:")
+    _line(walk, node, "        break")
+    nexts = _inline(walk, body, outs + captured, "    ")
+    _line(walk, node, f"    {', '.join(outs)} = {', '.join(nexts)}")
+
+
+def _inline(walk, region, params: list[str], indent: str) -> list[str]:
+    """`region`'s lines added to the walk's, indented, reading `params` for its feeds (the
+    line map follows them); the names of its results."""
+    inner, results = walk.inlined(region, params)
+    base = len(walk.body)
+    walk.body.extend(indent + line if line else line for line in inner.body)
+    for k, op in zip(inner.line_at, inner.line_op):
+        walk.line_at.append(base + k)
+        walk.line_op.append(op)
+    return results
 
 
 def _while_grad(walk, node: Node) -> None:
@@ -89,9 +133,10 @@ def _while_grad(walk, node: Node) -> None:
     n, wanted = node.attrs["loop_vars"], node.attrs["wanted"]
     k = len([i for i in wanted if i < n])
     forward, seeds = node.inputs[:len(node.inputs) - k], node.inputs[len(node.inputs) - k:]
-    entry = [walk.ref(v, node) for v in forward[:n]]
-    captured = [walk.ref(v, node) for v in forward[n:]]
-    seeds = [walk.ref(v, node) for v in seeds]
+    walk.body.append(comment(node.origin))
+    entry = [_scalar(walk, node, v) for v in forward[:n]]
+    captured = _captured(walk, node, forward[n:])
+    seeds = [_scalar(walk, node, v) for v in seeds]
     cond, body, body_grad = (walk.function(r, f"{op.name}_{label}")
                              for r, label in zip(node.regions, ("cond", "body", "body_grad")))
     make = walk.names.make
@@ -101,7 +146,6 @@ def _while_grad(walk, node: Node) -> None:
     var_grads, cap_grads = outs[:k], outs[k:]
     steps = [make(f"{op.name}_step_{j}") for j in range(len(cap_grads))]
     args = ", ".join(loop + captured)
-    walk.body.append(comment(node.origin))
     _line(walk, node, f"{', '.join(loop)} = {', '.join(entry)}")
     _line(walk, node, f"{kept} = []  # each iteration's loop variables")
     _line(walk, node, f"while {cond}({args})[0]:")
@@ -121,9 +165,10 @@ def _while_grad(walk, node: Node) -> None:
 def _scan(walk, node: Node) -> None:
     op = node.origin
     c, e = node.attrs["carries"], node.attrs["elems"]
-    init = [walk.ref(v, node) for v in node.inputs[:c]]
+    walk.body.append(comment(op))
+    init = [_scalar(walk, node, v) for v in node.inputs[:c]]
     elems = [walk.ref(v, node) for v in node.inputs[c:c + e]]
-    captured = [walk.ref(v, node) for v in node.inputs[c + e:]]
+    captured = _captured(walk, node, node.inputs[c + e:])
     (body,) = (walk.function(r, f"{op.name}_body") for r in node.regions)
     outs = _outputs(walk, node)
     n_ys = len(node.outputs) - 2 * c
@@ -140,7 +185,6 @@ def _scan(walk, node: Node) -> None:
             del walk.expr[id(v)]
     t = walk.names.make("step")
     order = f"range({rows})" if not node.attrs["reverse"] else f"range({rows - 1}, -1, -1)"
-    walk.body.append(comment(op))
     if c:
         _line(walk, node, f"{', '.join(finals)} = {', '.join(init)}")
     for name, v in [*zip(stacked, node.outputs[c:c + n_ys]), *kept]:

@@ -51,7 +51,8 @@ class _NumpyWalk(Walk):
     reserved = RESERVED
     backend = "NumPy"
 
-    def __init__(self, program: Program, vector_math: bool, module: _NumpyWalk | None = None):
+    def __init__(self, program: Program, vector_math: bool, module: _NumpyWalk | None = None,
+                 params: list[str] | None = None):
         super().__init__(program)
         if module is not None:  # a region's function, in `module`'s module: one set of names
             self.names, self.constants, self._literals = \
@@ -76,10 +77,11 @@ class _NumpyWalk(Walk):
                 module.locks
         self.shared = _Shared(program, self.alias)
         self.params = []
-        for v in program.feeds:
-            self.expr[id(v)] = self.names.make(v.name)
+        for k, v in enumerate(program.feeds):  # (a region written inline reads given names)
+            self.expr[id(v)] = params[k] if params is not None else self.names.make(v.name)
             self.alias.add(id(v))
             self.params.append(self.expr[id(v)])
+        self.inline = params is not None  # its feeds then are names of the code around it
 
     # -- how the code refers to values ---------------------------------------------------------
     def ref(self, v: Value, consumer: Node | None) -> str:
@@ -134,6 +136,8 @@ class _NumpyWalk(Walk):
         # (a value held as a NumPy scalar, scal, has no array name to free)
         expr = self.expr
         dead = [expr[id(v)] for v in self.free_after.get(id(node), ()) if id(v) in expr]
+        if self.inline:  # (the feeds of a region written inline are the loop's: kept)
+            dead = [name for name in dead if name not in self.params]
         if dead:
             self.body.append(f"del {', '.join(dead)}")
 
@@ -166,6 +170,14 @@ class _NumpyWalk(Walk):
             super().regions(node)  # (which refuses it)
             return
         regions.render(self, node)
+
+    def inlined(self, region: Program, params: list[str]) -> tuple[_NumpyWalk, list[str]]:
+        """`region` written for the code around it, reading `params` where it reads its
+        feeds: the walk (its `body`, `line_at`, `line_op`) and the names of its results."""
+        walk = _NumpyWalk(region, self.vector_math, module=self, params=params)
+        walk.walk()
+        self.uses_fast = self.uses_fast or walk.uses_fast
+        return walk, [walk.ref(f, None) for f in region.fetches]
 
     def function(self, region: Program, base: str) -> str:
         """`region` as a function of the module (kept with the fused kernels, whose lines
