@@ -133,7 +133,7 @@ def _scan_grad(op: Operation, *grads):
     finals, ys, history = op.outputs[:c], op.outputs[c:c + n_ys], op.outputs[c + n_ys:]
     d_finals, d_ys, d_history = grads[:c], grads[c:c + n_ys], grads[c + n_ys:]
     diff_carries = [i for i in range(c) if inits[i].dtype.is_floating]
-    diff_ys = [j for j in range(n_ys) if ys[j].dtype.is_floating]
+    diff_ys = [j for j in range(n_ys) if ys[j].dtype.is_floating and d_ys[j] is not None]
     wanted_elems = [k for k, e in enumerate(elems) if e.dtype.is_floating]
     wanted_caps = [k for k, t in enumerate(captured) if t.dtype.is_floating]
     if all(grads[i] is None for i in diff_carries) and \
@@ -142,7 +142,7 @@ def _scan_grad(op: Operation, *grads):
         return [None] * len(op.inputs)
     seeds = [d_finals[i] if d_finals[i] is not None else zeros_like(finals[i])
              for i in diff_carries]
-    dys = [d_ys[j] if d_ys[j] is not None else zeros_like(ys[j]) for j in diff_ys]
+    dys = [d_ys[j] for j in diff_ys]  # (outputs nobody reads: no gradient to carry back)
     with_history = any(d_history[i] is not None for i in diff_carries)
     dhs = [d_history[i] if d_history[i] is not None else zeros_like(history[i])
            for i in diff_carries] if with_history else []
