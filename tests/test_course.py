@@ -322,3 +322,24 @@ def test_the_docs_show_the_committed_pictures():
     for name in FIGURES + ["compare_static_dynamic.png"]:
         assert f"images/{name}" in doc, name
         assert (ROOT / "docs" / "images" / name).stat().st_size < 200 * 1024, name
+
+
+# The control-flow pairs (issue 24): a loop the values stop, and sequences of their own
+# lengths, each written with the graph's control flow and with Python's
+@pytest.mark.parametrize("pair", ["newton_sqrt", "rnn_lengths"])
+def test_the_control_flow_pairs_print_the_same_numbers(pair):
+    static = run_script(f"examples/course/{pair}_static.py")
+    dynamic = run_script(f"examples/course/{pair}_dynamic.py")
+    wanted = re.compile(r"^(a = |sequence |d sum)")
+    lines = [line for line in static.splitlines() if wanted.match(line)]
+    assert lines and lines == [line for line in dynamic.splitlines() if wanted.match(line)]
+    if pair == "newton_sqrt":
+        for line in lines:
+            a, steps, root, slope = numbers_after(r"^", line)
+            assert root == pytest.approx(math.sqrt(a), rel=1e-10)  # (the stop: 1e-10)
+            assert slope == pytest.approx(1 / (2 * math.sqrt(a)), rel=1e-9)
+        assert [numbers_after(r"^", line)[1] for line in lines] == [4, 6, 11]
+        assert "    while True:\n" in static  # the loop, in the generated code it prints
+    else:
+        assert "variables: rnn/basic_rnn_cell/kernel (5, 3), rnn/basic_rnn_cell/bias (3,)" \
+            in static

@@ -29,3 +29,16 @@ def quadratic_data(seed=100):
     the fit ends on the article's w = 2.9668, b = 2.1138."""
     x = np.linspace(-1, 1, 100, dtype=np.float32).reshape(100, 1)
     return x, 3 * x**2 + 2 + 0.2 * torch_rand(seed, (100, 1))
+
+
+def rnn_data():
+    """The RNN pair's data: three sequences of lengths 4, 2 and 3 (padded to 4 steps with
+    zeros) of 2 features, and the weights of a 3-unit RNN cell, kernel [2 + 3, 3] and bias."""
+    rng = np.random.RandomState(24)
+    x = rng.uniform(-1, 1, (3, 4, 2))
+    lengths = np.array([4, 2, 3])
+    for row, n in enumerate(lengths):
+        x[row, n:] = 0.0
+    kernel = rng.uniform(-0.8, 0.8, (5, 3))
+    bias = rng.uniform(-0.1, 0.1, 3)
+    return x, lengths, kernel, bias
