@@ -47,6 +47,10 @@ Attribute values carry explicit type tags, so nothing is guessed from JSON's own
                                                   (a hand-written file may give "values": a
                                                   nested list, in place of "data")
     {"type": "scalar", "dtype": "float32", "data": "<base64>"}   a NumPy scalar (np.float32(1))
+    {"type": "region", "ops": [<op>, ...],        a sub-graph (a cond's branch, a loop's body):
+     "inputs": ["x:0", ...], "outputs": [...]}    its ops, as the graph's are, then its
+                                                  placeholders and results by name; it is
+                                                  closed (its ops read only its own tensors)
 
 Loading rebuilds each op through the normal op-creation path, so shapes and dtypes are
 inferred again and checked against the file's "outputs" (which may be more precise, where a
@@ -73,6 +77,7 @@ import warnings
 import numpy as np
 
 from . import dtypes as _dt
+from .control_flow.branches import Branch
 from .graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
 from .shapes import TensorShape
 from .train.atomic_files import atomic_write
@@ -118,6 +123,10 @@ def encode_value(value) -> dict:
         return {"type": "dtype", "value": value.name}
     if isinstance(value, TensorShape):
         return {"type": "shape", "value": None if value.dims is None else list(value.dims)}
+    if isinstance(value, Branch):
+        return {"type": "region", "ops": [_op_to_dict(op) for op in value.graph.get_operations()],
+                "inputs": [t.name for t in value.inputs],
+                "outputs": [t.name for t in value.outputs]}
     if isinstance(value, np.ndarray | np.generic):
         dtype = _array_dtype_name(value.dtype)
         data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
@@ -162,6 +171,8 @@ def decode_value(enc, where: str, depth: int = 0):
         return _decode_array(enc, where, scalar=False)
     if tag == "scalar":
         return _decode_array(enc, where, scalar=True)
+    if tag == "region":  # (built into a sub-graph by _rebuild_ops, which knows the graph)
+        return _RegionDoc(enc, where)
     if "value" not in enc:
         raise GraphFormatError(f"{where}: a {tag!r} value needs a \"value\" field")
     value = enc["value"]
@@ -189,7 +200,7 @@ def decode_value(enc, where: str, depth: int = 0):
             for d in value)):
         return TensorShape(value)
     known = ("none", "bool", "int", "float", "str", "ellipsis", "tuple", "list", "dict",
-             "dtype", "shape", "ndarray", "scalar")
+             "dtype", "shape", "ndarray", "scalar", "region")
     if tag not in known:
         raise GraphFormatError(f"{where}: unknown value type {tag!r}; known: {', '.join(known)}")
     raise GraphFormatError(f"{where}: {_short(value)} is not a valid {tag!r} value")
@@ -490,8 +501,50 @@ def _field(record, key: str, kinds, where: str):
     return value
 
 
-def _rebuild_ops(graph: Graph, doc: dict, prefix: str,
-                 clear_devices: bool = False) -> dict[str, Operation]:
+class _RegionDoc:
+    """A region's record, decoded once the graph it belongs to is known (_rebuild_region)."""
+
+    def __init__(self, enc: dict, where: str):
+        self.enc, self.where = enc, where
+
+    def __repr__(self):
+        return "a sub-graph's record"
+
+
+MAX_REGION_DEPTH = 32  # regions nest at most this deep (a loop in a branch in a loop ...)
+
+
+def _rebuild_region(outer: Graph, region: _RegionDoc, label: str, holder: str, depth: int):
+    """The Branch a region's record describes, its ops rebuilt into a closed sub-graph of
+    `outer` (the graph being loaded, or the sub-graph around this one)."""
+    from .control_flow.branches import Branch, BranchGraph
+    enc, where = region.enc, region.where
+    if depth > MAX_REGION_DEPTH:
+        raise GraphFormatError(f"{where}: regions nested more than {MAX_REGION_DEPTH} deep")
+    records = _field(enc, "ops", list, where)
+    g = BranchGraph(outer, label, holder)
+    ops = _rebuild_ops(g, {"ops": records}, "", depth=depth + 1, where=f"{where}: ")
+
+    def tensors(key, placeholders):
+        out = []
+        for ref in _field(enc, key, list, where):
+            name, _, index = ref.rpartition(":") if isinstance(ref, str) else ("", "", "")
+            op = ops.get(name)
+            if op is None or not index.isdigit() or int(index) >= len(op.outputs) or (
+                    placeholders and op.type != "Placeholder"):
+                raise GraphFormatError(f"{where}: {key} {_short(ref)} names no "
+                                       f"{'placeholder' if placeholders else 'tensor'} of the "
+                                       "region")
+            out.append(op.outputs[int(index)])
+        return out
+
+    inputs, outputs = tensors("inputs", True), tensors("outputs", False)
+    g.finalize()
+    return Branch(g, inputs, outputs)
+
+
+def _rebuild_ops(graph: Graph, doc: dict, prefix: str, clear_devices: bool = False,
+                 depth: int = 0, where: str = "") -> dict[str, Operation]:
     from .ops.attr_types import check_file_attrs
     from .ops.creation import create_operation
     from .ops.table import REGISTRY
@@ -510,10 +563,11 @@ def _rebuild_ops(graph: Graph, doc: dict, prefix: str,
                                    f"{len(op.outputs)} outputs")
         return op.outputs[int(index)]
 
+    outer_where = where
     for i, record in enumerate(doc["ops"]):
-        where = f"op #{i}"
+        where = f"{outer_where}op #{i}"
         name = _field(record, "name", str, where)
-        where = f"op #{i} {name!r}"
+        where = f"{outer_where}op #{i} {name!r}"
         op_type = _field(record, "type", str, where)
         if op_type not in REGISTRY or REGISTRY[op_type].internal:  # (Transfer: the compiler's)
             raise GraphFormatError(f"{where}: unknown op type {op_type!r}")
@@ -528,6 +582,10 @@ def _rebuild_ops(graph: Graph, doc: dict, prefix: str,
             control.append(ops[ref])
         attrs = {key: decode_value(value, f"{where} attr {key!r}")
                  for key, value in _field(record, "attrs", dict, where).items()}
+        for key, value in attrs.items():
+            if isinstance(value, _RegionDoc):
+                attrs[key] = _rebuild_region(graph, value, key, f"{op_type} op {name!r} of a "
+                                             "graph file", depth)
         try:
             check_file_attrs(op_type, REGISTRY[op_type].attrs, attrs)
         except TypeError as e:

@@ -424,3 +424,78 @@ def test_hand_written_array_values_must_be_of_their_dtype(dtype, values, message
         decode_value(enc, "attr")
     ok = {"type": "ndarray", "dtype": "float32", "shape": [3], "values": [1, 2.5, "inf"]}
     np.testing.assert_array_equal(decode_value(ok, "attr"), [1.0, 2.5, np.inf])
+
+
+# -- control flow: regions ------------------------------------------------------------------------
+def _loop_doc():
+    """A graph file with a while_loop (a nested cond in its body) and a scan, and what it
+    computes."""
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float64, [3], name="x")
+        y = sg.while_loop(lambda s: sg.reduce_sum(s) < 10.0,
+                          lambda s: sg.cond(sg.reduce_sum(s) > 1.0, lambda: s * 2.0,
+                                            lambda: s + 1.0), [x], name="grow")
+        z = sg.scan(lambda a, r: a * 0.5 + r, sg.stack([x, x * 2.0]), name="acc")
+        (dx,) = sg.gradients(sg.reduce_sum(y) + sg.reduce_sum(z), [x])
+        doc = sg.train.export_meta_graph()
+        want = sg.Session().run([y, z, dx], {x: [0.1, 0.2, 0.3]})
+    return doc, [y.name, z.name, dx.name], want
+
+
+def test_control_flow_round_trips_through_a_file_with_identical_results(tmp_path):
+    doc, fetches, want = _loop_doc()
+    path = tmp_path / "loops.json"
+    path.write_text(json.dumps(doc))
+    with sg.Graph().as_default() as g:
+        sg.train.import_meta_graph(str(path))
+        got = sg.Session().run(fetches, {"x:0": [0.1, 0.2, 0.3]})
+        kinds = {op.type for op in g.get_operations()}
+    assert {"While", "WhileGrad", "Scan"} <= kinds
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b)
+
+
+def _region_of(doc, op_type):
+    op = next(op for op in doc["ops"] if op["type"] == op_type)
+    return op, op["attrs"]["body"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.update(inputs=["nowhere:0"]), r"inputs \"nowhere:0\" names no placeholder of "
+                                                r"the region"),
+    (lambda r: r.update(outputs=[{"a": 1}]), r"outputs .* names no tensor of the region"),
+    (lambda r: r["ops"][-1].update(inputs=["x:0"] * len(r["ops"][-1]["inputs"])),
+     r"op #\d+ '\S+' attr 'body': op #\d+ '\S+': input 'x:0' names no earlier op"),
+    (lambda r: r.update(ops="all"), r"attr 'body'.*'ops'"),
+    (lambda r: r["ops"][0].update(name="a'); import os #"), r"cannot be rebuilt"),
+])
+def test_a_damaged_region_names_the_op_and_what_is_wrong(edit, message):
+    doc, _, _ = _loop_doc()
+    _, region = _region_of(doc, "While")
+    edit(region)
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match=message):
+        sg.train.import_meta_graph(doc)
+
+
+def test_regions_nested_too_deep_are_a_format_error():
+    doc, _, _ = _loop_doc()
+    op, region = _region_of(doc, "Scan")
+    for _ in range(40):  # a region whose only op holds the region before
+        region = {"type": "region", "inputs": [], "outputs": [],
+                  "ops": [dict(op, name="inner", inputs=[], control_inputs=[],
+                               attrs=dict(op["attrs"], body=region))]}
+    op["attrs"]["body"] = region
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError,
+                                                match="regions nested more than 32 deep"):
+        sg.train.import_meta_graph(doc)
+
+
+def test_a_region_where_a_value_belongs_is_refused():
+    doc, _, _ = _loop_doc()
+    op, region = _region_of(doc, "Scan")
+    op["attrs"]["carries"] = region
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError,
+                                                match="attribute 'carries' of Scan must be an "
+                                                      "int, got Branch"):
+        sg.train.import_meta_graph(doc)

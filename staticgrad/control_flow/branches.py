@@ -16,7 +16,7 @@ import threading
 
 from ..errors import format_location, user_location
 from ..graph import Graph, Operation, Tensor, get_default_graph
-from ..ops.attr_types import InProcess
+from ..ops.attr_types import AttrType, show
 from ..ops.conversion import convert_to_tensor
 from ..ops.creation import BRANCHES_OPEN, apply, create_operation
 from ..shapes import TensorShape
@@ -128,8 +128,22 @@ def example_branch() -> Branch:
         return Branch(g, [], [convert_to_tensor(0.0)])
 
 
-BRANCH = InProcess("a sub-graph built by sg.cond or sg.while_loop",
-                   lambda v: isinstance(v, Branch), example=example_branch())
+class Region(AttrType):
+    """A sub-graph attribute (a Branch): never written into source; a graph file carries it
+    as a nested list of ops (graph_io.py), rebuilt as a closed sub-graph when loaded."""
+
+    describe = "a sub-graph built by sg.cond, sg.while_loop or sg.scan"
+
+    def check(self, value):
+        if not isinstance(value, Branch):
+            raise TypeError(f"must be {self.describe}, got {show(value)}")
+        return value
+
+    def example(self):
+        return example_branch()
+
+
+BRANCH = Region()
 
 
 def copy_branch(branch: Branch, inputs: list[Tensor]) -> list[Tensor]:

@@ -17,7 +17,8 @@ cost of running the taken branch twice). Gradients of gradients work the same wa
 A variable a branch creates (sg.Variable, get_variable) is created in the graph around
 the cond, as TF1 lifts it, and the branch reads its value. A branch may not assign variables
 or draw random numbers (TF1 can: the gradient here runs the branch again, which would draw
-again): do it outside and choose between values. Graph files cannot carry an If op yet.
+again): do it outside and choose between values. A graph file carries the branches as
+nested lists of ops (graph_io.py).
 """
 
 from __future__ import annotations

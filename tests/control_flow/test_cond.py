@@ -186,11 +186,19 @@ def test_branches_giving_shapes_that_differ_with_the_fed_shapes_are_refused_at_c
             sess.run(y, {x: np.zeros(4, np.float32), p: True})
 
 
-def test_a_graph_file_cannot_carry_a_cond_and_says_so():
+def test_a_graph_file_carries_a_cond_and_its_gradient(g, tmp_path):
     x, p = _feeds()
-    sg.cond(p, lambda: x, lambda: -x)
-    with pytest.raises(ValueError, match=r'cannot save If op "cond/If" .*then_branch'):
-        sg.train.export_meta_graph()
+    y = sg.cond(p, lambda: sg.sqrt(x), lambda: -x)
+    (dx,) = sg.gradients(sg.reduce_sum(y), [x])
+    path = str(tmp_path / "chooser.json")
+    sg.train.export_meta_graph(path)
+    want = [sg.Session().run([y, dx], {x: XV, p: v}) for v in (True, False)]
+    with sg.Graph().as_default():
+        sg.train.import_meta_graph(path)
+        sess = sg.Session()
+        got = [sess.run([y.name, dx.name], {"x:0": XV, "p:0": v}) for v in (True, False)]
+    for a, b in zip(sum(want, []), sum(got, [])):
+        np.testing.assert_array_equal(a, b)
 
 
 # -- an attacker's review: each finding, kept -------------------------------------------------

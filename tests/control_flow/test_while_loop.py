@@ -282,12 +282,20 @@ def test_every_pass_switched_off_agrees():
             np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=name)
 
 
-def test_a_graph_file_refuses_a_loop(g, tmp_path):
+def test_a_graph_file_carries_a_loop_and_its_gradient(g, tmp_path):
     x = sg.placeholder(F, [3], name="x")
-    sg.while_loop(lambda s: sg.reduce_sum(s) < 5.0, lambda s: s * 2.0, [x])
-    with pytest.raises(ValueError, match=r"cannot save While op \"while/While\" created at "
-                                         r"\S*test_while_loop.py:\d+: its attr .* no JSON form"):
-        sg.train.export_meta_graph(str(tmp_path / "g.json"))
+    y = sg.while_loop(lambda s: sg.reduce_sum(s) < 5.0, lambda s: s * 2.0, [x],
+                      maximum_iterations=10)
+    (dx,) = sg.gradients(sg.reduce_sum(y * y), [x])
+    (hx,) = sg.gradients(sg.reduce_sum(dx), [x])  # (the loop written as a Scan of ifs)
+    path = str(tmp_path / "grower.json")
+    sg.train.export_meta_graph(path)
+    want = sg.Session().run([y, dx, hx], {x: XV})
+    with sg.Graph().as_default():
+        sg.train.import_meta_graph(path)
+        got = sg.Session().run([y.name, dx.name, hx.name], {"x:0": XV})
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_the_dynamic_mode_runs_a_python_loop_with_the_same_checks():
