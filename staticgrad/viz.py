@@ -2,8 +2,10 @@
 
 Leaves (placeholders, variables, constants) are boxes coloured by kind, ops are ellipses,
 gradient ops (under a `gradients` name scope) are filled apart from forward ones, edges carry
-the tensor's shape and dtype, and each name scope is a cluster. Given fetches instead of a
-graph, only the ops they need are drawn.
+the tensor's shape and dtype, and each name scope is a cluster. The sub-graphs of control flow
+(a cond's branches, a while_loop's condition and body, a scan's body) are clusters of their
+own, joined to the op holding them by dotted edges. Given fetches instead of a graph, only
+the ops they need are drawn.
 
     pip install 'staticgrad[viz]'       # the graphviz Python package
     apt-get install graphviz            # the `dot` program (brew/conda: graphviz), to render
@@ -199,8 +201,49 @@ def to_dot(graph_or_fetches, *, rankdir: str = "TB", edge_labels: bool = True,
             if c in drawn:
                 lines.append(f"  {_quote(c.name)} -> {_quote(op.name)} "
                              f"{_attrs({'style': 'dashed', 'arrowhead': 'odot'})};")
+    for op in ops:
+        if op.opdef.region_attrs:
+            lines += _regions(op, op.name, "  ", 0)
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+MAX_DRAWN_DEPTH = 32  # regions drawn at most this deep (a graph file's limit too)
+
+
+def _regions(holder: Operation, holder_id: str, indent: str, depth: int) -> list[str]:
+    """Each region of `holder` (a cond's branches, a loop's condition and body) as a cluster
+    of its own ops, labelled by the attribute holding it, with a dotted edge from the holder
+    to the region's inputs. Node ids are prefixed by the holder's (names repeat across
+    regions: each is a graph of its own)."""
+    if depth >= MAX_DRAWN_DEPTH:
+        return []
+    lines = []
+    for attr in holder.opdef.region_attrs:
+        region = holder.attrs[attr]
+        prefix = f"{holder_id}:{attr}"
+        style = CLUSTER_GRADIENT if _is_gradient(holder) else CLUSTER_FORWARD
+        lines.append(f"{indent}subgraph {_quote('cluster_' + prefix)} {{")
+        lines.append(f"{indent}  graph {_attrs({'label': f'{attr} of {holder.name}', **style})};")
+        inner_ops = region.graph.get_operations()
+        inputs = set(region.inputs)
+        outputs = set(region.outputs)
+        for op in inner_ops:
+            attrs = _node_attrs(op, any(t in outputs for t in op.outputs))
+            lines.append(f"{indent}  {_quote(prefix + '/' + op.name)} {_attrs(attrs)};")
+        for op in inner_ops:
+            for t in op.inputs:
+                lines.append(f"{indent}  {_quote(prefix + '/' + t.op.name)} -> "
+                             f"{_quote(prefix + '/' + op.name)} "
+                             f"{_attrs({'label': str(t.shape)})};")
+            if op.opdef.region_attrs:
+                lines += _regions(op, prefix + "/" + op.name, indent + "  ", depth + 1)
+        lines.append(f"{indent}}}")
+        for t in region.inputs:
+            if t in inputs:
+                lines.append(f"{indent}{_quote(holder_id)} -> {_quote(prefix + '/' + t.op.name)} "
+                             f"{_attrs({'style': 'dotted', 'arrowhead': 'none'})};")
+    return lines
 
 
 def _graphviz():

@@ -308,3 +308,20 @@ def test_readme_figures_script(tmp_path):
         tooltips = {a.get("{http://www.w3.org/1999/xlink}title") for a in root.iter()}
         assert not any(t and os.sep + "docs" + os.sep in t for t in tooltips)  # no local path
     assert b"gradients" in (tmp_path / "readme_gradients.svg").read_bytes()
+
+
+def test_the_sub_graphs_of_control_flow_are_clusters_of_their_own():
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float64, [3], name="x")
+        y = sg.while_loop(lambda s: sg.reduce_sum(s) < 10.0,
+                          lambda s: sg.cond(sg.reduce_sum(s) > 1.0, lambda: s * 2.0,
+                                            lambda: s + 1.0), [x], name="grow")
+    dot = viz.to_dot(y)
+    clusters = re.findall(r'subgraph "cluster_([^"]+)"', dot)
+    assert {"grow/While:cond", "grow/While:body", "grow/While:body/grow/cond/If:then_branch",
+            "grow/While:body/grow/cond/If:else_branch"} <= set(clusters)
+    assert 'graph [label="body of grow/While"' in dot
+    # a region's ops are nodes of their own, named under the op that holds them
+    assert '"grow/While:body/grow/cond/If:then_branch/grow/cond/Mul" [' in dot
+    assert '"grow/While" -> "grow/While:body/grow/loop_var_0" [style="dotted"' in dot
