@@ -413,3 +413,28 @@ def test_variables_made_in_a_body_live_outside_it_as_tf1_lifts_them(g):
     sess.run(sg.global_variables_initializer())
     np.testing.assert_allclose(sess.run(y, {x: XV}), (XV * 0.5 + 0.25) * 0.5 + 0.25)
     np.testing.assert_allclose(sess.run(dw, {x: XV}), 2 * XV * 0.5 + 0.25)
+
+
+def test_stop_gradient_inside_a_body_stops_only_what_it_wraps(g):
+    x = sg.placeholder(F, [3], name="x")
+    w = sg.placeholder(F, [3], name="w")
+    y = sg.while_loop(lambda i, s: i < 3,
+                      lambda i, s: (i + 1, s * sg.stop_gradient(w * s) + w), (0, x))[1]
+    dx, dw = sg.gradients(sg.reduce_sum(y), [x, w])
+
+    def loss(xv, wv, frozen):  # frozen: the stopped factor's values, as the run computes them
+        s = xv
+        for k in range(3):
+            s = s * frozen[k] + wv
+        return s.sum()
+
+    sess = sg.Session()
+    s, frozen = XV.copy(), []
+    for _ in range(3):
+        frozen.append((XV + 1) * s)
+        s = s * frozen[-1] + (XV + 1)
+    got_dx, got_dw = sess.run([dx, dw], {x: XV, w: XV + 1})
+    np.testing.assert_allclose(got_dx, _numeric(lambda v: loss(v, XV + 1, frozen), XV),
+                               rtol=1e-6)
+    np.testing.assert_allclose(got_dw, _numeric(lambda v: loss(XV, v, frozen), XV + 1),
+                               rtol=1e-6)
