@@ -381,6 +381,9 @@ def test_a_value_known_before_running_still_waits_on_its_control_dependencies(g)
     assert sess.run(counter) == 2.0
     assert sess.run(x * 2.0, {x: [1.0, 2.0]}).tolist() == [2.0, 4.0]
     assert sess.run(counter) == 2.0  # (nothing waits here)
+    six = two * 3.0  # known too, and waits through `two`
+    np.testing.assert_array_equal(sess.run(x * six, {x: [1.0, 2.0]}), [6.0, 12.0])
+    assert sess.run(counter) == 3.0
 
 
 def test_control_dependencies_on_a_group(g):

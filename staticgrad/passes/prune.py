@@ -10,6 +10,7 @@ def prune(fetches, fed) -> list[Operation]:
     """The operations needed to compute `fetches` when the tensors in `fed` are given,
     in creation order (which is a topological order). Iterative: no recursion limit."""
     needed: dict[int, Operation] = {}
+    waits = _Waits()
     stack = []
     for f in fetches:
         if isinstance(f, Tensor):
@@ -30,7 +31,7 @@ def prune(fetches, fed) -> list[Operation]:
             # constant, the shape of a tensor of known shape), or an input read only for a
             # shape that is fully known; then whatever produces it need not run (nor be fed),
             # unless it waits on ops (control dependencies): they run, as in TF1
-            if t._static is not None and not t.op.opdef.stateful and not t.op.control_inputs:
+            if t._static is not None and not t.op.opdef.stateful and not waits(t.op):
                 continue
             if shape_inputs and i in shape_inputs and t._shape.is_fully_defined():
                 continue
@@ -47,6 +48,39 @@ def prune(fetches, fed) -> list[Operation]:
                 f"{format_location(op.location)}; it is needed by "
                 f"{_needing(fetches, op, fed)}")
     return ops
+
+
+class _Waits:
+    """Does an op whose value is known before running wait on some op (control
+    dependencies), itself or through the known values it is computed from? Then it and what
+    it waits on are kept (lowering folds its value and makes its readers wait). Memoized, and
+    without recursion."""
+
+    def __init__(self):
+        self.known: dict[int, bool] = {}
+
+    def __call__(self, op: Operation) -> bool:
+        known = self.known
+        if op._id in known:
+            return known[op._id]
+        stack = [op]
+        while stack:
+            top = stack[-1]
+            if top._id in known:
+                stack.pop()
+                continue
+            if top.control_inputs:
+                known[top._id] = True
+                stack.pop()
+                continue
+            sources = [t.op for t in top.inputs if t._static is not None]
+            pending = [s for s in sources if s._id not in known]
+            if pending:
+                stack.extend(pending)
+                continue
+            known[top._id] = any(known[s._id] for s in sources)
+            stack.pop()
+        return known[op._id]
 
 
 def _needing(fetches, target: Operation, fed) -> str:
