@@ -114,6 +114,9 @@ def _reshape_numpy(a, ctx):
     dims = ctx.out_dims()
     if dims is not None and None not in dims:
         return f"np.reshape({a[0]}, {tuple(dims)!r})"
+    if ctx.value(1) is not None:  # a target known, with a -1 the input's size decides
+        target = tuple(int(d) for d in np.reshape(ctx.value(1), -1))
+        return f"np.reshape({a[0]}, {target!r})"
     return f"np.reshape({a[0]}, tuple({a[1]}))"
 
 
@@ -215,6 +218,8 @@ def _broadcast_to_infer(ctx):
 def _broadcast_to_numpy(a, ctx):
     if ctx.in_shapes[0] == ctx.out_shapes[0] and ctx.in_shapes[0].is_fully_defined():
         return a[0]
+    if ctx.value(1) is None and a[1] != "None":  # a shape computed when the run runs (the
+        return f"np.broadcast_to({a[0]}, tuple({a[1]}))"  # sum of a loop's growing output)
     return f"np.broadcast_to({a[0]}, {tuple(_known(ctx, 1, 'the target shape'))!r})"
 
 
@@ -237,6 +242,9 @@ def _sum_to_infer(ctx):
 def _sum_to_numpy(a, ctx):
     src, dst = ctx.in_shapes[0].dims, ctx.out_shapes[0].dims
     if src is None or dst is None or None in src or None in dst:
+        if ctx.value(1) is not None:  # (the target known, the source's shape not yet)
+            target = tuple(int(d) for d in np.reshape(ctx.value(1), -1))
+            return f"rt.sum_to({a[0]}, {target!r})"
         return f"rt.sum_to({a[0]}, {a[1]})"
     if src == dst:
         return a[0]

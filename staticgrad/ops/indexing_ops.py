@@ -219,6 +219,10 @@ def _gather_grad_infer(ctx):
 
 
 def _gather_grad_numpy(a, ctx):
+    rank = ctx.in_shapes[2].dims[0] if ctx.in_shapes[2].dims else None
+    if ctx.value(2) is None and a[2] != "None" and rank is not None:  # a shape computed
+        axis = Int().literal(_norm_axis(ctx.attrs["axis"], rank))  # when the run runs
+        return f"rt.gather_grad({a[0]}, {a[1]}, tuple({a[2]}), {axis})"
     shape = tuple(_known(ctx, 2, "shape"))
     axis = Int().literal(_norm_axis(ctx.attrs["axis"], len(shape)))
     return f"rt.gather_grad({a[0]}, {a[1]}, {shape!r}, {axis})"
