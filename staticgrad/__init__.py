@@ -39,7 +39,16 @@ from .backends import available_backends  # noqa: F401
 from .backends.numpy import fast as runtime_fast  # noqa: F401 (sg.runtime_fast.why_not())
 from .compiler import CompileOptions  # noqa: F401
 from .config import ConfigProto, GPUOptions  # noqa: F401
-from .control_flow import case, cond, foldl, foldr, map_fn, scan, while_loop  # noqa: F401
+from .control_flow import (  # noqa: F401
+    TensorArray,
+    case,
+    cond,
+    foldl,
+    foldr,
+    map_fn,
+    scan,
+    while_loop,
+)
 from .dtypes import (  # noqa: F401
     DType,
     as_dtype,

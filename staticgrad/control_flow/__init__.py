@@ -5,4 +5,5 @@
 from .case import case  # noqa: F401
 from .cond import cond  # noqa: F401
 from .scan import foldl, foldr, map_fn, scan  # noqa: F401
+from .tensor_array import TensorArray  # noqa: F401
 from .while_loop import while_loop  # noqa: F401

@@ -191,8 +191,8 @@ def branch_tensor(value, g: BranchGraph, label: str, where: str) -> Tensor:
 
 def check_stateless(g: BranchGraph, label: str, where: str,
                     holder: str = "a cond branch") -> None:
-    for op in g.get_operations():
-        if op.opdef.stateful and op.type != "Placeholder":
+    for op in g.get_operations():  # (an Assert is a check: running it again changes nothing)
+        if op.opdef.stateful and op.type not in ("Placeholder", "Assert"):
             raise ValueError(f"{where}: {label} creates {op.where()}, which reads or assigns "
                              f"variables or draws random numbers; {holder} may not (create "
                              "it outside the functions and pass values in)")

@@ -16,7 +16,30 @@ def _keys(mapping) -> list:
         return sorted(mapping, key=repr)
 
 
+def _is_array(value) -> bool:
+    """A TensorArray (tensor_array.py): one leaf, its buffer."""
+    return type(value).__name__ == "TensorArray" and hasattr(value, "flow")
+
+
+def dynamic_flows(structure) -> set:
+    """id() of the buffers of the dynamic_size TensorArrays in `structure` (their first dim
+    may change from one iteration of a loop to the next)."""
+    return {id(v.flow) for v in _arrays(structure) if v.dynamic_size}
+
+
+def _arrays(structure) -> list:
+    if _is_array(structure):
+        return [structure]
+    if isinstance(structure, dict):
+        return [a for k in _keys(structure) for a in _arrays(structure[k])]
+    if isinstance(structure, list | tuple):
+        return [a for item in structure for a in _arrays(item)]
+    return []
+
+
 def flatten(structure) -> list:
+    if _is_array(structure):
+        return [structure.flow]
     if isinstance(structure, dict):
         return [v for k in _keys(structure) for v in flatten(structure[k])]
     if isinstance(structure, list | tuple):
@@ -27,6 +50,8 @@ def flatten(structure) -> list:
 def shape_of(structure, loose: bool = False):
     """The structure with every leaf made alike: two branches' must be equal. `loose`: a
     list and a tuple of the same items alike (a loop body may return either, as in TF1)."""
+    if _is_array(structure):
+        return "TensorArray"
     if isinstance(structure, dict):
         return ("dict", tuple((k, shape_of(structure[k], loose)) for k in _keys(structure)))
     if isinstance(structure, list | tuple):
@@ -38,6 +63,8 @@ def shape_of(structure, loose: bool = False):
 
 
 def describe(structure) -> str:
+    if _is_array(structure):
+        return "a TensorArray"
     if isinstance(structure, dict):
         return "{" + ", ".join(f"{k!r}: {describe(structure[k])}"
                                for k in _keys(structure)) + "}"
@@ -52,6 +79,8 @@ def describe(structure) -> str:
 
 
 def pack(structure, leaves):
+    if _is_array(structure):  # the same array around its new buffer
+        return structure._with(next(leaves))
     if isinstance(structure, dict):
         packed = {k: pack(structure[k], leaves) for k in _keys(structure)}
         items = [(k, packed[k]) for k in structure]

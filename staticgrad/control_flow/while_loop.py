@@ -300,6 +300,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             return nest.unpacked(nest.pack(loop_vars, iter(out)), return_same_structure)
     tensors = [_loop_var(v, i, where) for i, v in enumerate(leaves)]
     invariants = _invariants(shape_invariants, loop_vars, tensors, where)
+    growing = nest.dynamic_flows(loop_vars)  # (a dynamic_size TensorArray's rows may grow)
+    invariants = [TensorShape([None, *t.shape.dims[1:]]) if inv is None and id(t) in growing
+                  and t.shape.dims else inv for t, inv in zip(tensors, invariants)]
     outer = get_default_graph()
     if not encloses(outer, tensors[0].graph):
         outer = tensors[0].graph

@@ -1,0 +1,112 @@
+"""sg.TensorArray (staticgrad/control_flow/tensor_array.py): written in a while_loop one
+element an iteration, read, stacked, gathered, unstacked, scattered; its gradients against
+finite differences, and the run-time errors TF1 gives for indices out of range."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+
+F = sg.float64
+XV = np.arange(12.0).reshape(4, 3) / 7.0
+
+
+def _numeric(f, x, eps=1e-6):
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[idx] += eps
+        down[idx] -= eps
+        grad[idx] = (f(up) - f(down)) / (2 * eps)
+    return grad
+
+
+def _squares(x, dynamic=False):
+    ta = sg.TensorArray(F, size=0 if dynamic else 4, dynamic_size=dynamic, element_shape=[3])
+    _, ta = sg.while_loop(lambda i, t: i < 4,
+                          lambda i, t: (i + 1, t.write(i, sg.sin(sg.gather(x, i)) ** 2)),
+                          (0, ta))
+    return ta
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_loop_writes_one_element_an_iteration(g, dynamic):
+    x = sg.placeholder(F, [4, 3], name="x")
+    ta = _squares(x, dynamic)
+    sess = sg.Session()
+    got = sess.run([ta.stack(), ta.read(2), ta.gather([3, 0]), ta.size(), ta.concat()],
+                   {x: XV})
+    want = np.sin(XV) ** 2
+    np.testing.assert_allclose(got[0], want)
+    np.testing.assert_allclose(got[1], want[2])
+    np.testing.assert_allclose(got[2], want[[3, 0]])
+    assert got[3] == 4
+    np.testing.assert_allclose(got[4], want.reshape(-1))
+
+
+def test_gradients_flow_through_writes_and_reads(g):
+    x = sg.placeholder(F, [4, 3], name="x")
+    ta = _squares(x)
+    loss = sg.reduce_sum(ta.stack() * ta.read(1))
+    (dx,) = sg.gradients(loss, [x])
+
+    def by_hand(v):
+        s = np.sin(v) ** 2
+        return (s * s[1]).sum()
+
+    np.testing.assert_allclose(sg.Session().run(dx, {x: XV}), _numeric(by_hand, XV),
+                               rtol=1e-6)
+
+
+def test_unstack_scatter_and_split_fill_an_array(g):
+    x = sg.placeholder(F, [4, 3], name="x")
+    ta = sg.TensorArray(F, size=4).unstack(x)
+    scattered = sg.TensorArray(F, size=4, element_shape=[3]).scatter([2, 0], x[:2])
+    split = sg.TensorArray(F, size=2).split(x, [2, 2])
+    sess = sg.Session()
+    got = sess.run([ta.read(3), scattered.stack(), split.read(1)], {x: XV})
+    np.testing.assert_allclose(got[0], XV[3])
+    np.testing.assert_allclose(got[1], [XV[1], np.zeros(3), XV[0], np.zeros(3)])
+    np.testing.assert_allclose(got[2], XV[2:])
+
+
+@pytest.mark.parametrize("use", [lambda ta, i: ta.read(i),
+                                 lambda ta, i: ta.write(i, [1.0, 2, 3]).stack()])
+def test_an_index_out_of_range_is_an_error_naming_the_line(g, use):
+    x = sg.placeholder(F, [4, 3], name="x")
+    i = sg.placeholder(sg.int32, [], name="i")
+    out = use(_squares(x), i)
+    sess = sg.Session()
+    sess.run(out, {x: XV, i: 3})
+    with pytest.raises(sg.errors.InvalidArgumentError,
+                       match=r"assertion failed: \[(read|write) at \S*test_tensor_array.py:\d+: "
+                             r"the index is outside the TensorArray; its size and the index:\] "
+                             r"\[4\] \[7\]"):
+        sess.run(out, {x: XV, i: 7})
+
+
+def test_the_element_shape_must_be_known_before_a_loop(g):
+    x = sg.placeholder(F, [4, 3], name="x")
+    ta = sg.TensorArray(F, size=4)
+    with pytest.raises(ValueError, match=r"TensorArray at \S*test_tensor_array.py:\d+: its "
+                                         r"element shape is not known yet; give element_shape"):
+        sg.while_loop(lambda i, t: i < 4, lambda i, t: (i + 1, t.write(i, sg.gather(x, i))),
+                      (0, ta))
+    first = sg.TensorArray(F, size=4).write(0, sg.gather(x, 0))  # a first write says it
+    assert first.element_shape.as_list() == [3]
+
+
+def test_what_a_growing_array_gives_reshapes_and_differentiates_outside_the_loop(g):
+    # (its first dim is known only when the run runs: Reshape with a -1 and the gradient's
+    # BroadcastTo take their shapes then; they used to write `tuple(None)` or refuse)
+    x = sg.placeholder(F, [4, 3], name="x")
+    w = sg.placeholder(F, [3], name="w")
+    stacked = _squares(x, dynamic=True).stack()
+    assert stacked.shape.as_list() == [None, 3]
+    column = sg.reshape(stacked, [-1, 1])
+    (dw,) = sg.gradients(sg.reduce_sum(stacked * w), [w])
+    got_column, got_dw = sg.Session().run([column, dw], {x: XV, w: [1.0, 2.0, 3.0]})
+    np.testing.assert_allclose(got_column, (np.sin(XV) ** 2).reshape(-1, 1))
+    np.testing.assert_allclose(got_dw, (np.sin(XV) ** 2).sum(axis=0))
