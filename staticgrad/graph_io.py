@@ -514,16 +514,25 @@ class _RegionDoc:
 MAX_REGION_DEPTH = 32  # regions nest at most this deep (a loop in a branch in a loop ...)
 
 
+def _clipped(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[:limit - 60]}...{text[-40:]}"
+
+
 def _rebuild_region(outer: Graph, region: _RegionDoc, label: str, holder: str, depth: int):
     """The Branch a region's record describes, its ops rebuilt into a closed sub-graph of
     `outer` (the graph being loaded, or the sub-graph around this one)."""
-    from .control_flow.branches import Branch, BranchGraph
-    enc, where = region.enc, region.where
-    if depth > MAX_REGION_DEPTH:
+    from .control_flow.branches import Branch, BranchGraph, check_stateless
+    enc, where = region.enc, _clipped(region.where)  # (each op's messages start with it:
+    #                                                   a long name must not repeat in each)
+    if depth >= MAX_REGION_DEPTH:
         raise GraphFormatError(f"{where}: regions nested more than {MAX_REGION_DEPTH} deep")
     records = _field(enc, "ops", list, where)
     g = BranchGraph(outer, label, holder)
     ops = _rebuild_ops(g, {"ops": records}, "", depth=depth + 1, where=f"{where}: ")
+    try:  # (what the API refuses in a sub-graph, a file may not bring in)
+        check_stateless(g, label, where, "a sub-graph")
+    except ValueError as e:
+        raise GraphFormatError(str(e)) from None
 
     def tensors(key, placeholders):
         out = []
@@ -539,6 +548,11 @@ def _rebuild_region(outer: Graph, region: _RegionDoc, label: str, holder: str, d
         return out
 
     inputs, outputs = tensors("inputs", True), tensors("outputs", False)
+    placeholders = [op.outputs[0] for op in g.get_operations() if op.type == "Placeholder"]
+    if len(set(inputs)) != len(inputs) or set(inputs) != set(placeholders):
+        raise GraphFormatError(f"{where}: its inputs must name each of its placeholders once "
+                               f"(it has {len(placeholders)}, the file names "
+                               f"{len(inputs)} inputs, {len(set(inputs))} of them distinct)")
     g.finalize()
     return Branch(g, inputs, outputs)
 
@@ -716,7 +730,11 @@ def _rebuild_collections(graph: Graph, doc: dict, ops: dict[str, Operation],
                     raise GraphFormatError(f"{where}: {_short(ref)} names no tensor in the file")
                 values.append(ops[name].outputs[int(index)])
             elif kind == "value":
-                values.append(decode_value(ref, where))
+                value = decode_value(ref, where)
+                if isinstance(value, _RegionDoc):
+                    raise GraphFormatError(f"{where}: a sub-graph belongs only in an op's "
+                                           "attribute")
+                values.append(value)
             else:
                 raise GraphFormatError(f"{where}: unknown item kind {kind!r}")
         for value in values:

@@ -499,3 +499,83 @@ def test_a_region_where_a_value_belongs_is_refused():
                                                 match="attribute 'carries' of Scan must be an "
                                                       "int, got Branch"):
         sg.train.import_meta_graph(doc)
+
+
+# an attacker's review of the regions in graph files: each finding, kept
+def _simple_loop_doc():
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [2], name="x")
+        sg.Variable(100.0, name="v")
+        sg.while_loop(lambda a, b: sg.reduce_sum(a) < 3.0, lambda a, b: (a + 1.0, a + b),
+                      [x, sg.constant([10.0, 10.0])])
+        return sg.train.export_meta_graph()
+
+
+def _while_record(doc):
+    return next(op for op in doc["ops"] if op["type"] == "While")
+
+
+def test_a_file_may_not_bring_a_stateful_op_into_a_region():
+    doc = _simple_loop_doc()
+    body = _while_record(doc)["attrs"]["body"]
+    body["ops"].append({"name": "v", "type": "VariableV2", "inputs": [],
+                        "control_inputs": [],
+                        "attrs": {"shape": {"type": "shape", "value": [2]},
+                                  "dtype": {"type": "dtype", "value": "float32"}},
+                        "outputs": [{"dtype": "float32", "shape": [2]}],
+                        "location": ["m.py", 1]})
+    with sg.Graph().as_default(), pytest.raises(
+            GraphFormatError, match=r"body creates VariableV2 op \"v\" .*reads or assigns "
+                                    r"variables or draws random numbers; a sub-graph may not"):
+        sg.train.import_meta_graph(doc)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda cond: cond.update(inputs=[cond["inputs"][0]] * len(cond["inputs"])),
+     r"its inputs must name each of its placeholders once"),
+    (lambda cond: cond.update(inputs=cond["inputs"][:-1]),
+     r"its inputs must name each of its placeholders once"),
+])
+def test_a_regions_inputs_name_each_placeholder_once(edit, message):
+    doc = _simple_loop_doc()
+    edit(_while_record(doc)["attrs"]["cond"])
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match=message):
+        sg.train.import_meta_graph(doc)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda w: w["attrs"].update(loop_vars={"type": "int", "value": 3}),
+     r"loop_vars says 3 loop variables, but it has 2 inputs"),
+    (lambda w: w["attrs"].update(relaxed={"type": "tuple", "value": [
+        {"type": "int", "value": 5}]}), r"relaxed \(5,\) must name loop variables"),
+    (lambda w: w["attrs"]["cond"].update(outputs=[w["attrs"]["cond"]["inputs"][0]]),
+     r"its cond gives float32\(2,\), not a bool scalar"),
+])
+def test_a_loops_attrs_and_regions_must_agree(edit, message):
+    doc = _simple_loop_doc()
+    edit(_while_record(doc))
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError, match=message):
+        sg.train.import_meta_graph(doc)
+
+
+def test_a_long_name_does_not_repeat_in_every_message_of_its_region():
+    # (every op of a region began its messages with the holder's whole name: a file of a few
+    # MB took a minute to load)
+    doc = _simple_loop_doc()
+    record = _while_record(doc)
+    long_name = "W" * 100_000
+    record["name"] = long_name
+    body = record["attrs"]["body"]
+    body["ops"][-1]["outputs"] = [{"dtype": "int32", "shape": [2]}]  # a wrong record, last
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError) as raised:
+        sg.train.import_meta_graph(doc)
+    assert len(str(raised.value)) < 1000
+
+
+def test_a_region_in_a_collection_is_a_format_error():
+    doc = _simple_loop_doc()
+    doc["collections"]["extra"] = [{"value": _while_record(doc)["attrs"]["body"]}]
+    with sg.Graph().as_default(), pytest.raises(GraphFormatError,
+                                                match="a sub-graph belongs only in an op's"):
+        sg.train.import_meta_graph(doc)

@@ -69,6 +69,7 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
 def _chain(pairs, default, strict, checks):
     """cond(p0, f0, lambda: cond(p1, f1, ... default)), the outermost op waiting on the
     checks (ops the functions build are in their branches: they do not)."""
+    checks = [c for c in checks if c is not None]  # (the dynamic mode checked at once)
     with get_default_graph().control_dependencies(checks):
         if not pairs:  # only the default: its result waits on the checks
             out = default()

@@ -64,6 +64,9 @@ def _rows(shapes) -> int | None:
 
 def _scan_infer(ctx):
     attrs, body = ctx.attrs, ctx.attrs["body"]
+    if attrs["carries"] + attrs["elems"] > len(ctx.in_shapes):
+        raise ValueError(f"carries and elems say {attrs['carries']} and {attrs['elems']} "
+                         f"inputs, but it has {len(ctx.in_shapes)}")
     carries, elems, _ = _split(attrs, list(zip(ctx.in_shapes, ctx.in_dtypes)))
     if not elems:
         raise ValueError("it needs at least one elems tensor to scan over")
@@ -81,6 +84,9 @@ def _scan_infer(ctx):
             for (s, d), p in zip(fed, body.inputs)):
         raise ValueError(f"its body takes {_sig([(p.shape, p.dtype) for p in body.inputs])}, "
                          f"but it is given {_sig(fed)}")
+    if len(body.outputs) < len(carries) or \
+            [t.dtype for t in body.outputs[:len(carries)]] != [d for _, d in carries]:
+        raise ValueError("its body must give the carried values first, of their dtypes")
     return _outputs(attrs, [s for s, _ in carries], [s for s, _ in elems],
                     [t.shape for t in body.outputs])
 

@@ -58,8 +58,9 @@ from .branches import (
     encloses,
 )
 
-
 # -- the While op -------------------------------------------------------------------------------
+_MAX_STEPS = 2 ** 31 - 1  # a maximum_iterations known as a number (a loop's int32 counter)
+
 def _loop_shapes(attrs, in_shapes, loose: bool = False) -> list[TensorShape]:
     """The shape of each loop variable within the loop: its entry shape, or its declared
     invariant (the body's placeholder) where `relaxed` names it. `loose`: every one's shape
@@ -71,8 +72,31 @@ def _loop_shapes(attrs, in_shapes, loose: bool = False) -> list[TensorShape]:
             for i in range(attrs["loop_vars"])]
 
 
+def _check_counts(attrs, n_inputs: int) -> None:
+    """The attrs agree with the inputs (a graph file's may not)."""
+    n = attrs["loop_vars"]
+    if n > n_inputs:
+        raise ValueError(f"loop_vars says {n} loop variables, but it has {n_inputs} inputs")
+    relaxed = list(attrs["relaxed"])
+    if relaxed != sorted(set(relaxed)) or any(not 0 <= i < n for i in relaxed):
+        raise ValueError(f"relaxed {tuple(relaxed)} must name loop variables 0 to {n - 1} "
+                         "once each, in order")
+
+
+def _check_results(body: Branch, cond: Branch, dtypes) -> None:
+    """The body gives the loop variables' dtypes, the condition a bool scalar."""
+    got = [t.dtype for t in body.outputs]
+    if got != list(dtypes):
+        raise ValueError(f"its body gives {[d.name for d in got]} for loop variables of "
+                         f"{[d.name for d in dtypes]}")
+    (going,) = cond.outputs
+    if going.dtype is not _dt.bool_ or going.shape.ndims not in (None, 0):
+        raise ValueError(f"its cond gives {going.dtype.name}{going.shape}, not a bool scalar")
+
+
 def _while_infer(ctx):
     n, body, cond = ctx.attrs["loop_vars"], ctx.attrs["body"], ctx.attrs["cond"]
+    _check_counts(ctx.attrs, len(ctx.in_shapes))
     given = list(zip(ctx.in_shapes, ctx.in_dtypes))
     for label, b in (("cond", cond), ("body", body)):
         if len(given) != len(b.inputs) or any(d is not p.dtype or not s.is_compatible_with(
@@ -81,6 +105,7 @@ def _while_infer(ctx):
                              f"{_sig_of(given)}")
     if len(body.outputs) != n or len(cond.outputs) != 1:
         raise ValueError(f"its body gives {len(body.outputs)} values for {n} loop variables")
+    _check_results(body, cond, ctx.in_dtypes[:n])
     return [(s, d) for s, (_, d) in zip(_loop_shapes(ctx.attrs, ctx.in_shapes), given)]
 
 
@@ -161,7 +186,7 @@ def _placeholder(dtype, shape, name: str) -> Tensor:
 
 register("While", _while_infer, None, _while_grad,
          attrs={"cond": BRANCH, "body": BRANCH, "loop_vars": Int(lo=1),
-                "relaxed": Ints(), "max_iterations": Int(lo=-1, default=-1)},
+                "relaxed": Ints(), "max_iterations": Int(lo=-1, hi=_MAX_STEPS, default=-1)},
          arity=(1, None), region_attrs=("cond", "body"),
          region_feeds=_while_region_feeds, region_results=_while_region_results,
          doc="runs its body (a region) on its loop variables while its cond (a region) "
@@ -171,12 +196,28 @@ register("While", _while_infer, None, _while_grad,
 
 # -- the WhileGrad op ---------------------------------------------------------------------------
 def _while_grad_infer(ctx):
-    n, wanted = ctx.attrs["loop_vars"], ctx.attrs["wanted"]
+    attrs = ctx.attrs
+    n, wanted = attrs["loop_vars"], list(attrs["wanted"])
     k = len([i for i in wanted if i < n])
     forward = len(ctx.in_shapes) - k
-    if k == 0 or forward < n or any(i >= forward for i in wanted):
+    if k == 0 or forward < n or wanted != sorted(set(wanted)) or \
+            any(not 0 <= i < forward for i in wanted):
         raise ValueError(f"it takes {n} loop variables, the captured tensors and a gradient "
-                         f"for each of the {k} loop variables it differentiates")
+                         f"for each of the {k} loop variables it differentiates; wanted "
+                         f"{tuple(wanted)} must name its inputs once each, in order")
+    _check_counts(attrs, forward)
+    body, cond, body_grad = attrs["body"], attrs["cond"], attrs["body_grad"]
+    for label, b, count in (("cond", cond, forward), ("body", body, forward),
+                            ("body_grad", body_grad, forward + k)):
+        if len(b.inputs) != count:
+            raise ValueError(f"its {label} takes {len(b.inputs)} inputs, not {count}")
+    if len(body.outputs) != n or len(body_grad.outputs) != len(wanted):
+        raise ValueError(f"its body gives {len(body.outputs)} values for {n} loop variables "
+                         f"and its body_grad {len(body_grad.outputs)} for {len(wanted)} "
+                         "gradients")
+    _check_results(body, cond, ctx.in_dtypes[:n])
+    if [t.dtype for t in body_grad.outputs] != [ctx.in_dtypes[i] for i in wanted]:
+        raise ValueError("its body_grad gives gradients of other dtypes than its inputs'")
     return [(ctx.in_shapes[i], ctx.in_dtypes[i]) for i in wanted]
 
 
@@ -253,7 +294,8 @@ def _loop_as_scan(cond: Branch, body: Branch, inputs: list[Tensor], n: int, step
 
 register("WhileGrad", _while_grad_infer, None, _while_grad_grad,
          attrs={"cond": BRANCH, "body": BRANCH, "body_grad": BRANCH, "loop_vars": Int(lo=1),
-                "relaxed": Ints(), "wanted": Ints(), "max_iterations": Int(lo=-1, default=-1)},
+                "relaxed": Ints(), "wanted": Ints(),
+                "max_iterations": Int(lo=-1, hi=_MAX_STEPS, default=-1)},
          arity=(2, None), region_attrs=("cond", "body", "body_grad"),
          region_feeds=_while_grad_region_feeds, region_results=_while_grad_region_results,
          doc="the gradient of a While: runs the loop again from the While's inputs, keeping "

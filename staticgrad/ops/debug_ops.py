@@ -132,6 +132,14 @@ def _eager_assert(condition, tensors, attrs):
     """The dynamic mode: checked at once, raising what a session would."""
     from ..errors import InvalidArgumentError, format_location, user_location
     from ..runtime import AssertionFailed, assert_true
+    from ..shapes import TensorShape
+    from .table import NodeCtx
+    ctx = NodeCtx("Assert", attrs, [TensorShape(list(condition.shape))], [condition.dtype],
+                  [None])
+    try:
+        _assert_infer(ctx)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"Assert at {format_location(user_location())}: {e}") from None
     try:
         assert_true(condition.numpy(), attrs["message"], attrs["summarize"],
                     tuple(t.numpy() for t in tensors))

@@ -75,3 +75,14 @@ def test_mistakes_are_refused_at_the_case_line(g, build, error, message):
     x = sg.placeholder(F, [], name="x")
     with pytest.raises(error, match=message):
         build(x)
+
+
+def test_the_dynamic_mode_checks_at_once_and_runs_the_chosen_function():
+    import staticgrad.dynamic as dy
+    x = dy.tensor(-1.0)
+    assert float(sg.case([(x < 0, lambda: -x * 3.0)])) == 3.0  # (its check passed)
+    assert float(sg.case([(x < 0, lambda: x), (x < 1, lambda: x * 2.0)],
+                         default=lambda: x, exclusive=False)) == -1.0
+    with pytest.raises(sg.errors.InvalidArgumentError, match="more than one condition"):
+        sg.case([(x < 0, lambda: x), (x < 1, lambda: x * 2.0)], default=lambda: x,
+                exclusive=True)

@@ -438,3 +438,21 @@ def test_stop_gradient_inside_a_body_stops_only_what_it_wraps(g):
                                rtol=1e-6)
     np.testing.assert_allclose(got_dw, _numeric(lambda v: loss(XV, v, frozen), XV + 1),
                                rtol=1e-6)
+
+
+def test_loops_nested_past_what_python_nests_inline_still_compile(g):
+    # (each loop written inline is a block of its own: CPython refuses 21 in one function;
+    # deeper loops call functions of the module)
+    x = sg.placeholder(F, [3], name="x")
+
+    def nest(k, v):
+        if k == 0:
+            return v * 2.0
+        return sg.while_loop(lambda i, a: i < 1, lambda i, a: (i + 1, nest(k - 1, a)),
+                             [0, v])[1]
+
+    y = nest(25, x)
+    (dx,) = sg.gradients(sg.reduce_sum(y), [x])
+    got_y, got_dx = sg.Session().run([y, dx], {x: XV})
+    np.testing.assert_allclose(got_y, XV * 2)
+    np.testing.assert_allclose(got_dx, [2, 2, 2])

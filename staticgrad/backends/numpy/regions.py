@@ -35,6 +35,10 @@ from ...ops.kernels import np_dtype
 
 FORMS = ("If", "While", "WhileGrad", "Scan")  # (lowering.REGION_FORMS lists these)
 
+# Loops written inline inside one another at most this deep; deeper ones call functions of
+# the module (CPython refuses a function of more than 20 nested blocks).
+MAX_INLINE_NESTING = 8
+
 
 def render(walk, node: Node) -> None:
     {"If": _if, "While": _while, "WhileGrad": _while_grad, "Scan": _scan}[node.type](
@@ -107,8 +111,15 @@ def _while(walk, node: Node) -> None:
     captured = _captured(walk, node, node.inputs[n:])
     outs = _outputs(walk, node)
     _line(walk, node, f"{', '.join(outs)} = {', '.join(entry)}")
-    _line(walk, node, "while True:")
     cond, body = node.regions
+    if walk.nesting >= MAX_INLINE_NESTING:  # (CPython compiles 20 nested blocks at most)
+        functions = [walk.function(r, f"{node.origin.name}_{label}")
+                     for r, label in zip(node.regions, ("cond", "body"))]
+        args = ", ".join(outs + captured)
+        _line(walk, node, f"while {functions[0]}({args})[0]:")
+        _line(walk, node, f"    {_targets(outs)} = {functions[1]}({args})")
+        return
+    _line(walk, node, "while True:")
     (going,) = _inline(walk, cond, outs + captured, "    ")
     _line(walk, node, f"    if not {going}:")
     _line(walk, node, "        break")

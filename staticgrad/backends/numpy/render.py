@@ -82,6 +82,8 @@ class _NumpyWalk(Walk):
             self.alias.add(id(v))
             self.params.append(self.expr[id(v)])
         self.inline = params is not None  # its feeds then are names of the code around it
+        # the blocks (loops written inline) its lines stand in, in the function around them
+        self.nesting = module.nesting + 1 if self.inline else 0
 
     # -- how the code refers to values ---------------------------------------------------------
     def ref(self, v: Value, consumer: Node | None) -> str:
