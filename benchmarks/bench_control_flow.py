@@ -10,8 +10,9 @@ Two workloads, each timed interleaved in one process (NumPy's threads limited to
           backward (the loss, and its gradients for the kernel and the bias), against the
           same model written by hand in NumPy (forward keeping each step's gates, backward
           through time). The issue's target: within 1.5x. PyTorch (a Python loop over
-          nn.LSTMCell, and the fused nn.LSTM) and TF1 compat.v1's dynamic_rnn join the same
-          run when they are installed; they are reported as absent otherwise.
+          nn.LSTMCell, and the fused nn.LSTM) and TF1 compat.v1's dynamic_rnn (TensorFlow
+          2.16+ needs the tf_keras package for it) join the same run when they are
+          installed; they are reported as absent otherwise.
 
 Before timing, each way's results are checked against the hand-written ones.
 
@@ -156,9 +157,12 @@ def torch_ways(kernel, bias):
 
 def tf1_way(kernel, bias):
     """TF1 compat.v1's dynamic_rnn with the same weights, if TensorFlow is installed."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # (TF 2.16+: rnn_cell needs tf_keras)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         import tensorflow.compat.v1 as tf
-    except ImportError:
+        tf.nn.rnn_cell.BasicLSTMCell  # noqa: B018 - (absent without the tf_keras package)
+    except (ImportError, AttributeError):
         return {}
     tf.disable_eager_execution()
     g = tf.Graph()
