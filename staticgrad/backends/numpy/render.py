@@ -67,7 +67,8 @@ class _NumpyWalk(Walk):
         self.kernels = []  # (lines, the op of each line) of each fused group's block kernel
         self.var_reads, self.random_ops = [], []
         self.locks = set()                  # use_locking updates: their variables' locks
-        memory = self.memory = program.plan.get("memory")  # memory.py's plan
+        memory = self.memory = program.plan.get("memory") or (  # memory.py's plan (the
+            module.memory if module is not None else None)  # program's covers its regions)
         self.free_after = memory.free_after if memory else {}
         self.write_into = memory.write_into if memory else {}
         self.held = program.plan.get("scalars", frozenset())  # scalars.py's held nodes
