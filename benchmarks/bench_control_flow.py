@@ -143,14 +143,14 @@ def torch_ways(kernel, bias):
         loss = (h * h).sum()
         cell.zero_grad()
         loss.backward()
-        return float(loss)
+        return float(loss.detach())
 
     def whole(x):
         out, _ = fused(torch.from_numpy(x))
         loss = (out[-1] * out[-1]).sum()
         fused.zero_grad()
         loss.backward()
-        return float(loss)
+        return float(loss.detach())
 
     return {"torch_lstmcell_loop": loop, "torch_nn_lstm": whole}
 
