@@ -198,6 +198,32 @@ def check_stateless(g: BranchGraph, label: str, where: str,
                              "it outside the functions and pass values in)")
 
 
+def placeholder(dtype, shape, name: str) -> Tensor:
+    """A placeholder of the default graph (a sub-graph's input)."""
+    return apply("Placeholder", [], {"dtype": dtype, "shape": shape}, name=name)[0]
+
+
+def leaf_tensor(value, what: str, where: str) -> Tensor:
+    """`value` (one leaf of a structure a user gave: loop variables, elems) as a tensor; an
+    error naming it (`what`: "loop variable 2") and the call (`where`) otherwise."""
+    if isinstance(value, Operation):
+        raise TypeError(f"{where}: {what} is the operation {value.name}, not a tensor")
+    try:
+        return convert_to_tensor(value)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{where}: {what} ({value!r}) is not a tensor: {e}") from None
+
+
+def check_loop_options(where: str, parallel_iterations, **flags) -> None:
+    """TF1's loop options, accepted as TF1 types them: a positive int, and bools."""
+    if type(parallel_iterations) is not int or parallel_iterations < 1:
+        raise ValueError(f"{where}: parallel_iterations must be a positive int, got "
+                         f"{parallel_iterations!r}")
+    for label, flag in flags.items():
+        if type(flag) is not bool:
+            raise TypeError(f"{where}: {label} must be a bool, got {flag!r}")
+
+
 def signature(tensors) -> str:
     return signature_of([(t.shape, t.dtype) for t in tensors])
 

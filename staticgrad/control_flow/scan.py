@@ -42,10 +42,15 @@ from .branches import (
     Branch,
     BranchGraph,
     branch_tensor,
+    check_loop_options,
     check_stateless,
     copy_branch,
     eager_graph,
     encloses,
+    leaf_tensor,
+    placeholder,
+    signature,
+    signature_of,
 )
 
 
@@ -82,8 +87,8 @@ def _scan_infer(ctx):
     if len(fed) != len(body.inputs) or any(
             d is not p.dtype or not s.is_compatible_with(p.shape)
             for (s, d), p in zip(fed, body.inputs)):
-        raise ValueError(f"its body takes {_sig([(p.shape, p.dtype) for p in body.inputs])}, "
-                         f"but it is given {_sig(fed)}")
+        raise ValueError(f"its body takes {signature(body.inputs)}, but it is given "
+                         f"{signature_of(fed)}")
     if len(body.outputs) < len(carries) or \
             [t.dtype for t in body.outputs[:len(carries)]] != [d for _, d in carries]:
         raise ValueError("its body must give the carried values first, of their dtypes")
@@ -93,10 +98,6 @@ def _scan_infer(ctx):
 
 def _row(shape: TensorShape) -> TensorShape:
     return TensorShape(None) if shape.dims is None else TensorShape(shape.dims[1:])
-
-
-def _sig(pairs) -> str:
-    return "(" + ", ".join(f"{d.name}{s}" for s, d in pairs) + ")"
 
 
 def _outputs(attrs, carry_shapes, elem_shapes, body_shapes) -> list:
@@ -203,8 +204,8 @@ def make_scan(fn, carried: list[Tensor], elems: list[Tensor], reverse: bool, whe
     outer = get_default_graph()
     g = BranchGraph(outer, "fn", where)
     with g.as_default():
-        c_ph = [_placeholder(t.dtype, t.shape, f"carried_{i}") for i, t in enumerate(carried)]
-        e_ph = [_placeholder(t.dtype, _row(t.shape), f"elem_{i}") for i, t in enumerate(elems)]
+        c_ph = [placeholder(t.dtype, t.shape, f"carried_{i}") for i, t in enumerate(carried)]
+        e_ph = [placeholder(t.dtype, _row(t.shape), f"elem_{i}") for i, t in enumerate(elems)]
         nexts, ys = fn(c_ph, e_ph)
         nexts = [branch_tensor(v, g, "fn", where) for v in nexts]
         ys = [branch_tensor(v, g, "fn", where) for v in ys]
@@ -227,10 +228,6 @@ def make_scan(fn, carried: list[Tensor], elems: list[Tensor], reverse: bool, whe
     return list(outputs[:len(carried) + len(ys)])
 
 
-def _placeholder(dtype, shape, name: str) -> Tensor:
-    return apply("Placeholder", [], {"dtype": dtype, "shape": shape}, name=name)[0]
-
-
 # -- the user's functions -----------------------------------------------------------------------
 def _where(kind: str) -> str:
     return f"{kind} at {format_location(user_location())}"
@@ -239,25 +236,12 @@ def _where(kind: str) -> str:
 def _check_common(fn, where: str, parallel_iterations, back_prop, swap_memory) -> None:
     if not callable(fn):
         raise TypeError(f"{where}: fn must be callable, got {fn!r}")
-    if type(parallel_iterations) is not int or parallel_iterations < 1:
-        raise ValueError(f"{where}: parallel_iterations must be a positive int, got "
-                         f"{parallel_iterations!r}")
-    for label, flag in (("back_prop", back_prop), ("swap_memory", swap_memory)):
-        if type(flag) is not bool:
-            raise TypeError(f"{where}: {label} must be a bool, got {flag!r}")
+    check_loop_options(where, parallel_iterations, back_prop=back_prop,
+                       swap_memory=swap_memory)
 
 
 def _tensors(structure, what: str, where: str) -> list[Tensor]:
-    leaves = nest.flatten(structure)
-    out = []
-    for i, v in enumerate(leaves):
-        if isinstance(v, Operation):
-            raise TypeError(f"{where}: {what} {i} is the operation {v.name}, not a tensor")
-        try:
-            out.append(convert_to_tensor(v))
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"{where}: {what} {i} ({v!r}) is not a tensor: {e}") from None
-    return out
+    return [leaf_tensor(v, f"{what} {i}", where) for i, v in enumerate(nest.flatten(structure))]
 
 
 def _check_elems(elems: list[Tensor], where: str) -> None:
@@ -317,7 +301,7 @@ def _scan_structured(kind, fn, elems, initializer, reverse, back_prop, name, whe
             def step(carried, rows):
                 acc = nest.pack(initializer, iter(carried))
                 x = nest.pack(elems, iter(rows))
-                result = _same_structure(fn(acc, x), initializer, "fn", where)
+                result = nest.matched(fn(acc, x), initializer, "fn", "the accumulator", where)
                 nexts = nest.flatten(result)
                 return nexts, ([] if carry_only else nexts)
 
@@ -334,16 +318,6 @@ def _scan_structured(kind, fn, elems, initializer, reverse, back_prop, name, whe
 def _with_first(stacked: Tensor, first: Tensor, reverse: bool) -> Tensor:
     row = expand_dims(first, 0)
     return concat([stacked, row] if reverse else [row, stacked], 0)
-
-
-def _same_structure(result, like, label: str, where: str):
-    if isinstance(like, list | tuple) and len(like) == 1 and \
-            not isinstance(result, list | tuple | dict) and not hasattr(like, "_fields"):
-        result = type(like)([result])
-    if nest.shape_of(result, loose=True) != nest.shape_of(like, loose=True):
-        raise ValueError(f"{where}: {label} must return the structure of the accumulator, "
-                         f"{nest.describe(like)}; it returned {nest.describe(result)}")
-    return result
 
 
 def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
@@ -441,8 +415,8 @@ def _eager(fn, elems, elem_ts, initializer, reverse, where, carry_only):
         acc = nest.pack(initializer, iter(_tensors(initializer, "the initializer's value",
                                                    where)))
     for i in rows:
-        acc = _same_structure(fn(acc, nest.pack(elems, iter([t[i] for t in elem_ts]))), acc,
-                              "fn", where)
+        acc = nest.matched(fn(acc, nest.pack(elems, iter([t[i] for t in elem_ts]))), acc,
+                           "fn", "the accumulator", where)
         outs.append(acc)
     if carry_only:
         return acc

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import collections
 
+from .tensor_array import TensorArray
+
 
 def _keys(mapping) -> list:
     """A dict's keys in the order both branches' dicts agree on: sorted (by repr where they
@@ -18,7 +20,7 @@ def _keys(mapping) -> list:
 
 def _is_array(value) -> bool:
     """A TensorArray (tensor_array.py): one leaf, its buffer."""
-    return type(value).__name__ == "TensorArray" and hasattr(value, "flow")
+    return isinstance(value, TensorArray)
 
 
 def dynamic_flows(structure) -> set:
@@ -103,3 +105,16 @@ def unpacked(out, strict: bool):
             and len(out) == 1:
         return out[0]
     return out
+
+
+def matched(result, like, label: str, what: str, where: str):
+    """`result` (what `label`, a user's function, returned) checked to have the structure of
+    `like` (`what`: "loop_vars"); a lone tensor for a list or tuple of one is taken as that
+    list, and lists and tuples stand for each other, as in TF1."""
+    if isinstance(like, list | tuple) and len(like) == 1 and not hasattr(like, "_fields") \
+            and not isinstance(result, list | tuple | dict):
+        result = type(like)([result])
+    if shape_of(result, loose=True) != shape_of(like, loose=True):
+        raise ValueError(f"{where}: {label} must return the structure of {what}, "
+                         f"{describe(like)}; it returned {describe(result)}")
+    return result

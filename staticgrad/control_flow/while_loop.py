@@ -52,10 +52,15 @@ from .branches import (
     Branch,
     BranchGraph,
     branch_tensor,
+    check_loop_options,
     check_stateless,
     copy_branch,
     eager_graph,
     encloses,
+    leaf_tensor,
+    placeholder,
+    signature,
+    signature_of,
 )
 
 # -- the While op -------------------------------------------------------------------------------
@@ -101,20 +106,12 @@ def _while_infer(ctx):
     for label, b in (("cond", cond), ("body", body)):
         if len(given) != len(b.inputs) or any(d is not p.dtype or not s.is_compatible_with(
                 p.shape) for (s, d), p in zip(given, b.inputs)):
-            raise ValueError(f"its {label} takes {_sig(b.inputs)}, but its inputs are "
-                             f"{_sig_of(given)}")
+            raise ValueError(f"its {label} takes {signature(b.inputs)}, but its inputs are "
+                             f"{signature_of(given)}")
     if len(body.outputs) != n or len(cond.outputs) != 1:
         raise ValueError(f"its body gives {len(body.outputs)} values for {n} loop variables")
     _check_results(body, cond, ctx.in_dtypes[:n])
     return [(s, d) for s, (_, d) in zip(_loop_shapes(ctx.attrs, ctx.in_shapes), given)]
-
-
-def _sig(tensors) -> str:
-    return _sig_of([(t.shape, t.dtype) for t in tensors])
-
-
-def _sig_of(pairs) -> str:
-    return "(" + ", ".join(f"{d.name}{s}" for s, d in pairs) + ")"
 
 
 def _while_region_feeds(attrs, in_shapes, in_values, loose=False):
@@ -126,13 +123,21 @@ def _while_region_feeds(attrs, in_shapes, in_values, loose=False):
     return [given, given]
 
 
+def _check_kept_shape(i: int, entry: TensorShape, after: TensorShape, fixed: bool) -> None:
+    """ValueError unless loop variable i, entering with shape `entry`, may have shape `after`
+    after one iteration: a compatible one, the same one where `entry` is fully known and
+    `fixed` (no shape invariant relaxes it), as TF1 checks. (While building the loop and
+    again for the fed shapes.)"""
+    if not after.is_compatible_with(entry) or (
+            fixed and entry.is_fully_defined() and after.dims != entry.dims):
+        raise ValueError(f"loop variable {i} enters the loop with shape {entry}, but has "
+                         f"shape {after} after one iteration; to let its shape change, "
+                         "give while_loop a less specific shape for it in shape_invariants")
+
+
 def _check_body_shapes(attrs, loop_shapes, body_shapes, loose: bool) -> None:
     for i, (entry, after) in enumerate(zip(loop_shapes, body_shapes)):
-        if not after.is_compatible_with(entry) or \
-                (not loose and i not in attrs["relaxed"] and after.dims != entry.dims):
-            raise ValueError(f"loop variable {i} enters the loop with shape {entry}, but has "
-                             f"shape {after} after one iteration; to let its shape change, "
-                             "give while_loop a less specific shape for it in shape_invariants")
+        _check_kept_shape(i, entry, after, not loose and i not in attrs["relaxed"])
 
 
 def _while_region_results(attrs, in_shapes, results, loose=False):
@@ -154,9 +159,9 @@ def _while_grad(op: Operation, *grads):
              for i in wanted_vars]
     g = BranchGraph(get_default_graph(), "the gradient of the body", body.graph.where)
     with g.as_default():
-        params = [_placeholder(p.dtype, p.shape, f"grad_in_{k}")
+        params = [placeholder(p.dtype, p.shape, f"grad_in_{k}")
                   for k, p in enumerate(body.inputs)]
-        upstream = [_placeholder(body.inputs[i].dtype, body.inputs[i].shape, f"grad_of_{i}")
+        upstream = [placeholder(body.inputs[i].dtype, body.inputs[i].shape, f"grad_of_{i}")
                     for i in wanted_vars]
         copied = copy_branch(body, params)
         xs = [params[i] for i in wanted_vars + wanted_caps]
@@ -178,10 +183,6 @@ def _while_grad(op: Operation, *grads):
     for i, r in zip(wanted_vars + wanted_caps, results):
         full[i] = r
     return full
-
-
-def _placeholder(dtype, shape, name: str) -> Tensor:
-    return apply("Placeholder", [], {"dtype": dtype, "shape": shape}, name=name)[0]
 
 
 register("While", _while_infer, None, _while_grad,
@@ -322,25 +323,20 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     for label, fn in (("cond", cond), ("body", body)):
         if not callable(fn):
             raise TypeError(f"{where}: {label} must be callable, got {fn!r}")
-    if type(parallel_iterations) is not int or parallel_iterations < 1:
-        raise ValueError(f"{where}: parallel_iterations must be a positive int, got "
-                         f"{parallel_iterations!r}")
-    for label, flag in (("back_prop", back_prop), ("swap_memory", swap_memory),
-                        ("return_same_structure", return_same_structure)):
-        if type(flag) is not bool:
-            raise TypeError(f"{where}: {label} must be a bool, got {flag!r}")
+    check_loop_options(where, parallel_iterations, back_prop=back_prop,
+                       swap_memory=swap_memory, return_same_structure=return_same_structure)
     leaves = nest.flatten(loop_vars)
     if not leaves:
         raise ValueError(f"{where}: no loop variables were given")
     eager = eager_graph(leaves)
     if eager is not None:  # the dynamic mode: Python's own loop, on what graph mode accepts
         with eager.as_default():
-            tensors = [_loop_var(v, i, where) for i, v in enumerate(leaves)]
+            tensors = [leaf_tensor(v, f"loop variable {i}", where) for i, v in enumerate(leaves)]
             out = _eager_loop(cond, body, loop_vars, tensors, maximum_iterations, where)
             if not back_prop:
                 out = [stop_gradient(t) for t in out]
             return nest.unpacked(nest.pack(loop_vars, iter(out)), return_same_structure)
-    tensors = [_loop_var(v, i, where) for i, v in enumerate(leaves)]
+    tensors = [leaf_tensor(v, f"loop variable {i}", where) for i, v in enumerate(leaves)]
     invariants = _invariants(shape_invariants, loop_vars, tensors, where)
     growing = nest.dynamic_flows(loop_vars)  # (a dynamic_size TensorArray's rows may grow)
     invariants = [TensorShape([None, *t.shape.dims[1:]]) if inv is None and id(t) in growing
@@ -369,7 +365,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         with body_g.as_default(), body_g.name_scope(scope):
             body_params = params = _params(tensors, invariants)
             args = _args(loop_vars, params[1:] if counted else params)
-            result = _as_structure(body(*args), loop_vars, where)
+            result = nest.matched(body(*args), loop_vars, "body", "loop_vars", where)
             nexts = [branch_tensor(v, body_g, "body", where) for v in nest.flatten(result)]
             if counted:
                 nexts = [apply("Add", [params[0], convert_to_tensor(1, dtype=limit.dtype)])[0],
@@ -386,16 +382,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if not back_prop:
         outputs = [stop_gradient(t) for t in outputs]
     return nest.unpacked(nest.pack(loop_vars, iter(outputs)), return_same_structure)
-
-
-def _loop_var(value, i: int, where: str) -> Tensor:
-    if isinstance(value, Operation):
-        raise TypeError(f"{where}: loop variable {i} is the operation {value.name}, not a "
-                        "tensor")
-    try:
-        return convert_to_tensor(value)
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"{where}: loop variable {i} ({value!r}) is not a tensor: {e}") from None
 
 
 def _into(outer, t: Tensor, where: str) -> Tensor:
@@ -444,7 +430,7 @@ def _invariants(shape_invariants, loop_vars, tensors, where: str) -> list:
 
 def _params(tensors, invariants) -> list[Tensor]:
     """The placeholders standing for one iteration's loop variables."""
-    return [_placeholder(t.dtype, inv if inv is not None else t.shape, f"loop_var_{i}")
+    return [placeholder(t.dtype, inv if inv is not None else t.shape, f"loop_var_{i}")
             for i, (t, inv) in enumerate(zip(tensors, invariants))]
 
 
@@ -453,18 +439,6 @@ def _args(loop_vars, params) -> tuple:
     a list or tuple (TF1's `body(*loop_vars)`)."""
     packed = nest.pack(loop_vars, iter(params))
     return tuple(packed) if isinstance(packed, list | tuple) else (packed,)
-
-
-def _as_structure(result, loop_vars, where: str):
-    """body's result, checked against loop_vars' structure (a lone tensor for a loop of one
-    variable in a list or tuple is taken as that list)."""
-    if isinstance(loop_vars, list | tuple) and len(loop_vars) == 1 and \
-            not isinstance(result, list | tuple | dict):
-        result = type(loop_vars)([result]) if not hasattr(loop_vars, "_fields") else result
-    if nest.shape_of(result, loose=True) != nest.shape_of(loop_vars, loose=True):
-        raise ValueError(f"{where}: body must return the structure of loop_vars, "
-                         f"{nest.describe(loop_vars)}; it returned {nest.describe(result)}")
-    return result
 
 
 def _check_condition(t: Tensor, where: str) -> None:
@@ -480,14 +454,10 @@ def _check_body(tensors, invariants, nexts, counted: bool, where: str) -> None:
         if after.dtype is not t.dtype:
             raise TypeError(f"{where}: loop variable {k} enters the loop as {t.dtype.name} but "
                             f"the body returns {after.dtype.name}")
-        entry = inv if inv is not None else t.shape
-        if not after.shape.is_compatible_with(entry) or (
-                inv is None and after.shape.dims is not None and t.shape.dims is not None
-                and after.shape.dims != t.shape.dims):
-            raise ValueError(f"{where}: loop variable {k} enters the loop with shape {entry}, "
-                             f"but has shape {after.shape} after one iteration; to let its "
-                             "shape change, give while_loop a less specific shape for it in "
-                             "shape_invariants")
+        try:
+            _check_kept_shape(k, inv if inv is not None else t.shape, after.shape, inv is None)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
 
 
 def _make_while(tensors, invariants, cond_side, body_side, max_iterations: int) -> list[Tensor]:
@@ -523,7 +493,7 @@ def _eager_loop(cond, body, loop_vars, tensors, maximum_iterations, where: str) 
         _check_condition(keep_going, where)
         if not bool(keep_going):
             break
-        result = _as_structure(body(*args), loop_vars, where)
+        result = nest.matched(body(*args), loop_vars, "body", "loop_vars", where)
         nexts = [convert_to_tensor(v) for v in nest.flatten(result)]
         for i, (t, after) in enumerate(zip(current, nexts)):
             if after.dtype is not t.dtype:
