@@ -208,8 +208,7 @@ def backward_step(op, out_grads: list, scope=None, wanted=None) -> list | None:
         return None
     if rule is None:
         raise LookupError(f"no gradient is defined for {op.where()}")
-    if len(op.outputs) > 1 and not op.opdef.region_attrs:  # (control flow's rules take None
-        #                                                        for an output nobody reads)
+    if len(op.outputs) > 1 and not op.opdef.grad_takes_none:
         out_grads = [g if g is not None else zeros_like(t) for g, t in zip(out_grads, op.outputs)]
     # a rule of the user's own: its nodes point at its lines, not at the gradients() call;
     # and it is not told which gradients are wanted (see creation.wants), so that a rule

@@ -111,7 +111,8 @@ def _if_region_results(attrs, in_shapes, results, loose=False):
 register("If", _if_infer, None, _if_grad, attrs={"then_branch": BRANCH,
                                                  "else_branch": BRANCH},
          arity=(1, None), region_attrs=("then_branch", "else_branch"),
-         region_feeds=_if_region_feeds, region_results=_if_region_results,
+         grad_takes_none=True, region_feeds=_if_region_feeds,
+         region_results=_if_region_results,
          doc="runs its then_branch or its else_branch (regions) on its inputs after the "
              "predicate, by the predicate")
 

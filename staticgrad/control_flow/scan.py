@@ -189,7 +189,8 @@ def _scan_grad(op: Operation, *grads):
 register("Scan", _scan_infer, None, _scan_grad,
          attrs={"body": BRANCH, "carries": Int(lo=0), "elems": Int(lo=1), "reverse": Bool()},
          arity=(1, None), region_attrs=("body",),
-         region_feeds=_scan_region_feeds, region_results=_scan_region_results,
+         grad_takes_none=True, region_feeds=_scan_region_feeds,
+         region_results=_scan_region_results,
          doc="runs its body (a region) once for each row of its elems, first to last (or "
              "last to first with `reverse`), carrying values between steps; gives the last "
              "carried values, each step's outputs stacked, and each step's carried values "

@@ -189,7 +189,8 @@ register("While", _while_infer, None, _while_grad,
          attrs={"cond": BRANCH, "body": BRANCH, "loop_vars": Int(lo=1),
                 "relaxed": Ints(), "max_iterations": Int(lo=-1, hi=_MAX_STEPS, default=-1)},
          arity=(1, None), region_attrs=("cond", "body"),
-         region_feeds=_while_region_feeds, region_results=_while_region_results,
+         grad_takes_none=True, region_feeds=_while_region_feeds,
+         region_results=_while_region_results,
          doc="runs its body (a region) on its loop variables while its cond (a region) "
              "gives true; its inputs are the loop variables' first values, then the tensors "
              "the regions capture")
@@ -298,7 +299,8 @@ register("WhileGrad", _while_grad_infer, None, _while_grad_grad,
                 "relaxed": Ints(), "wanted": Ints(),
                 "max_iterations": Int(lo=-1, hi=_MAX_STEPS, default=-1)},
          arity=(2, None), region_attrs=("cond", "body", "body_grad"),
-         region_feeds=_while_grad_region_feeds, region_results=_while_grad_region_results,
+         grad_takes_none=True, region_feeds=_while_grad_region_feeds,
+         region_results=_while_grad_region_results,
          doc="the gradient of a While: runs the loop again from the While's inputs, keeping "
              "each iteration's loop variables, then its body_grad (a region) over them in "
              "reverse; gives the gradients of the inputs `wanted` names")

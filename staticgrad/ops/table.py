@@ -40,6 +40,8 @@ class OpDef:
     #                               inputs ("np.tanh({0})") and attrs, or f(args, ctx) -> text
     grad: Callable | None = None
     differentiable: bool = True
+    grad_takes_none: bool = False  # its rule gets None for an output nobody reads (else zeros:
+    #                               control flow's rules leave such outputs out of their loops)
     computes: bool = True        # False: a feed or a constant (a value, not a node), or NoOp
     stateful: bool = False       # random draws, variables, assignments: never folded or merged
     elementwise: bool = False    # output[i] depends only on inputs[i] (after broadcasting)
