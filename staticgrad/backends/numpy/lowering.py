@@ -14,12 +14,13 @@ math. Tables keyed by op type, read by the memory plan (memory.py) and the fused
 - NO_WEAK_LITERALS: elementwise ops whose NumPy form does not combine each input with an
   array of its own dtype, so that a scalar constant input is never written as a Python
   number (which NumPy would read as float64 there).
-- REGION_FORMS: ops holding regions (an If's branches), which the renderer writes as Python
-  control flow around functions of the module (render.py's `regions`), with no reference
-  kernel to print.
+- REGION_FORMS: ops holding regions (cond's, loops', scans'), which regions.py writes as
+  Python control flow (its FORMS), with no reference kernel to print.
 """
 
 from __future__ import annotations
+
+from . import regions
 
 
 def _integer_checked(kernel: str, ufunc: str):
@@ -91,4 +92,4 @@ def out_form(op_type: str, args: list[str], out: str, ctx) -> str:
     return form(args, out, ctx)
 
 
-REGION_FORMS = frozenset({"If", "While", "WhileGrad", "Scan"})
+REGION_FORMS = frozenset(regions.FORMS)

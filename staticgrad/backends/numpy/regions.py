@@ -33,7 +33,7 @@ from ...ir import Node, Value
 from ...ir import walk as walk_nodes
 from ...ops.kernels import np_dtype
 
-FORMS = ("If", "While", "WhileGrad", "Scan")  # (lowering.REGION_FORMS lists these)
+FORMS = ("If", "While", "WhileGrad", "Scan")  # the ops written here
 
 # Loops written inline inside one another at most this deep; deeper ones call functions of
 # the module (CPython refuses a function of more than 20 nested blocks).
