@@ -113,7 +113,9 @@ class RNNCell:
     def variables(self) -> list:
         return list(self._weights) if self.built else []
 
-    trainable_variables = weights = trainable_weights = variables
+    # TF1's other names for them (a cell's variables are all trainable), whichever cell's
+    # `variables` it is
+    trainable_variables = weights = trainable_weights = property(lambda self: self.variables)
 
     def step_noise(self, batch_size, input_depth: int) -> list:
         """The random numbers one step draws (a DropoutWrapper's masks), as (shape, per

@@ -66,8 +66,6 @@ class MultiRNNCell(RNNCell):
     def variables(self):
         return [v for c in self._cells for v in c.variables]
 
-    trainable_variables = weights = trainable_weights = variables
-
     def step_noise(self, batch_size, input_depth):
         specs, depth = [], input_depth  # (each cell's, in order; their inputs' depths chained)
         for cell in self._cells:
@@ -130,8 +128,6 @@ class DropoutWrapper(RNNCell):
     @property
     def variables(self):
         return self._cell.variables
-
-    trainable_variables = weights = trainable_weights = variables
 
     def __call__(self, inputs, state, scope=None):  # (the wrapped cell names the variables)
         noise = list(self._noise) if self._noise is not None else None
