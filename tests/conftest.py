@@ -8,6 +8,7 @@ tests/snapshots/README.md says when and how)."""
 import inspect
 import os
 
+import numpy as np
 import pytest
 
 import staticgrad as sg
@@ -28,6 +29,20 @@ def pytest_sessionfinish(session, exitstatus):
     if _recorder is not None:
         stats = _recorder.write(_RECORD_TO)
         print(f"\nsource corpus written to {_RECORD_TO}: {stats}")
+
+
+def numeric_grad(f, x, eps=1e-6):
+    """d f / d x by central differences, element by element (x: an array, taken as float64;
+    f: a function of such an array giving a number): the independent reference the
+    gradient tests compare with."""
+    x = np.array(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += eps
+        minus[idx] -= eps
+        grad[idx] = (f(plus) - f(minus)) / (2 * eps)
+    return grad
 
 
 def lineno():

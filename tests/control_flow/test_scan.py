@@ -11,20 +11,11 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
+from tests.conftest import numeric_grad
 
 F = sg.float64
 RNG = np.random.default_rng(7)
 XS = RNG.normal(size=(5, 3))
-
-
-def _numeric(f, x, eps=1e-6):
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[idx] += eps
-        down[idx] -= eps
-        grad[idx] = (f(up) - f(down)) / (2 * eps)
-    return grad
 
 
 def test_scan_stacks_every_accumulator_as_tf1_does():
@@ -96,9 +87,9 @@ def test_an_rnn_by_scan_sums_its_weights_gradient_and_has_a_hessian():
             total += (h * h).sum()
         return total
 
-    np.testing.assert_allclose(sess.run(dw, {xs: XS}), _numeric(by_hand, w0), rtol=1e-6)
+    np.testing.assert_allclose(sess.run(dw, {xs: XS}), numeric_grad(by_hand, w0), rtol=1e-6)
     grad_at = sess.make_callable(dw, [w, xs])  # (a variable is fed like any tensor)
-    want = _numeric(lambda wv: float((grad_at(wv, XS) * v).sum()), w0)
+    want = numeric_grad(lambda wv: float((grad_at(wv, XS) * v).sum()), w0)
     np.testing.assert_allclose(sess.run(hv, {xs: XS}), want, rtol=1e-5, atol=1e-8)
 
 
@@ -201,7 +192,7 @@ def test_the_dynamic_mode_loops_in_python_with_the_same_results():
         np.testing.assert_allclose(got.detach().numpy(), expected)
     ys.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(),
-                               _numeric(lambda v: _reverse_scan_sum(v), XS), rtol=1e-6)
+                               numeric_grad(lambda v: _reverse_scan_sum(v), XS), rtol=1e-6)
 
 
 def _reverse_scan_sum(v):

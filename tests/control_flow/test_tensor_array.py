@@ -8,19 +8,10 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
+from tests.conftest import numeric_grad
 
 F = sg.float64
 XV = np.arange(12.0).reshape(4, 3) / 7.0
-
-
-def _numeric(f, x, eps=1e-6):
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[idx] += eps
-        down[idx] -= eps
-        grad[idx] = (f(up) - f(down)) / (2 * eps)
-    return grad
 
 
 def _squares(x, dynamic=False):
@@ -56,7 +47,7 @@ def test_gradients_flow_through_writes_and_reads(g):
         s = np.sin(v) ** 2
         return (s * s[1]).sum()
 
-    np.testing.assert_allclose(sg.Session().run(dx, {x: XV}), _numeric(by_hand, XV),
+    np.testing.assert_allclose(sg.Session().run(dx, {x: XV}), numeric_grad(by_hand, XV),
                                rtol=1e-6)
 
 

@@ -12,20 +12,10 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
+from tests.conftest import numeric_grad
 
 F = sg.float64
 XV = np.array([0.1, 0.2, 0.3])
-
-
-def _numeric(f, x, eps=1e-6):
-    x = np.array(x, dtype=np.float64)
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[idx] += eps
-        down[idx] -= eps
-        grad[idx] = (f(up) - f(down)) / (2 * eps)
-    return grad
 
 
 def test_the_trip_count_is_decided_by_the_values_fed():
@@ -55,7 +45,7 @@ def test_gradients_flow_through_every_iteration_run():
 
     sess = sg.Session()
     for start in (XV, XV * 3):
-        np.testing.assert_allclose(sess.run(dx, {x: start}), _numeric(loss, start), rtol=1e-6)
+        np.testing.assert_allclose(sess.run(dx, {x: start}), numeric_grad(loss, start), rtol=1e-6)
 
 
 def test_an_rnn_over_time_sums_its_weights_gradient_over_the_steps():
@@ -81,8 +71,8 @@ def test_an_rnn_over_time_sums_its_weights_gradient_over_the_steps():
 
     got_w, got_xs = sess.run([dw, dxs], {xs: xsv})
     w0 = np.eye(3) * 0.5 + 0.1
-    np.testing.assert_allclose(got_w, _numeric(lambda v: by_hand(v, xsv), w0), rtol=1e-6)
-    np.testing.assert_allclose(got_xs, _numeric(lambda v: by_hand(w0, v), xsv), rtol=1e-6,
+    np.testing.assert_allclose(got_w, numeric_grad(lambda v: by_hand(v, xsv), w0), rtol=1e-6)
+    np.testing.assert_allclose(got_xs, numeric_grad(lambda v: by_hand(w0, v), xsv), rtol=1e-6,
                                atol=1e-12)
 
 
@@ -231,7 +221,7 @@ def test_loops_nest_in_loops_and_in_conds():
     for pv in (True, False):
         np.testing.assert_allclose(sess.run(y, {x: XV, p: pv}), by_hand(XV, pv))
         np.testing.assert_allclose(sess.run(dx, {x: XV, p: pv}),
-                                   _numeric(lambda v, pv=pv: by_hand(v, pv).sum(), XV),
+                                   numeric_grad(lambda v, pv=pv: by_hand(v, pv).sum(), XV),
                                    rtol=1e-6)
 
 
@@ -434,9 +424,9 @@ def test_stop_gradient_inside_a_body_stops_only_what_it_wraps(g):
         frozen.append((XV + 1) * s)
         s = s * frozen[-1] + (XV + 1)
     got_dx, got_dw = sess.run([dx, dw], {x: XV, w: XV + 1})
-    np.testing.assert_allclose(got_dx, _numeric(lambda v: loss(v, XV + 1, frozen), XV),
+    np.testing.assert_allclose(got_dx, numeric_grad(lambda v: loss(v, XV + 1, frozen), XV),
                                rtol=1e-6)
-    np.testing.assert_allclose(got_dw, _numeric(lambda v: loss(XV, v, frozen), XV + 1),
+    np.testing.assert_allclose(got_dw, numeric_grad(lambda v: loss(XV, v, frozen), XV + 1),
                                rtol=1e-6)
 
 

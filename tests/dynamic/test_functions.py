@@ -10,22 +10,13 @@ import pytest
 
 import staticgrad.dynamic as dy
 import staticgrad.dynamic.nn.functional as F
+from tests.conftest import numeric_grad
 
 RNG = np.random.default_rng(0)
 
 
 def arr(*shape, dtype=np.float32):
     return RNG.uniform(-2, 2, shape).astype(dtype)
-
-
-def numeric_grad(f, x: np.ndarray, eps=1e-6) -> np.ndarray:
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(*x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[idx] += eps
-        minus[idx] -= eps
-        grad[idx] = (f(plus) - f(minus)) / (2 * eps)
-    return grad
 
 
 # -- making tensors ----------------------------------------------------------------------------
