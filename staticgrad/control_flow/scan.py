@@ -245,6 +245,16 @@ def _tensors(structure, what: str, where: str) -> list[Tensor]:
     return [leaf_tensor(v, f"{what} {i}", where) for i, v in enumerate(nest.flatten(structure))]
 
 
+def _elems(elems, verb: str, where: str) -> list[Tensor]:
+    """The tensors of `elems` (a structure), checked: at least one, each with a first axis,
+    all of one length where known."""
+    tensors = _tensors(elems, "elems", where)
+    if not tensors:
+        raise ValueError(f"{where}: elems is empty; there is nothing to {verb} over")
+    _check_elems(tensors, where)
+    return tensors
+
+
 def _check_elems(elems: list[Tensor], where: str) -> None:
     """Every elems tensor has a first axis, all of one length where known."""
     for i, t in enumerate(elems):
@@ -280,16 +290,10 @@ def _scan_structured(kind, fn, elems, initializer, reverse, back_prop, name, whe
     eager = eager_graph([*nest.flatten(elems), *nest.flatten(initializer)])
     if eager is not None:  # the dynamic mode: Python's own loop, on what graph mode accepts
         with eager.as_default():
-            elem_ts = _tensors(elems, "elems", where)
-            if not elem_ts:
-                raise ValueError(f"{where}: elems is empty; there is nothing to scan over")
-            _check_elems(elem_ts, where)
+            elem_ts = _elems(elems, "scan", where)
             out = _eager(fn, elems, elem_ts, initializer, reverse, where, carry_only)
             return out if back_prop else _stopped(out)
-    elem_ts = _tensors(elems, "elems", where)
-    if not elem_ts:
-        raise ValueError(f"{where}: elems is empty; there is nothing to scan over")
-    _check_elems(elem_ts, where)
+    elem_ts = _elems(elems, "scan", where)
     first_from_elems = initializer is None
     with name_scope(name, kind):
         if first_from_elems:  # the first row (the last with reverse) starts the accumulator
@@ -368,18 +372,12 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
     eager = eager_graph(nest.flatten(elems))
     if eager is not None:  # the dynamic mode: Python's own loop
         with eager.as_default():
-            elem_ts = _tensors(elems, "elems", where)
-            if not elem_ts:
-                raise ValueError(f"{where}: elems is empty; there is nothing to map over")
-            _check_elems(elem_ts, where)
+            elem_ts = _elems(elems, "map", where)
             rows = elem_ts[0].shape[0]
             outs = [fn(nest.pack(elems, iter([t[i] for t in elem_ts]))) for i in range(rows)]
             out = _eager_stack(outs, where)
             return out if back_prop else _stopped(out)
-    elem_ts = _tensors(elems, "elems", where)
-    if not elem_ts:
-        raise ValueError(f"{where}: elems is empty; there is nothing to map over")
-    _check_elems(elem_ts, where)
+    elem_ts = _elems(elems, "map", where)
     holder = {}
     with name_scope(name, "map"):
         outer, elem_ts = _graph_of(elem_ts, where)
