@@ -77,7 +77,7 @@ import warnings
 import numpy as np
 
 from . import dtypes as _dt
-from .control_flow.branches import Branch
+from .control_flow.branches import Branch, BranchGraph, check_stateless
 from .graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
 from .shapes import TensorShape
 from .train.atomic_files import atomic_write
@@ -521,7 +521,6 @@ def _clipped(text: str, limit: int = 200) -> str:
 def _rebuild_region(outer: Graph, region: _RegionDoc, label: str, holder: str, depth: int):
     """The Branch a region's record describes, its ops rebuilt into a closed sub-graph of
     `outer` (the graph being loaded, or the sub-graph around this one)."""
-    from .control_flow.branches import Branch, BranchGraph, check_stateless
     enc, where = region.enc, _clipped(region.where)  # (each op's messages start with it:
     #                                                   a long name must not repeat in each)
     if depth >= MAX_REGION_DEPTH:

@@ -209,11 +209,10 @@ def _scan(walk, node: Node) -> None:
 
 
 def _read(walk, v: Value) -> bool:
-    """Does anything in the walk's program read `v` (a fetch, or a node's input)?"""
-    read = walk.__dict__.get("_read_values")
-    if read is None:
+    """Does anything in the walk's program read `v` (a fetch, or a node's input)? (The set is
+    made once a walk, when its first Scan asks.)"""
+    if walk.read_values is None:
         program = walk.program
-        read = {id(x) for n in walk_nodes(program) for x in n.inputs}
-        read |= {id(f) for f in program.fetches if isinstance(f, Value)}
-        walk._read_values = read
-    return id(v) in read
+        walk.read_values = {id(x) for n in walk_nodes(program) for x in n.inputs} | \
+            {id(f) for f in program.fetches if isinstance(f, Value)}
+    return id(v) in walk.read_values
