@@ -31,6 +31,7 @@ from .passes.fold import fold_constants
 from .passes.matmul import fold_transposes_into_matmul
 from .passes.negations import fold_negations
 from .passes.prune import prune
+from .passes.scans import merge_scans
 from .passes.simplify import simplify
 from .passes.specialize import specialize
 from .verify import verify
@@ -44,6 +45,7 @@ SIMPLIFYING = (
     ("simplify", simplify),                            # x*1, x+0, --x, no-op reshapes...
 )
 OPTIMIZING = (
+    ("merge_scans", merge_scans),                      # a loop its gradient built again -> once
     ("cse", cse),                                      # the same computation twice -> once
     ("negations", fold_negations),                     # a + (-b) -> a - b, a + (-p)*q -> a - p*q
     ("transpose_matmul", fold_transposes_into_matmul),  # matmul(transpose(a), b) -> flag

@@ -26,8 +26,9 @@ def test_options_name_real_passes_and_switch_them_off():
 
 
 def test_pipeline_is_one_visible_list():
-    assert compiler.PASS_NAMES == ("fold", "simplify", "expand", "cse", "negations",
-                                   "transpose_matmul", "dce", "fuse", "scalars", "memory")
+    assert compiler.PASS_NAMES == ("fold", "simplify", "expand", "merge_scans", "cse",
+                                   "negations", "transpose_matmul", "dce", "fuse", "scalars",
+                                   "memory")
 
 
 # -- the corpus, with each pass switched off -----------------------------------------------------

@@ -112,10 +112,14 @@ class BranchGraph(Graph):
 
 class Branch:
     """One branch of an If op: its graph, the placeholders of the If's inputs (after the
-    predicate) and the tensors it gives."""
+    predicate) and the tensors it gives. `extends`: another Branch whose results this one
+    gives first, from the same inputs, before results of its own (a Scan's gradient makes
+    such a forward body, which keeps what the gradient reads: scan_grad.py); not written
+    into graph files."""
 
     def __init__(self, graph: BranchGraph, inputs: list[Tensor], outputs: list[Tensor]):
         self.graph, self.inputs, self.outputs = graph, tuple(inputs), tuple(outputs)
+        self.extends: Branch | None = None
 
     def __repr__(self):
         return f"<sg Branch {self.graph.label} of {len(self.graph.get_operations())} ops>"
@@ -146,24 +150,56 @@ class Region(AttrType):
 BRANCH = Region()
 
 
-def copy_branch(branch: Branch, inputs: list[Tensor]) -> list[Tensor]:
+def copy_branch(branch: Branch, inputs: list[Tensor],
+                mapping: dict | None = None) -> list[Tensor]:
     """Build `branch`'s ops again into the default graph, reading `inputs` where the branch
-    reads its placeholders; its outputs there. Each copy keeps its op's name and line."""
+    reads its placeholders; its outputs there. Each copy keeps its op's name and line.
+    `mapping`, if given, is filled with each tensor of the branch -> its copy."""
+    mapping = {} if mapping is None else mapping
+    mapping.update(zip(branch.inputs, inputs))
+    ops = [op for op in branch.graph.get_operations()
+           if not (op.outputs and all(t in mapping for t in op.outputs))]  # (placeholders)
+    _copy(ops, mapping)
+    return [mapping[t] for t in branch.outputs]
+
+
+def copy_ops(graph: Graph, mapping: dict, outputs: list[Tensor]) -> list[Tensor]:
+    """Copies, into the default graph, of the ops of `graph` that `outputs` need, reading
+    `mapping[t]` (filled in as ops are copied) where they read a tensor `t` it holds; the
+    copies of `outputs`. (Every placeholder they need must be in `mapping`.)"""
+    needed = needed_ops(graph, outputs, mapping)
+    for op in needed:
+        if op.type == "Placeholder":
+            raise AssertionError(f"copy_ops: the placeholder {op.name} is not mapped")
+    _copy([op for op in graph.get_operations() if op in needed], mapping)
+    return [mapping[t] for t in outputs]
+
+
+def needed_ops(graph: Graph, outputs: list[Tensor], given) -> set[Operation]:
+    """The ops of `graph` that computing `outputs` runs, when the tensors in `given` are
+    known (through inputs and control dependencies)."""
+    needed: set[Operation] = set()
+    todo = [t.op for t in outputs if t not in given]
+    while todo:
+        op = todo.pop()
+        if op not in needed:
+            needed.add(op)
+            todo += [t.op for t in op.inputs if t not in given]
+            todo += [c for c in op.control_inputs if c.graph is graph]
+    return needed
+
+
+def _copy(ops: list[Operation], mapping: dict) -> None:
     graph = get_default_graph()
-    mapping: dict[Tensor, Tensor] = dict(zip(branch.inputs, inputs))
     ops_of: dict[Operation, Operation] = {}
-    for op in branch.graph.get_operations():
-        if op.outputs and all(t in mapping for t in op.outputs):
-            continue  # a placeholder of an input
+    for op in ops:
         controls = [ops_of[c] for c in op.control_inputs if c in ops_of]
         with graph.control_dependencies(None), graph.control_dependencies(controls):
             new = create_operation(graph, op.type, [mapping[t] for t in op.inputs],
                                    dict(op.attrs), op.name)
         new.location = op.location
         ops_of[op] = new
-        for t, u in zip(op.outputs, new.outputs):
-            mapping[t] = u
-    return [mapping[t] for t in branch.outputs]
+        mapping.update(zip(op.outputs, new.outputs))
 
 
 def encloses(graph: Graph, other: Graph) -> bool:

@@ -11,11 +11,12 @@ step's outputs, stacked along a new first axis. The NumPy backend writes the op 
 `for` over the rows, into arrays preallocated for the stacked outputs (the number of rows is
 known when the session compiles).
 
-Gradients: a Scan also gives each step's carried values, stacked (its `history`: memory
-grows with the number of rows, allocated once; the generated code fills it only when a
-gradient reads it). The gradient of a Scan is another Scan, over the rows in the opposite
-order, whose body computes the forward body again from that step's carried values and then
-its gradient; it carries the gradients of the carried values and the sums of the captured
+The Scan op itself is in scan_op.py. Gradients (scan_grad.py): a Scan also gives each step's
+carried values, stacked (its `history`: memory grows with the number of rows, allocated
+once; the generated code fills it only when a gradient reads it). The gradient of a Scan is
+another Scan, over the rows in the opposite order; the values of the forward body that it
+reads (an LSTM's gates) are kept, stacked, by the forward loop, which the compiler runs once
+for both. It carries the gradients of the carried values and the sums of the captured
 tensors' gradients over steps. Being a Scan itself, it has a gradient too: second
 derivatives (Hessian-vector products) through scan, map_fn and the folds work.
 
@@ -25,208 +26,15 @@ nothing (rows run one after another; kept values stay in host memory; shapes are
 
 from __future__ import annotations
 
-from ..autodiff import gradients
 from ..errors import format_location, user_location
-from ..graph import Operation, Tensor, get_default_graph, name_scope
-from ..ops.array_ops import expand_dims, zeros_like
-from ..ops.attr_types import Bool, Int
+from ..graph import Tensor, get_default_graph, name_scope
+from ..ops.array_ops import expand_dims
 from ..ops.conversion import convert_to_tensor
-from ..ops.creation import apply
 from ..ops.join_ops import concat, stack
 from ..ops.math_ops import stop_gradient
-from ..ops.table import register
-from ..shapes import TensorShape
 from . import structure as nest
-from .branches import (
-    BRANCH,
-    Branch,
-    BranchGraph,
-    branch_tensor,
-    check_loop_options,
-    check_stateless,
-    copy_branch,
-    eager_graph,
-    encloses,
-    leaf_tensor,
-    placeholder,
-    signature,
-    signature_of,
-)
-
-
-# -- the Scan op --------------------------------------------------------------------------------
-def _split(attrs, items: list) -> tuple[list, list, list]:
-    """A Scan's inputs as (initial carried values, elems, captured tensors)."""
-    c, e = attrs["carries"], attrs["elems"]
-    return items[:c], items[c:c + e], items[c + e:]
-
-
-def _rows(shapes) -> int | None:
-    """The number of rows of the elems (their common first dim), None if unknown."""
-    dims = [s.dims[0] for s in shapes if s.dims is not None and s.dims[0] is not None]
-    return dims[0] if dims else None
-
-
-def _scan_infer(ctx):
-    attrs, body = ctx.attrs, ctx.attrs["body"]
-    if attrs["carries"] + attrs["elems"] > len(ctx.in_shapes):
-        raise ValueError(f"carries and elems say {attrs['carries']} and {attrs['elems']} "
-                         f"inputs, but it has {len(ctx.in_shapes)}")
-    carries, elems, _ = _split(attrs, list(zip(ctx.in_shapes, ctx.in_dtypes)))
-    if not elems:
-        raise ValueError("it needs at least one elems tensor to scan over")
-    for s, d in elems:
-        if s.ndims == 0:
-            raise ValueError(f"its elems must have a first axis to scan over, got {d.name}{s}")
-    firsts = {s.dims[0] for s, _ in elems if s.dims is not None and s.dims[0] is not None}
-    if len(firsts) > 1:
-        raise ValueError(f"its elems have different numbers of rows: {sorted(firsts)}")
-    fed = [(s, d) for s, d in carries] + [(_row(s), d) for s, d in elems] + \
-        list(zip(ctx.in_shapes[len(carries) + len(elems):],
-                 ctx.in_dtypes[len(carries) + len(elems):]))
-    if len(fed) != len(body.inputs) or any(
-            d is not p.dtype or not s.is_compatible_with(p.shape)
-            for (s, d), p in zip(fed, body.inputs)):
-        raise ValueError(f"its body takes {signature(body.inputs)}, but it is given "
-                         f"{signature_of(fed)}")
-    if len(body.outputs) < len(carries) or \
-            [t.dtype for t in body.outputs[:len(carries)]] != [d for _, d in carries]:
-        raise ValueError("its body must give the carried values first, of their dtypes")
-    return _outputs(attrs, [s for s, _ in carries], [s for s, _ in elems],
-                    [t.shape for t in body.outputs])
-
-
-def _row(shape: TensorShape) -> TensorShape:
-    return TensorShape(None) if shape.dims is None else TensorShape(shape.dims[1:])
-
-
-def _outputs(attrs, carry_shapes, elem_shapes, body_shapes) -> list:
-    """(shape, dtype) of each output: the last carried values, each step's outputs stacked,
-    then each carried value of each step stacked (the history)."""
-    body = attrs["body"]
-    c = attrs["carries"]
-    n = _rows(elem_shapes)
-    dtypes = [t.dtype for t in body.outputs]
-    finals = [(s, d) for s, d in zip(carry_shapes, dtypes[:c])]
-    stacked = [(TensorShape([n]).concatenate(s), d)
-               for s, d in zip(body_shapes[c:], dtypes[c:])]
-    history = [(TensorShape([n]).concatenate(s), d) for s, d in zip(carry_shapes, dtypes[:c])]
-    return finals + stacked + history
-
-
-def _scan_region_feeds(attrs, in_shapes, in_values, loose=False):
-    carries, elems, captured = _split(attrs, list(zip(in_shapes, in_values)))
-    return [[(s, None) for s, _ in carries] + [(_row(s), None) for s, _ in elems] + captured]
-
-
-def _scan_region_results(attrs, in_shapes, results, loose=False):
-    carries, elems, _ = _split(attrs, in_shapes)
-    (body_shapes,) = results
-    for i, (entry, after) in enumerate(zip(carries, body_shapes)):
-        if after.dims != entry.dims:
-            raise ValueError(f"carried value {i} has shape {entry} on entry but {after} "
-                             "after one step; a scan's carried values keep their shapes")
-    return [s for s, _ in _outputs(attrs, carries, elems, body_shapes)]
-
-
-def _scan_grad(op: Operation, *grads):
-    """Another Scan, over the rows in the opposite order (see the module's docstring). The
-    gradient of the history (read by a gradient's own gradient) joins each step's carried
-    values' gradient."""
-    attrs, body = op.attrs, op.attrs["body"]
-    c = attrs["carries"]
-    inits, elems, captured = _split(attrs, list(op.inputs))
-    n_ys = len(body.outputs) - c
-    finals, ys, history = op.outputs[:c], op.outputs[c:c + n_ys], op.outputs[c + n_ys:]
-    d_finals, d_ys, d_history = grads[:c], grads[c:c + n_ys], grads[c + n_ys:]
-    diff_carries = [i for i in range(c) if inits[i].dtype.is_floating]
-    diff_ys = [j for j in range(n_ys) if ys[j].dtype.is_floating and d_ys[j] is not None]
-    wanted_elems = [k for k, e in enumerate(elems) if e.dtype.is_floating]
-    wanted_caps = [k for k, t in enumerate(captured) if t.dtype.is_floating]
-    if all(grads[i] is None for i in diff_carries) and \
-            all(d_ys[j] is None for j in diff_ys) and \
-            all(d_history[i] is None for i in diff_carries):
-        return [None] * len(op.inputs)
-    seeds = [d_finals[i] if d_finals[i] is not None else zeros_like(finals[i])
-             for i in diff_carries]
-    dys = [d_ys[j] for j in diff_ys]  # (outputs nobody reads: no gradient to carry back)
-    with_history = any(d_history[i] is not None for i in diff_carries)
-    dhs = [d_history[i] if d_history[i] is not None else zeros_like(history[i])
-           for i in diff_carries] if with_history else []
-    zeros = [zeros_like(captured[k]) for k in wanted_caps]
-    n_c, n_e, n_dy = len(diff_carries), len(wanted_elems), len(diff_ys)
-
-    def step(carried, rows):
-        d_carry, d_caps = carried[:n_c], carried[n_c:]
-        c_t, e_t = rows[:c], rows[c:c + len(elems)]
-        dy_t, dh_t = rows[c + len(elems):c + len(elems) + n_dy], rows[c + len(elems) + n_dy:]
-        g = get_default_graph()
-        caps = [g.capture(t) for t in captured]
-        copied = copy_branch(body, [*c_t, *e_t, *caps])
-        targets = [copied[i] for i in diff_carries] + [copied[c + j] for j in diff_ys]
-        xs = [c_t[i] for i in diff_carries] + [e_t[k] for k in wanted_elems] + \
-            [caps[k] for k in wanted_caps]
-        ds = gradients(targets, xs, grad_ys=[*d_carry, *dy_t])
-        ds = [d if d is not None else zeros_like(x) for d, x in zip(ds, xs)]
-        d_c = [d + h for d, h in zip(ds[:n_c], dh_t)] if dh_t else ds[:n_c]
-        return ([*d_c, *[a + b for a, b in zip(d_caps, ds[n_c + n_e:])]], ds[n_c:n_c + n_e])
-
-    out = make_scan(step, [*seeds, *zeros], [*history, *elems, *dys, *dhs],
-                    not attrs["reverse"], f"the gradient of the {body.graph.where}",
-                    "ScanGrad")
-    d_inits, d_caps = out[:n_c], out[n_c:n_c + len(wanted_caps)]
-    d_elems = out[n_c + len(wanted_caps):n_c + len(wanted_caps) + n_e]
-    full = [None] * len(op.inputs)
-    for i, d in zip(diff_carries, d_inits):
-        full[i] = d
-    for k, d in zip(wanted_elems, d_elems):
-        full[c + k] = d
-    for k, d in zip(wanted_caps, d_caps):
-        full[c + len(elems) + k] = d
-    return full
-
-
-register("Scan", _scan_infer, None, _scan_grad,
-         attrs={"body": BRANCH, "carries": Int(lo=0), "elems": Int(lo=1), "reverse": Bool()},
-         arity=(1, None), region_attrs=("body",),
-         grad_takes_none=True, region_feeds=_scan_region_feeds,
-         region_results=_scan_region_results,
-         doc="runs its body (a region) once for each row of its elems, first to last (or "
-             "last to first with `reverse`), carrying values between steps; gives the last "
-             "carried values, each step's outputs stacked, and each step's carried values "
-             "stacked (for its gradient)")
-
-
-def make_scan(fn, carried: list[Tensor], elems: list[Tensor], reverse: bool, where: str,
-              name: str = "Scan") -> list[Tensor]:
-    """A Scan op of `fn(carried placeholders, row placeholders) -> (next carried values,
-    this step's outputs)` (lists of tensors), built now into a closed sub-graph: its last
-    carried values, then its stacked outputs (the history stays behind)."""
-    outer = get_default_graph()
-    g = BranchGraph(outer, "fn", where)
-    with g.as_default():
-        c_ph = [placeholder(t.dtype, t.shape, f"carried_{i}") for i, t in enumerate(carried)]
-        e_ph = [placeholder(t.dtype, _row(t.shape), f"elem_{i}") for i, t in enumerate(elems)]
-        nexts, ys = fn(c_ph, e_ph)
-        nexts = [branch_tensor(v, g, "fn", where) for v in nexts]
-        ys = [branch_tensor(v, g, "fn", where) for v in ys]
-    check_stateless(g, "fn", where, "the function of a scan, map_fn or fold")
-    for i, (t, after) in enumerate(zip(carried, nexts)):
-        if after.dtype is not t.dtype:
-            raise TypeError(f"{where}: carried value {i} enters as {t.dtype.name} but fn "
-                            f"returns {after.dtype.name}")
-        if not after.shape.is_compatible_with(t.shape):
-            raise ValueError(f"{where}: carried value {i} has shape {t.shape} on entry but "
-                             f"{after.shape} after one step; a scan's carried values keep "
-                             "their shapes")
-    captured = list(g.captures)
-    body = Branch(g, [*c_ph, *e_ph, *[g.capture(t) for t in captured]], [*nexts, *ys])
-    with outer.control_dependencies(g.outer_controls):
-        outputs = apply("Scan", [*carried, *elems, *captured],
-                        {"body": body, "carries": len(carried), "elems": len(elems),
-                         "reverse": reverse}, name=name)
-    g.finalize()
-    return list(outputs[:len(carried) + len(ys)])
+from .branches import check_loop_options, eager_graph, encloses, leaf_tensor
+from .scan_op import make_scan
 
 
 # -- the user's functions -----------------------------------------------------------------------

@@ -74,6 +74,8 @@ class OpDef:
     #                              the (shape, static value or None) of each of its inputs
     region_results: Callable | None = None  # (attrs, in_shapes, each region's result shapes)
     #                              -> the op's output shapes; ValueError where they disagree
+    region_values: Callable | None = None  # (attrs, out_shapes, each region's result static
+    #                              values or None) -> the op's static output values, or None
 
 
 def register(op_type: str, infer, numpy, grad=None, attrs=None, **kw) -> OpDef:

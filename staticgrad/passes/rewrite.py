@@ -7,7 +7,9 @@ what earlier visits substituted) and builds a new Program from the answers:
 - a new Node: use it instead (its outputs replace the old node's, index by index);
 - a list of Values: drop the node; these values replace its outputs;
 - a list of new Nodes: put them in its place, in order; the last one's outputs replace the
-  old node's (the others compute what the last one reads).
+  old node's (the others compute what the last one reads);
+- a tuple (a list of new Nodes, a list of Values): put the nodes in its place, in order;
+  the values (some of what they compute) replace its outputs.
 
 A node's regions (ir.py) are rewritten first, each as a program of its own with the same
 `visit`; the node is visited holding the new ones. What a visit remembers from node to node
@@ -54,6 +56,14 @@ def rewrite(program: Program, visit, scoped: tuple = (), region=None) -> Program
                 if node.outputs is not original.outputs:
                     for a, b in zip(original.outputs, node.outputs):
                         subst[id(a)] = b
+            continue
+        if isinstance(result, tuple):  # (new nodes, the values replacing its outputs)
+            placed, outputs = result
+            nodes.extend(placed)
+            nested = nested or any([n.regions for n in placed])
+            replaced[id(original)] = placed[-1]  # (what waited on it waits on them)
+            for a, b in zip(original.outputs, outputs):
+                subst[id(a)] = b
             continue
         if isinstance(result, list) and result and isinstance(result[0], Node):
             nodes.extend(result[:-1])

@@ -65,8 +65,9 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
         except (ValueError, TypeError) as e:
             raise InvalidArgumentError(
                 None, op, f"{op.where()}: with the fed shapes, {e}") from None
+        known = None
         if op.opdef.region_attrs:
-            regions[op], outs = _specialize_regions(op, in_shapes, in_values, outs)
+            regions[op], outs, known = _specialize_regions(op, in_shapes, in_values, outs)
         ctx.out_shapes = []
         for t, (shape, _dtype) in zip(op.outputs, outs):
             if t in feeds:  # a fed intermediate keeps its fed shape
@@ -81,10 +82,10 @@ def specialize(ops: list[Operation], feeds: dict[Tensor, tuple]) -> Spec:
                 shapes[t] = shape
             ctx.out_shapes.append(shape)
         ctx.out_dtypes = [t.dtype for t in op.outputs]
-        folded = fold_static(op.opdef, ctx)
+        folded = fold_static(op.opdef, ctx) if known is None else known
         if folded is not None:
             for t, v in zip(op.outputs, folded):
-                if t not in feeds:
+                if t not in feeds and v is not None:
                     values[t] = v
         ctxs[op] = ctx
     return Spec(shapes, values, ctxs, regions)
@@ -97,7 +98,8 @@ def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: l
     say of their shapes (`opdef.region_results`, which also checks them). Where the concrete
     shapes do not hold (a loop variable whose fed shape changes between iterations within
     what the graph declares), the sub-graphs are specialized again to the shapes the graph
-    declares (`loose`), unknown dims and all."""
+    declares (`loose`), unknown dims and all. Last, the op's outputs' static values where
+    its rule (`opdef.region_values`) knows them from the sub-graphs' (or None)."""
     opdef = op.opdef
     try:
         return _specialized_regions(op, in_shapes, in_values, outs, False)
@@ -118,7 +120,7 @@ def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: l
 def _specialized_regions(op: Operation, in_shapes: list, in_values: list, outs: list,
                          loose: bool):
     opdef = op.opdef
-    specs, results = [], []
+    specs, results, values = [], [], []
     fed = opdef.region_feeds(op.attrs, in_shapes, in_values, loose)
     for attr, sub_feeds in zip(opdef.region_attrs, fed):
         branch = op.attrs[attr]
@@ -128,6 +130,11 @@ def _specialized_regions(op: Operation, in_shapes: list, in_values: list, outs: 
         spec = specialize(ops, feeds)
         specs.append((ops, spec))
         results.append([spec.shapes.get(t, t._shape) for t in branch.outputs])
+        values.append([spec.values.get(t) if t in spec.shapes else t._static
+                       for t in branch.outputs])
     shapes = opdef.region_results(op.attrs, in_shapes, results, loose)
-    return specs, [(s.merge_with(shape) if s.is_compatible_with(shape) else shape, dtype)
-                   for s, (shape, dtype) in zip(shapes, outs)]
+    outs = [(s.merge_with(shape) if s.is_compatible_with(shape) else shape, dtype)
+            for s, (shape, dtype) in zip(shapes, outs)]
+    known = opdef.region_values(op.attrs, [s for s, _ in outs], values) \
+        if opdef.region_values is not None else None
+    return specs, outs, known

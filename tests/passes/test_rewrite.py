@@ -57,3 +57,19 @@ def test_map_regions_changes_regions_alone():
     verify(emptied)
     assert [n.type for n in walk(emptied)] == ["Exp", "Call", "Tanh"]
     assert map_regions(emptied.nodes[1].regions[0], None) is emptied.nodes[1].regions[0]
+
+
+def test_a_visit_may_place_nodes_and_name_which_of_their_values_replace_the_outputs():
+    program = _nested()
+
+    def visit(node):  # tanh(c) -> (exp(c), sin(c)), of which sin(c) stands for tanh(c)
+        if node.type != "Tanh":
+            return node
+        c = node.inputs[0]
+        placed = [make_node(get_opdef("Exp"), {}, (c,), None),
+                  make_node(get_opdef("Sin"), {}, (c,), None)]
+        return placed, [placed[1].outputs[0]]
+    new = rewrite(program, visit)
+    verify(new)
+    assert types(new)[-2:] == ["Exp", "Sin"]
+    assert new.fetches == [new.nodes[-1].outputs[0]]

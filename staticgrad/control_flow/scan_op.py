@@ -1,0 +1,204 @@
+"""The Scan op: a body (a closed sub-graph, branches.py) run once for each row of its elems,
+carrying values from one step to the next; what `scan`, `map_fn`, the folds (scan.py) and
+`dynamic_rnn` (rnn/loops.py) build, and its gradient (scan_grad.py) too.
+
+Its inputs are the initial carried values, the elems, then the tensors its body captures;
+its outputs the last carried values, each step's outputs stacked, and each step's carried
+values stacked (its `history`, which its gradient reads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..graph import Operation, Tensor, get_default_graph
+from ..ops.attr_types import Bool, Int
+from ..ops.creation import apply
+from ..ops.table import register
+from ..shapes import TensorShape
+from .branches import (
+    BRANCH,
+    Branch,
+    BranchGraph,
+    branch_tensor,
+    check_stateless,
+    placeholder,
+    signature,
+    signature_of,
+)
+
+
+# -- the Scan op --------------------------------------------------------------------------------
+def _split(attrs, items: list) -> tuple[list, list, list]:
+    """A Scan's inputs as (initial carried values, elems, captured tensors)."""
+    c, e = attrs["carries"], attrs["elems"]
+    return items[:c], items[c:c + e], items[c + e:]
+
+
+def _rows(shapes) -> int | None:
+    """The number of rows of the elems (their common first dim), None if unknown."""
+    dims = [s.dims[0] for s in shapes if s.dims is not None and s.dims[0] is not None]
+    return dims[0] if dims else None
+
+
+def _scan_infer(ctx):
+    attrs, body = ctx.attrs, ctx.attrs["body"]
+    if attrs["carries"] + attrs["elems"] > len(ctx.in_shapes):
+        raise ValueError(f"carries and elems say {attrs['carries']} and {attrs['elems']} "
+                         f"inputs, but it has {len(ctx.in_shapes)}")
+    carries, elems, _ = _split(attrs, list(zip(ctx.in_shapes, ctx.in_dtypes)))
+    if not elems:
+        raise ValueError("it needs at least one elems tensor to scan over")
+    for s, d in elems:
+        if s.ndims == 0:
+            raise ValueError(f"its elems must have a first axis to scan over, got {d.name}{s}")
+    firsts = {s.dims[0] for s, _ in elems if s.dims is not None and s.dims[0] is not None}
+    if len(firsts) > 1:
+        raise ValueError(f"its elems have different numbers of rows: {sorted(firsts)}")
+    fed = [(s, d) for s, d in carries] + [(_row(s), d) for s, d in elems] + \
+        list(zip(ctx.in_shapes[len(carries) + len(elems):],
+                 ctx.in_dtypes[len(carries) + len(elems):]))
+    if len(fed) != len(body.inputs) or any(
+            d is not p.dtype or not s.is_compatible_with(p.shape)
+            for (s, d), p in zip(fed, body.inputs)):
+        raise ValueError(f"its body takes {signature(body.inputs)}, but it is given "
+                         f"{signature_of(fed)}")
+    if len(body.outputs) < len(carries) or \
+            [t.dtype for t in body.outputs[:len(carries)]] != [d for _, d in carries]:
+        raise ValueError("its body must give the carried values first, of their dtypes")
+    return _outputs(attrs, [s for s, _ in carries], [s for s, _ in elems],
+                    [t.shape for t in body.outputs])
+
+
+def _row(shape: TensorShape) -> TensorShape:
+    return TensorShape(None) if shape.dims is None else TensorShape(shape.dims[1:])
+
+
+def _outputs(attrs, carry_shapes, elem_shapes, body_shapes) -> list:
+    """(shape, dtype) of each output: the last carried values, each step's outputs stacked,
+    then each carried value of each step stacked (the history)."""
+    body = attrs["body"]
+    c = attrs["carries"]
+    n = _rows(elem_shapes)
+    dtypes = [t.dtype for t in body.outputs]
+    finals = [(s, d) for s, d in zip(carry_shapes, dtypes[:c])]
+    stacked = [(TensorShape([n]).concatenate(s), d)
+               for s, d in zip(body_shapes[c:], dtypes[c:])]
+    history = [(TensorShape([n]).concatenate(s), d) for s, d in zip(carry_shapes, dtypes[:c])]
+    return finals + stacked + history
+
+
+def _scan_region_feeds(attrs, in_shapes, in_values, loose=False):
+    carries, elems, captured = _split(attrs, list(zip(in_shapes, in_values)))
+    return [[(s, None) for s, _ in carries] + [(_row(s), _same_rows(v)) for s, v in elems]
+            + captured]
+
+
+def _same_rows(value):
+    """The row that every row of `value` (elems known when compiling) is, if they all are
+    one (a stacked shape, say: see scan_grad.py); else None."""
+    if value is None or np.ndim(value) == 0 or len(value) == 0:
+        return None
+    value = np.asarray(value)
+    return value[0] if (value == value[0]).all() else None
+
+
+def _scan_region_values(attrs, out_shapes, results):
+    """The stacked outputs whose every step's value is known when compiling (a Shape of a
+    step's value: the same at every step), stacked."""
+    (body,) = results
+    c = attrs["carries"]
+    known = [None] * len(out_shapes)
+    for j, v in enumerate(body[c:]):
+        shape = out_shapes[c + j]
+        if v is not None and shape.is_fully_defined():
+            known[c + j] = np.broadcast_to(v, shape.dims)
+    return known
+
+
+def _scan_region_results(attrs, in_shapes, results, loose=False):
+    carries, elems, _ = _split(attrs, in_shapes)
+    (body_shapes,) = results
+    for i, (entry, after) in enumerate(zip(carries, body_shapes)):
+        if after.dims != entry.dims:
+            raise ValueError(f"carried value {i} has shape {entry} on entry but {after} "
+                             "after one step; a scan's carried values keep their shapes")
+    return [s for s, _ in _outputs(attrs, carries, elems, body_shapes)]
+
+
+def _gradient(op: Operation, *grads):
+    from .scan_grad import scan_grad  # (which builds Scans with this module)
+    return scan_grad(op, *grads)
+
+
+register("Scan", _scan_infer, None, _gradient,
+         attrs={"body": BRANCH, "carries": Int(lo=0), "elems": Int(lo=1), "reverse": Bool()},
+         arity=(1, None), region_attrs=("body",),
+         grad_takes_none=True, region_feeds=_scan_region_feeds,
+         region_results=_scan_region_results, region_values=_scan_region_values,
+         doc="runs its body (a region) once for each row of its elems, first to last (or "
+             "last to first with `reverse`), carrying values between steps; gives the last "
+             "carried values, each step's outputs stacked, and each step's carried values "
+             "stacked (for its gradient)")
+
+
+@dataclasses.dataclass
+class Step:
+    """A scan's function, built once into a closed sub-graph: its graph, the placeholders of
+    the carried values and of one row of each elems, and what it gives (the next carried
+    values and this step's outputs)."""
+
+    graph: BranchGraph
+    carried: list[Tensor]
+    rows: list[Tensor]
+    nexts: list[Tensor]
+    ys: list[Tensor]
+
+
+def trace_step(fn, carried: list[Tensor], elems: list[Tensor], where: str) -> Step:
+    """`fn(carried placeholders, row placeholders) -> (next carried values, this step's
+    outputs)` (lists of tensors), called once into a sub-graph of the default graph."""
+    outer = get_default_graph()
+    g = BranchGraph(outer, "fn", where)
+    with g.as_default():
+        c_ph = [placeholder(t.dtype, t.shape, f"carried_{i}") for i, t in enumerate(carried)]
+        e_ph = [placeholder(t.dtype, _row(t.shape), f"elem_{i}") for i, t in enumerate(elems)]
+        nexts, ys = fn(c_ph, e_ph)
+        nexts = [branch_tensor(v, g, "fn", where) for v in nexts]
+        ys = [branch_tensor(v, g, "fn", where) for v in ys]
+    check_stateless(g, "fn", where, "the function of a scan, map_fn or fold")
+    for i, (t, after) in enumerate(zip(carried, nexts)):
+        if after.dtype is not t.dtype:
+            raise TypeError(f"{where}: carried value {i} enters as {t.dtype.name} but fn "
+                            f"returns {after.dtype.name}")
+        if not after.shape.is_compatible_with(t.shape):
+            raise ValueError(f"{where}: carried value {i} has shape {t.shape} on entry but "
+                             f"{after.shape} after one step; a scan's carried values keep "
+                             "their shapes")
+    return Step(g, c_ph, e_ph, nexts, ys)
+
+
+def scan_op(step: Step, carried: list[Tensor], elems: list[Tensor], reverse: bool,
+            name: str = "Scan") -> list[Tensor]:
+    """The outputs of a Scan op running `step` (built by trace_step from these carried values
+    and elems) over the rows of elems."""
+    g = step.graph
+    captured = list(g.captures)
+    body = Branch(g, [*step.carried, *step.rows, *[g.capture(t) for t in captured]],
+                  [*step.nexts, *step.ys])
+    with g.outer.control_dependencies(g.outer_controls):
+        outputs = apply("Scan", [*carried, *elems, *captured],
+                        {"body": body, "carries": len(carried), "elems": len(elems),
+                         "reverse": reverse}, name=name)
+    g.finalize()
+    return outputs
+
+
+def make_scan(fn, carried: list[Tensor], elems: list[Tensor], reverse: bool, where: str,
+              name: str = "Scan") -> list[Tensor]:
+    """A Scan op of `fn` (see trace_step), built now: its last carried values, then its
+    stacked outputs (the history stays behind)."""
+    step = trace_step(fn, carried, elems, where)
+    return list(scan_op(step, carried, elems, reverse, name)[:len(carried) + len(step.ys)])

@@ -1,0 +1,82 @@
+"""One loop where a gradient built a second: two Scans of the same inputs, the second's body
+extending the first's (it gives the same results, then the values that the gradient's loop
+keeps: control_flow/scan_grad.py), run as one, the second in the first's place.
+
+    rnn, rnn_1 = Scan[body](h0, x, w)              rnn, rnn_1, kept, kept_1 = Scan[body'](h0, x, w)
+    loss = ...                              ->     loss = ...
+    _, _, kept, kept_1 = Scan[body'](h0, x, w)     ScanGrad(..., kept, kept_1)
+    ScanGrad(..., kept, kept_1)
+
+The second moves up to where the first was (it reads the very same values, so all it reads
+is ready there) and keeps the first's name and line; the first's outputs become its: the
+last carried values and the stacked outputs index by index, the history after the kept
+values. A pair is left as it is when their inputs, options or control dependencies differ,
+or when something waits on the second.
+"""
+
+from __future__ import annotations
+
+from ..ir import Node, Program, walk
+from .rewrite import rewrite, waited_on
+
+
+def merge_scans(program: Program) -> Program:
+    if not program.nested or not any([n.type == "Scan" for n in walk(program)]):
+        return program
+    return _merge(program)
+
+
+def _merge(program: Program) -> Program:
+    pairs = _pairs(program)  # id(the first's origin) -> the Scan extending it
+    moved: dict[int, Node] = {}  # id(the second's origin) -> its copy in the first's place
+
+    def visit(node: Node):
+        second = pairs.get(id(node.origin))
+        if second is not None:
+            copy = second.with_inputs(node.inputs, node.controls,
+                                      regions=[_merge(r) for r in second.regions])
+            copy.origin = node.origin  # (the user's loop: its name and line)
+            moved[id(second.origin)] = copy
+            values = _as_outputs_of(node, copy)
+            for mine, theirs in zip(values, node.outputs):
+                mine.name = theirs.name
+            return [copy], values
+        copy = moved.get(id(node.origin))
+        if copy is not None and node.type == "Scan":
+            return list(copy.outputs)
+        return node
+
+    return rewrite(program, visit, region=_merge)
+
+
+def _pairs(program: Program) -> dict[int, Node]:
+    """The Scans of the program's node list that another, later one extends."""
+    waited = waited_on(program)
+    seen: dict[int, list[Node]] = {}  # id(a body) -> the Scans running it
+    found: dict[int, Node] = {}
+    for node in program.nodes:
+        if node.type != "Scan":
+            continue
+        base = node.attrs["body"].extends
+        if base is not None and id(node) not in waited:
+            for first in seen.get(id(base), ()):
+                if id(first.origin) not in found and _same_loop(first, node):
+                    found[id(first.origin)] = node
+                    break
+        seen.setdefault(id(node.attrs["body"]), []).append(node)
+    return found
+
+
+def _same_loop(first: Node, second: Node) -> bool:
+    return (len(first.inputs) == len(second.inputs)
+            and all(a is b for a, b in zip(first.inputs, second.inputs))
+            and all(first.attrs[k] == second.attrs[k] for k in ("carries", "elems", "reverse"))
+            and set(map(id, first.controls)) == set(map(id, second.controls)))
+
+
+def _as_outputs_of(first: Node, second: Node) -> list:
+    """The outputs of `second` that stand for those of `first`: the last carried values and
+    the stacked outputs at the same places, the history after second's own stacked ones."""
+    c = first.attrs["carries"]
+    head = len(first.outputs) - c
+    return [*second.outputs[:head], *second.outputs[len(second.outputs) - c:]]
