@@ -312,6 +312,32 @@ def gather_grad(g, indices, shape, axis):
     return out
 
 
+def tensor_array_write(flow, index, value, grow):
+    """A copy of `flow` (a TensorArray's buffer) with row `index` set to `value`; with `grow`
+    (dynamic_size), grown with rows of zeros to hold it."""
+    index, rows = int(index), flow.shape[0]
+    if index < 0 or (index >= rows and not grow):
+        raise IndexError(f"TensorArray write: index {index} is not in [0, {rows})"
+                         if not grow else f"TensorArray write: index {index} is negative")
+    if index < rows:
+        out = flow.copy()
+    else:
+        out = np.zeros((index + 1,) + flow.shape[1:], dtype=flow.dtype)
+        out[:rows] = flow
+    out[index] = value
+    return out
+
+
+def tensor_array_write_grad(dy, flow, index):
+    """The gradients of tensor_array_write(flow, index, value) for flow and value, from the
+    gradient `dy` of its result."""
+    index, rows = int(index), flow.shape[0]
+    d_flow = dy[:rows].copy()
+    if index < rows:
+        d_flow[index] = 0
+    return d_flow, dy[index].copy()
+
+
 def one_hot(indices, depth, on, off, axis, dtype):
     indices = np.asarray(indices)
     hot = np.expand_dims(indices, axis) == np.arange(depth).reshape(

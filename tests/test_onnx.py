@@ -155,6 +155,17 @@ def test_indexing(tmp_path):
                  [{"x": randn(4, 5, 6), "i": np.array([0, 3, 2], np.int32)}])
 
 
+def test_a_tensor_array_written_at_a_fed_index(tmp_path):
+    x = sg.placeholder(sg.float32, [4, 3], name="x")
+    i = sg.placeholder(sg.int32, [], name="i")
+    written = sg.TensorArray(sg.float32, size=4).unstack(x).write(i, x[0] * 2.0).stack()
+    check_parity(tmp_path, written, {"x": x, "i": i},
+                 [{"x": randn(4, 3), "i": np.array(k, np.int32)} for k in (0, 3)])
+    grown = sg.TensorArray(sg.float32, size=0, dynamic_size=True).write(i, x[0]).stack()
+    with sg.Session() as sess, pytest.raises(OnnxExportError, match="dynamic_size"):
+        export_onnx(grown, [x, i], tmp_path / "grown.onnx", session=sess)
+
+
 def test_one_hot(tmp_path):
     """As TF's: an index outside [0, depth), a negative one too, gives a row of off_value
     (ONNX's own OneHot counts a negative index from the end)."""

@@ -7,36 +7,98 @@ inside a while_loop, where each iteration writes one element:
     doubled = ta.stack()
 
 Here a TensorArray is a value, not a resource: its one tensor (its `flow`) is a buffer of
-shape [size, *element_shape], and `write` gives a new TensorArray whose buffer has that row
-replaced (`sg.where` on the mask of that row), so every operation is an ordinary op with
-an ordinary gradient, and a TensorArray passes through while_loop, cond and scan as the
-loop variable its buffer is. A write or read out of range raises InvalidArgumentError
-naming the user's line (an Assert), as TF1's does.
+shape [size, *element_shape], and `write` gives a new TensorArray whose buffer is a copy with
+that row set (a TensorArrayWrite op: one copy of the buffer a write, O(n^2) elements moved by
+a loop of n writes, where TF1 keeps a list), so a TensorArray passes through while_loop, cond
+and scan as the loop variable its buffer is, and has an ordinary gradient. A write or read
+out of range raises InvalidArgumentError naming the user's line, as TF1's does. With
+`dynamic_size`, a write past the end grows the buffer with rows of zeros; in a while_loop
+such an array's first dim may change (its invariant is relaxed for it), and gradients flow
+through its writes all the same.
 
-Departures from TF1: a row never written reads as zeros (TF1 raises), and writing one index
-twice keeps the last value (TF1 raises); the element shape must be known when the buffer is
-made: given as `element_shape`, or learned from the first write or `unstack` before the
-array enters a loop. Each write copies the buffer (O(size) a write: a loop of n
-writes moves O(n^2) elements; TF1 keeps a list). With `dynamic_size`, a write past the end
-grows the buffer; in a while_loop such an array's first dim may change (its invariant is
-relaxed for it), and the gradient of what such a loop writes cannot be compiled yet (its
-ops would need shapes known when compiling: the error names the op); give `size` to
-differentiate through the writes.
+A row never written reads as zeros, as in TF1 when the element shape is fully defined (here
+it always is: TF1 raises when it is not). Departures from TF1: the element shape must be
+known when the buffer is made (given as `element_shape`, or learned from the first write or
+`unstack` before the array enters a loop); and two of TF1's checks are not made: writing one
+index twice (TF1 raises; here the last write stands) and reading one element twice while
+`clear_after_read` (TF1's default) is on (TF1 raises; here a read changes nothing). A program
+that TF1 runs gives the same values here; keeping the written and read rows would mean a
+mask carried beside every buffer through every loop.
 """
 
 from __future__ import annotations
 
 from .. import dtypes as _dt
 from ..errors import format_location, user_location
-from ..graph import Tensor, get_default_graph, name_scope
+from ..graph import Operation, Tensor, get_default_graph, name_scope
 from ..ops import math_ops as M
-from ..ops.array_ops import reshape, shape, zeros
+from ..ops.array_ops import reshape, shape, zeros, zeros_like
+from ..ops.attr_types import Bool
 from ..ops.conversion import convert_to_tensor
+from ..ops.creation import apply, apply1
 from ..ops.debug_ops import Assert
 from ..ops.indexing_ops import gather
-from ..ops.indexing_ops import range as irange
-from ..ops.join_ops import concat, unstack
+from ..ops.join_ops import unstack
+from ..ops.table import register
 from ..shapes import TensorShape
+
+
+# -- the ops: a write, and its gradient -----------------------------------------------------------
+def _write_infer(ctx):
+    flow, index, value = ctx.in_shapes
+    if flow.ndims == 0:
+        raise ValueError("its buffer must have a first axis (one row an element)")
+    if index.ndims not in (None, 0) or not ctx.in_dtypes[1].is_integer:
+        raise TypeError(f"its index must be an integer scalar, got "
+                        f"{ctx.in_dtypes[1].name}{index}")
+    if ctx.in_dtypes[2] is not ctx.in_dtypes[0]:
+        raise TypeError(f"the value is {ctx.in_dtypes[2].name}, the TensorArray's elements "
+                        f"{ctx.in_dtypes[0].name}")
+    elements = TensorShape(None) if flow.dims is None else TensorShape(flow.dims[1:])
+    if not value.is_compatible_with(elements):
+        raise ValueError(f"the value has shape {value}, the TensorArray's elements {elements}")
+    rows = None if flow.dims is None else flow.dims[0]
+    i = ctx.value(1)
+    if ctx.attrs["grow"]:  # (as many rows as known to be needed: unknown unless both known)
+        rows = max(rows, int(i) + 1) if rows is not None and i is not None else None
+    dims = None if flow.dims is None else [rows, *elements.merge_with(value).dims]
+    return [(TensorShape(dims), ctx.in_dtypes[0])]
+
+
+def _write_grad(op: Operation, dy):
+    d_flow, d_value = apply("TensorArrayWriteGrad", [dy, op.inputs[0], op.inputs[1]])
+    return [d_flow, None, d_value]
+
+
+register("TensorArrayWrite", _write_infer, "rt.tensor_array_write({0}, {1}, {2}, {grow})",
+         _write_grad, attrs={"grow": Bool()}, arity=3, new_array=True,
+         doc="a copy of a TensorArray's buffer (input 0) with row `index` (input 1) set to "
+             "`value` (input 2); with `grow` (dynamic_size), grown with rows of zeros to "
+             "hold it, as a TensorArray's write")
+
+
+def _write_grad_infer(ctx):
+    dy, flow, _ = ctx.in_shapes
+    row = TensorShape(None) if dy.dims is None else TensorShape(dy.dims[1:])
+    return [(flow, ctx.in_dtypes[0]), (row, ctx.in_dtypes[0])]
+
+
+def _write_grad_grad(op: Operation, d_flow, d_value):
+    """The gradient of a write's gradient: a write of the two back into one (dy's rows)."""
+    if d_flow is None and d_value is None:
+        return [None, None, None]
+    flow_grad, value_grad = op.outputs
+    d_flow = zeros_like(flow_grad) if d_flow is None else d_flow
+    d_value = zeros_like(value_grad) if d_value is None else d_value
+    return [apply1("TensorArrayWrite", [d_flow, op.inputs[2], d_value], {"grow": True}),
+            None, None]
+
+
+register("TensorArrayWriteGrad", _write_grad_infer,
+         "rt.tensor_array_write_grad({0}, {1}, {2})", _write_grad_grad, arity=3,
+         doc="the gradients of a TensorArrayWrite for its buffer and its value, from the "
+             "gradient `dy` (input 0) of its result; input 1 is the buffer written into "
+             "(for its rows), input 2 the index")
 
 
 class TensorArray:
@@ -129,19 +191,10 @@ class TensorArray:
                              f"shape {value.shape}, the TensorArray's elements "
                              f"{self._element_shape}")
         with name_scope(name, f"{self._name}_write"):
-            flow = self.flow
-            row = reshape(value, [1, *_dims(value)])
-            if self._dynamic:  # grown, with rows of zeros, to hold `index` (a gather of the
-                #                rows and one zero row: no shape to know when compiling)
-                index = M.cast(convert_to_tensor(index, dtype_hint=_dt.int32), _dt.int32)
-                rows = shape(flow)[0]
-                picks = M.minimum(irange(M.maximum(rows, index + 1)), rows)
-                flow = gather(concat([flow, M.zeros_like(row)], 0), picks)
-            limit = shape(flow)[0]
-            index = self._checked_index(index, "write", limit)
-            rank = flow.shape.ndims
-            mask = reshape(M.equal(irange(limit), index), [-1] + [1] * (rank - 1))
-            return self._with(M.where(mask, row + M.zeros_like(flow), flow))
+            index = M.cast(convert_to_tensor(index, dtype_hint=_dt.int32), _dt.int32)
+            # (an index out of range: an InvalidArgumentError naming this line, at run time)
+            return self._with(apply1("TensorArrayWrite", [self.flow, index, value],
+                                     {"grow": self._dynamic}))
 
     def read(self, index, name=None) -> Tensor:
         """The element at `index`."""

@@ -36,4 +36,5 @@ NO_ONNX: dict[str, str] = {
     "Conv2DBackpropFilter": _GRADIENT_KERNEL, "MaxPoolGrad": _GRADIENT_KERNEL,
     "MaxPoolGradGrad": _GRADIENT_KERNEL, "AvgPoolGrad": _GRADIENT_KERNEL,
     "GatherGrad": _GRADIENT_KERNEL, "StridedSliceGrad": _GRADIENT_KERNEL,
+    "TensorArrayWriteGrad": _GRADIENT_KERNEL,
 }

@@ -40,6 +40,19 @@ def _gather(b, op):
            axis=int(op.attrs["axis"]))
 
 
+def _tensor_array_write(b, op):
+    """A TensorArray's write of a known size: ONNX's ScatterND of the one row (a write that
+    grows the array, dynamic_size, has no ONNX form)."""
+    if op.attrs["grow"]:
+        raise OnnxExportError(f"cannot export to ONNX: {op.where()} writes a dynamic_size "
+                              "TensorArray, which grows; give the TensorArray a size")
+    flow, index, value = op.inputs
+    index = b.step(op, "int64", "Cast", [b.x(index)], to=b.onnx.TensorProto.INT64)
+    index = b.step(op, "index", "Reshape", [index, b.ints(f"{op.name}/one", [1, 1])])
+    row = b.step(op, "row", "Unsqueeze", [b.x(value), b.ints(f"{op.name}/axis", [0])])
+    b.node("ScatterND", [b.x(flow), index, row], [b.y(op)], op.name)
+
+
 def _one_hot(b, op):
     """As rt.one_hot computes it: the indices (as int64) compared with 0..depth-1 along the new
     axis, then on_value or off_value. An index outside [0, depth) gives a row of off_value
@@ -142,5 +155,5 @@ def _chain(b, op, x: str, steps) -> None:
 
 RULES = {
     "Eye": _eye, "Range": _range, "GatherV2": _gather, "OneHot": _one_hot, "Where": _where,
-    "Slice": _slice, "StridedSlice": _strided_slice,
+    "Slice": _slice, "StridedSlice": _strided_slice, "TensorArrayWrite": _tensor_array_write,
 }

@@ -12,6 +12,7 @@ from tests.conftest import numeric_grad
 
 F = sg.float64
 XV = np.arange(12.0).reshape(4, 3) / 7.0
+RNG = np.random.default_rng(5)
 
 
 def _squares(x, dynamic=False):
@@ -63,19 +64,25 @@ def test_unstack_scatter_and_split_fill_an_array(g):
     np.testing.assert_allclose(got[2], XV[2:])
 
 
-@pytest.mark.parametrize("use", [lambda ta, i: ta.read(i),
-                                 lambda ta, i: ta.write(i, [1.0, 2, 3]).stack()])
-def test_an_index_out_of_range_is_an_error_naming_the_line(g, use):
+@pytest.mark.parametrize("use, message", [
+    (lambda ta, i: ta.read(i), r"assertion failed: \[read at \S*test_tensor_array.py:\d+: "
+                               r"the index is outside the TensorArray; its size and the index:\] "
+                               r"\[4\] \[{i}\]"),
+    (lambda ta, i: ta.write(i, [1.0, 2, 3]).stack(),
+     r"TensorArrayWrite op .* created at \S*test_tensor_array.py:\d+ failed at run time: "
+     r"IndexError: TensorArray write: index {i} is not in \[0, 4\)"),
+    (lambda ta, i: sg.TensorArray(F, size=0, dynamic_size=True).write(i, [1.0, 2, 3]).stack(),
+     r"TensorArrayWrite op .* created at \S*test_tensor_array.py:\d+ failed at run time: "
+     r"IndexError: TensorArray write: index {i} is negative")])
+def test_an_index_out_of_range_is_an_error_naming_the_line(g, use, message):
     x = sg.placeholder(F, [4, 3], name="x")
     i = sg.placeholder(sg.int32, [], name="i")
     out = use(_squares(x), i)
     sess = sg.Session()
     sess.run(out, {x: XV, i: 3})
-    with pytest.raises(sg.errors.InvalidArgumentError,
-                       match=r"assertion failed: \[(read|write) at \S*test_tensor_array.py:\d+: "
-                             r"the index is outside the TensorArray; its size and the index:\] "
-                             r"\[4\] \[7\]"):
-        sess.run(out, {x: XV, i: 7})
+    bad = -1 if "negative" in message else 7
+    with pytest.raises(sg.errors.InvalidArgumentError, match=message.format(i=bad)):
+        sess.run(out, {x: XV, i: bad})
 
 
 def test_the_element_shape_must_be_known_before_a_loop(g):
@@ -101,3 +108,19 @@ def test_what_a_growing_array_gives_reshapes_and_differentiates_outside_the_loop
     got_column, got_dw = sg.Session().run([column, dw], {x: XV, w: [1.0, 2.0, 3.0]})
     np.testing.assert_allclose(got_column, (np.sin(XV) ** 2).reshape(-1, 1))
     np.testing.assert_allclose(got_dw, (np.sin(XV) ** 2).sum(axis=0))
+
+
+def test_the_gradient_of_a_growing_array_written_in_a_loop_of_data_dependent_length(g):
+    x = sg.placeholder(F, [None, 3], name="x")
+    ta = sg.TensorArray(F, size=0, dynamic_size=True, element_shape=[3])
+    _, ta = sg.while_loop(lambda i, ta: i < sg.shape(x)[0],
+                          lambda i, ta: (i + 1, ta.write(i, sg.sin(sg.gather(x, i)) * 2.0)),
+                          (0, ta))
+    loss = sg.reduce_sum(ta.stack() ** 2)
+    (dx,) = sg.gradients(loss, [x])
+    sess = sg.Session()
+    for rows in (4, 1, 6):  # (one compiled plan a feed shape; the loop's length is data)
+        xv = RNG.normal(size=(rows, 3))
+        got_loss, got = sess.run([loss, dx], {x: xv})
+        np.testing.assert_allclose(got_loss, (4 * np.sin(xv) ** 2).sum(), rtol=1e-12)
+        np.testing.assert_allclose(got, 8 * np.sin(xv) * np.cos(xv), rtol=1e-12)

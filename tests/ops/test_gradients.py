@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
-from staticgrad.ops.creation import apply1
+from staticgrad.ops.creation import apply, apply1
 from staticgrad.ops.table import REGISTRY
 from tests.ops.test_vocabulary import gradient_rows
 
@@ -224,6 +224,24 @@ CASES += [
                                    initializer=y * 0.5), [(any_, (3, 2)), (any_, (2,))], True),
     ("Scan", lambda x: sg.map_fn(lambda r: {"s": sg.exp(r["a"]) * r["b"]},
                                  {"a": x, "b": x * x})["s"], [(any_, (3, 2))], True),
+]
+
+
+def _write_grads(x, y):
+    """TensorArrayWriteGrad with an incoming gradient that depends on x (so that its own rule
+    is checked), y the buffer written into (read for its rows), index 1."""
+    d_flow, d_value = apply("TensorArrayWriteGrad",
+                            [sg.square(x) * y, y, sg.constant(1, dtype=sg.int32)])
+    return d_flow * x + sg.reduce_sum(d_value * d_value)
+
+
+# a TensorArray's write, into an array of a size and into one that grows (dynamic_size)
+CASES += [
+    ("TensorArrayWrite", lambda x, y: sg.TensorArray(F, size=3).unstack(x).write(
+        1, sg.sin(y) * x[0]).stack(), [(any_, (3, 2)), (any_, (2,))], True),
+    ("TensorArrayWrite", lambda x, y: sg.TensorArray(F, size=1, dynamic_size=True).unstack(
+        x).write(3, y * x[0]).stack(), [(any_, (1, 2)), (any_, (2,))], True),
+    ("TensorArrayWriteGrad", _write_grads, [(any_, (3, 2)), (any_, (3, 2))], True),
 ]
 
 
