@@ -124,13 +124,59 @@ def strided_slice_spec(x, spec, name=None):
 
 
 def getitem(tensor, key):
-    """tensor[key] for ints, slices (with negative bounds and strides), None and `...`."""
+    """tensor[key] for ints, slices (with negative bounds and strides), None and `...`; and
+    integer scalars computed when the graph runs (`x[i]` in a loop body, as TF1 allows),
+    each taken by a gather along its axis after the rest is sliced."""
+    items = key if isinstance(key, tuple) else (key,)
+    computed = [k for k, item in enumerate(items) if _computed_index(item)]
     try:
-        spec = normalize_index(key)
+        spec = normalize_index(tuple(builtins.slice(None) if k in computed else item
+                                     for k, item in enumerate(items)))
     except (TypeError, ValueError) as e:
         name = getattr(tensor, "name", "a tensor")
         raise type(e)(f"cannot index {name}: {e}") from None
-    return strided_slice_spec(tensor, spec, name="strided_slice")
+    if not computed:
+        return strided_slice_spec(tensor, spec, name="strided_slice")
+    tensor = convert_to_tensor(tensor)
+    axes = _output_axes(spec, tensor)
+    out = strided_slice_spec(tensor, spec, name="strided_slice") \
+        if any(s != ("slice", None, None, None) for s in spec) else tensor
+    for k in reversed(computed):  # (the last first: the axes before it stay where they are)
+        index = convert_to_tensor(items[k])
+        if index.shape.ndims != 0 or not index.dtype.is_integer:
+            raise TypeError(f"cannot index {tensor.name}: a computed index must be an integer "
+                            f"scalar, got {index.dtype.name}{index.shape}; use sg.gather to "
+                            "take several")
+        axis = axes[k]
+        size = shape_of(out)[axis]
+        size = apply1("Cast", [size], {"dtype": index.dtype}) if size.dtype is not index.dtype \
+            else size
+        index = apply1("Select", [index < 0, index + size, index])  # (-1: the last, as TF1)
+        out = apply1("GatherV2", [out, index], {"axis": axis}, name="strided_slice")
+    return out
+
+
+def _computed_index(item) -> bool:
+    """Is `item` an index whose value is known only when the graph runs (a scalar tensor)?"""
+    return is_tensor_like(item) and not isinstance(item, int | np.integer) and \
+        convert_to_tensor(item)._static is None
+
+
+def _output_axes(spec, tensor) -> dict:
+    """For each position of `spec` that is a slice, the axis it gives in the sliced result."""
+    rank = tensor.shape.ndims
+    if Ellipsis in spec and rank is None:
+        raise ValueError(f"cannot index {tensor.name}: '...' with a computed index needs the "
+                         "rank known")
+    consumed = sum(1 for s in spec if s is not None and s is not Ellipsis)
+    axes, axis = {}, 0
+    for k, s in enumerate(spec):
+        if s is Ellipsis:
+            axis += rank - consumed
+        elif s is None or isinstance(s, tuple):
+            axes[k] = axis
+            axis += 1
+    return axes
 
 
 # -- slice ---------------------------------------------------------------------------------------

@@ -205,3 +205,43 @@ def test_range_of_tensors():
     check_result(t, res, np.arange(4, dtype=I32), out_dtype=I32, mode="dynamic")
     t, res = run_graph(lambda a, b: sg.range(a, b, 0.5), [np.float32(1), np.float32(3)])
     check_result(t, res, np.array([1, 1.5, 2, 2.5], F32), out_dtype=F32, mode="dynamic")
+
+
+COMPUTED = [("x[i]", lambda x, i, j: x[i]), ("x[1:3, i]", lambda x, i, j: x[1:3, i]),
+            ("x[..., i]", lambda x, i, j: x[..., i]), ("x[i, 2]", lambda x, i, j: x[i, 2]),
+            ("x[None, i, ::-1, j]", lambda x, i, j: x[None, i, ::-1, j]),
+            ("x[i, j]", lambda x, i, j: x[i, j])]
+
+
+@pytest.mark.parametrize("index", [f for _, f in COMPUTED], ids=[n for n, _ in COMPUTED])
+def test_an_index_computed_when_the_graph_runs_picks_as_numpy_does(index):
+    xv = RNG.normal(size=(4, 5, 6))
+    with sg.Graph().as_default():
+        x = sg.placeholder(F64, [4, 5, 6], name="x")
+        i = sg.placeholder(I32, [], name="i")
+        j = sg.placeholder(I64, [], name="j")
+        out = index(x, i, j)
+        assert out.shape.as_list() == list(index(xv, 0, 0).shape)
+        (dx,) = sg.gradients(sg.reduce_sum(out * out), [x])
+        sess = sg.Session()
+        for iv, jv in ((1, 2), (-1, -3), (3, 0)):  # (negative: from the end, as TF1)
+            got, grad = sess.run([out, dx], {x: xv, i: iv, j: jv})
+            np.testing.assert_array_equal(got, index(xv, iv, jv))
+            want = np.zeros_like(xv)
+            picked = np.zeros_like(xv, dtype=bool)
+            index(picked, iv, jv)[...] = True  # (NumPy's view of the same picks)
+            want[picked] = 2 * xv[picked]
+            np.testing.assert_allclose(grad, want)
+        with pytest.raises(sg.errors.InvalidArgumentError, match=r"test_indexing_ops.py:\d+.* "
+                                                                 r"is not in \[0, [456]\)"):
+            sess.run(out, {x: xv, i: 7, j: 0})
+
+
+def test_a_computed_index_must_be_an_integer_scalar():
+    with sg.Graph().as_default():
+        x = sg.placeholder(F64, [4, 5], name="x")
+        with pytest.raises(TypeError, match=r"cannot index x:0: a computed index must be an "
+                                            r"integer scalar, got float64\(\)"):
+            x[sg.placeholder(F64, [])]
+        with pytest.raises(TypeError, match=r"integer scalar, got int32\(2,\)"):
+            x[sg.placeholder(I32, [2])]
