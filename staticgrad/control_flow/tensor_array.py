@@ -1,10 +1,10 @@
 """`TensorArray`: TF1's array of tensors of one shape, written and read by index, most often
 inside a while_loop, where each iteration writes one element:
 
-    ta = sg.TensorArray(sg.float32, size=n)
+    ta = sg.TensorArray(sg.float32, size=n, element_shape=[3])
     _, ta = sg.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, x[i] * 2.0)),
                           (0, ta))
-    doubled = ta.stack()
+    doubled = ta.stack()                                   # x * 2.0, for x of shape [n, 3]
 
 Here a TensorArray is a value, not a resource: its one tensor (its `flow`) is a buffer of
 shape [size, *element_shape], and `write` gives a new TensorArray whose buffer is a copy with

@@ -124,3 +124,14 @@ def test_the_gradient_of_a_growing_array_written_in_a_loop_of_data_dependent_len
         got_loss, got = sess.run([loss, dx], {x: xv})
         np.testing.assert_allclose(got_loss, (4 * np.sin(xv) ** 2).sum(), rtol=1e-12)
         np.testing.assert_allclose(got, 8 * np.sin(xv) * np.cos(xv), rtol=1e-12)
+
+
+def test_the_modules_example_runs_as_written(g):
+    x = sg.placeholder(sg.float32, [5, 3], name="x")
+    n = 5
+    ta = sg.TensorArray(sg.float32, size=n, element_shape=[3])
+    _, ta = sg.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, x[i] * 2.0)),
+                          (0, ta))
+    doubled = ta.stack()
+    xv = np.arange(15, dtype=np.float32).reshape(5, 3)
+    np.testing.assert_array_equal(sg.Session().run(doubled, {x: xv}), xv * 2)
