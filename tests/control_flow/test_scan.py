@@ -203,6 +203,28 @@ def _reverse_scan_sum(v):
     return total
 
 
+def test_kept_rows_are_lists_of_each_steps_values_and_unread_stacks_are_never_made(g):
+    w = sg.placeholder(F, [3], name="w")
+    xs = sg.placeholder(F, [5, 3], name="xs")
+    final = sg.foldl(lambda a, x: (a[0] * sg.tanh(x * w), a[1]), xs,
+                     initializer=(sg.ones([3], F), sg.zeros([3], F)))
+    (dw,) = sg.gradients(sg.reduce_sum(final[0]), [w])
+    ys = sg.scan(lambda a, x: sg.sin(a) + x, xs, initializer=sg.zeros([3], F), name="ys")
+    sess = sg.Session()
+    source = sess.source([dw, ys[-1]], {w: XS[0], xs: XS})
+    assert " = [None] * 5\n" in source  # (the history and kept values its gradient reads)
+    assert "np.empty((5, 3), dtype=np.float64)" in source  # (ys: read by a slice)
+    got, last = sess.run([dw, ys[-1]], {w: XS[0], xs: XS})
+    want = numeric_grad(lambda v: np.prod(np.tanh(XS * v), axis=0).sum(), XS[0])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-12)
+    acc = np.zeros(3)
+    for x in XS:
+        acc = np.sin(acc) + x
+    np.testing.assert_allclose(last, acc)
+    unread = sg.Session().source(final[0], {w: XS[0], xs: XS})
+    assert "np.empty" not in unread and "[None]" not in unread
+
+
 def test_a_large_scan_whose_history_nothing_reads_runs(g):
     # (the memory plan freed the unread history, which was never made: UnboundLocalError)
     big = RNG.normal(size=(6, 5000))

@@ -42,6 +42,11 @@ def scans(program):
     return [n for n in walk(program) if n.type == "Scan"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_graph(g):
+    return g
+
+
 def test_the_forward_loop_runs_once_and_the_backward_loop_computes_no_forward_value():
     w = sg.placeholder(F, [3, 3], name="w")
     xs = sg.placeholder(F, [6, 3], name="xs")

@@ -194,25 +194,55 @@ def _scan(walk, node: Node) -> None:
     for v in node.outputs[c + n_ys:]:  # a history nothing reads is never made (nor freed)
         if not any(v is k for _, k in kept):
             del walk.expr[id(v)]
+    unread = {k for k, v in enumerate(node.outputs[c:c + n_ys]) if not _read(walk, v)}
+    for k in unread:  # nor is a stacked output nobody reads (the body's value is dropped)
+        del walk.expr[id(node.outputs[c + k])]
+    made = [(name, v) for k, (name, v) in enumerate(zip(stacked, node.outputs[c:c + n_ys]))
+            if k not in unread]
     t = walk.names.make("step")
     order = f"range({rows})" if not node.attrs["reverse"] else f"range({rows - 1}, -1, -1)"
     if c:
         _line(walk, node, f"{', '.join(finals)} = {', '.join(init)}")
-    for name, v in [*zip(stacked, node.outputs[c:c + n_ys]), *kept]:
-        _line(walk, node, f"{name} = np.empty({tuple(v.shape.dims)!r}, dtype={np_dtype(v.dtype)})")
+    for name, v in [*made, *kept]:
+        if _rows_only(walk, v):  # (a list: each step's value kept as it is, not copied)
+            _line(walk, node, f"{name} = [None] * {rows}")
+        else:
+            _line(walk, node,
+                  f"{name} = np.empty({tuple(v.shape.dims)!r}, dtype={np_dtype(v.dtype)})")
     _line(walk, node, f"for {t} in {order}:")
     for name, carried in zip([k for k, _ in kept], [finals[history.index(k)] for k, _ in kept]):
         _line(walk, node, f"    {name}[{t}] = {carried}")
-    targets = finals + [f"{name}[{t}]" for name in stacked]
+    targets = finals + ["_" if k in unread else f"{name}[{t}]" for k, name in enumerate(stacked)]
     args = finals + [f"{name}[{t}]" for name in elems] + captured
     _line(walk, node, f"    {_targets(targets)} = {body}({', '.join(args)})")
 
 
 def _read(walk, v: Value) -> bool:
-    """Does anything in the walk's program read `v` (a fetch, or a node's input)? (The set is
-    made once a walk, when its first Scan asks.)"""
-    if walk.read_values is None:
+    """Does anything in the walk's program read `v` (a fetch, or a node's input)?"""
+    return id(v) in _readers(walk)
+
+
+def _rows_only(walk, v: Value) -> bool:
+    """Is a Scan's stacked output `v` read only a row at a time, as the elems of other Scans
+    (a forward loop's history and kept values, read by its gradient's loop)? It may then be a
+    list of each step's values rather than an array they are copied into."""
+    readers = _readers(walk).get(id(v))
+    return bool(readers) and all(
+        n is not None and n.type == "Scan"
+        and n.attrs["carries"] <= k < n.attrs["carries"] + n.attrs["elems"] for n, k in readers)
+
+
+def _readers(walk) -> dict:
+    """id(value) -> the (node, input position) of each reader in the walk's program; a fetch
+    reads with node None. (Made once a walk, when its first Scan asks.)"""
+    if walk.readers is None:
         program = walk.program
-        walk.read_values = {id(x) for n in walk_nodes(program) for x in n.inputs} | \
-            {id(f) for f in program.fetches if isinstance(f, Value)}
-    return id(v) in walk.read_values
+        readers: dict = {}
+        for n in walk_nodes(program):
+            for k, x in enumerate(n.inputs):
+                readers.setdefault(id(x), []).append((n, k))
+        for f in program.fetches:
+            if isinstance(f, Value):
+                readers.setdefault(id(f), []).append((None, None))
+        walk.readers = readers
+    return walk.readers

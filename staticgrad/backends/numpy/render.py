@@ -83,7 +83,7 @@ class _NumpyWalk(Walk):
             self.alias.add(id(v))
             self.params.append(self.expr[id(v)])
         self.inline = params is not None  # its feeds then are names of the code around it
-        self.read_values = None  # id() of the values its program reads (regions.py's _read)
+        self.readers = None  # id(value) -> who reads it in its program (regions.py's _readers)
         # the blocks (loops written inline) its lines stand in, in the function around them
         self.nesting = module.nesting + 1 if self.inline else 0
 
