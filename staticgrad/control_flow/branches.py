@@ -20,6 +20,7 @@ from ..ops.attr_types import AttrType, show
 from ..ops.conversion import convert_to_tensor
 from ..ops.creation import BRANCHES_OPEN, apply, create_operation
 from ..shapes import TensorShape
+from .tensor_array import TensorArray
 
 _OPENING = threading.Lock()  # (threads may build conds at once: the count stays exact)
 
@@ -216,7 +217,7 @@ def branch_tensor(value, g: BranchGraph, label: str, where: str) -> Tensor:
         raise TypeError(f"{where}: {label} returned the operation {value.name}; a branch must "
                         "return tensors")
     try:
-        t = convert_to_tensor(value)
+        t = value.flow if isinstance(value, TensorArray) else convert_to_tensor(value)
     except (TypeError, ValueError) as e:
         raise type(e)(f"{where}: {label} returned {value!r}, not a tensor: {e}") from None
     if t.graph is not g:  # a tensor of the enclosing graph, returned as it is
@@ -244,6 +245,8 @@ def leaf_tensor(value, what: str, where: str) -> Tensor:
     error naming it (`what`: "loop variable 2") and the call (`where`) otherwise."""
     if isinstance(value, Operation):
         raise TypeError(f"{where}: {what} is the operation {value.name}, not a tensor")
+    if isinstance(value, TensorArray):  # (one with no element shape yet: an error saying so)
+        return value.flow
     try:
         return convert_to_tensor(value)
     except (TypeError, ValueError) as e:

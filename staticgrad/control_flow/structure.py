@@ -26,7 +26,7 @@ def _is_array(value) -> bool:
 def dynamic_flows(structure) -> set:
     """id() of the buffers of the dynamic_size TensorArrays in `structure` (their first dim
     may change from one iteration of a loop to the next)."""
-    return {id(v.flow) for v in _arrays(structure) if v.dynamic_size}
+    return {id(v.flow) for v in _arrays(structure) if v.dynamic_size and not v.waiting}
 
 
 def _arrays(structure) -> list:
@@ -40,8 +40,10 @@ def _arrays(structure) -> list:
 
 
 def flatten(structure) -> list:
+    """The leaves of `structure`: its tensors, and the buffer of each TensorArray (or the
+    array itself while it waits for its element shape: see while_loop)."""
     if _is_array(structure):
-        return [structure.flow]
+        return [structure if structure.waiting else structure.flow]
     if isinstance(structure, dict):
         return [v for k in _keys(structure) for v in flatten(structure[k])]
     if isinstance(structure, list | tuple):

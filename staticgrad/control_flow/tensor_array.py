@@ -1,7 +1,7 @@
 """`TensorArray`: TF1's array of tensors of one shape, written and read by index, most often
 inside a while_loop, where each iteration writes one element:
 
-    ta = sg.TensorArray(sg.float32, size=n, element_shape=[3])
+    ta = sg.TensorArray(sg.float32, size=n)
     _, ta = sg.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, x[i] * 2.0)),
                           (0, ta))
     doubled = ta.stack()                                   # x * 2.0, for x of shape [n, 3]
@@ -16,14 +16,16 @@ out of range raises InvalidArgumentError naming the user's line, as TF1's does. 
 such an array's first dim may change (its invariant is relaxed for it), and gradients flow
 through its writes all the same.
 
-A row never written reads as zeros, as in TF1 when the element shape is fully defined (here
-it always is: TF1 raises when it is not). Departures from TF1: the element shape must be
-known when the buffer is made (given as `element_shape`, or learned from the first write or
-`unstack` before the array enters a loop); and two of TF1's checks are not made: writing one
-index twice (TF1 raises; here the last write stands) and reading one element twice while
-`clear_after_read` (TF1's default) is on (TF1 raises; here a read changes nothing). A program
-that TF1 runs gives the same values here; keeping the written and read rows would mean a
-mask carried beside every buffer through every loop.
+The element shape comes from `element_shape`, or from the first write or `unstack`; an array
+that enters a while_loop before either waits for the body's first write to say it, as in
+TF1 (the loop then makes its buffer). A row never written reads as zeros, as in TF1 when the
+element shape is fully defined (here it always is: TF1 raises when it is not). Departures
+from TF1: an array with no element shape yet cannot enter a cond or a scan (give
+`element_shape`); and two of TF1's checks are not made: writing one index twice (TF1 raises;
+here the last write stands) and reading one element twice while `clear_after_read` (TF1's
+default) is on (TF1 raises; here a read changes nothing). A program that TF1 runs gives the
+same values here; keeping the written and read rows would mean a mask carried beside every
+buffer through every loop.
 """
 
 from __future__ import annotations
@@ -61,7 +63,10 @@ def _write_infer(ctx):
     i = ctx.value(1)
     if ctx.attrs["grow"]:  # (as many rows as known to be needed: unknown unless both known)
         rows = max(rows, int(i) + 1) if rows is not None and i is not None else None
-    dims = None if flow.dims is None else [rows, *elements.merge_with(value).dims]
+    if flow.dims is None:  # (a buffer whose element shape a loop learns from this write)
+        dims = None if value.dims is None else [None, *value.dims]
+    else:
+        dims = [rows, *elements.merge_with(value).dims]
     return [(TensorShape(dims), ctx.in_dtypes[0])]
 
 
@@ -146,7 +151,16 @@ class TensorArray:
                              "element_shape, or write or unstack it first")
         return self._flow
 
+    @property
+    def waiting(self) -> bool:
+        """Is its buffer still to be made (its element shape not known yet)? A while_loop
+        learns the shape from what its body writes."""
+        return self._flow is None
+
     def _with(self, flow: Tensor) -> TensorArray:
+        if flow.shape.dims is None and self._element_shape.is_fully_defined():
+            flow = reshape(flow, [-1, *self._element_shape.dims])  # (the shape it is known to
+            #                                                         have, for what reads it)
         out = TensorArray.__new__(TensorArray)
         out.__dict__.update(self.__dict__)
         out._flow, out._size = flow, _first_dim(flow)

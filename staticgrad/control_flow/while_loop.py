@@ -62,19 +62,23 @@ from .branches import (
     signature,
     signature_of,
 )
+from .tensor_array import TensorArray
 
 # -- the While op -------------------------------------------------------------------------------
 _MAX_STEPS = 2 ** 31 - 1  # a maximum_iterations known as a number (a loop's int32 counter)
 
-def _loop_shapes(attrs, in_shapes, loose: bool = False) -> list[TensorShape]:
+def _loop_shapes(attrs, in_shapes, loose: bool = False, fed: bool = False) -> list[TensorShape]:
     """The shape of each loop variable within the loop: its entry shape, or its declared
-    invariant (the body's placeholder) where `relaxed` names it. `loose`: every one's shape
-    as the graph declares it within the loop (the body's placeholder), as TF1 takes a loop
-    variable's static shape for its invariant: what specialization falls back to when a
-    loop variable's concrete shape changes from one iteration to the next."""
+    invariant (the body's placeholder) where `relaxed` names it. `fed` (specializing to the
+    feeds' shapes): every one's entry shape, which stands where the body keeps it. `loose`:
+    every one's shape as the graph declares it within the loop (the body's placeholder), as
+    TF1 takes a loop variable's static shape for its invariant: what specialization falls
+    back to when a loop variable's concrete shape changes from one iteration to the next."""
     body, relaxed = attrs["body"], attrs["relaxed"]
-    return [body.inputs[i].shape if loose or i in relaxed else in_shapes[i]
-            for i in range(attrs["loop_vars"])]
+    n = attrs["loop_vars"]
+    if fed and not loose:
+        return list(in_shapes[:n])
+    return [body.inputs[i].shape if loose or i in relaxed else in_shapes[i] for i in range(n)]
 
 
 def _check_counts(attrs, n_inputs: int) -> None:
@@ -118,7 +122,13 @@ def _while_region_feeds(attrs, in_shapes, in_values, loose=False):
     """The loop variables at their shapes within the loop, with no static value (each
     iteration has its own); the captured tensors as they are."""
     n = attrs["loop_vars"]
-    given = [(s, None) for s in _loop_shapes(attrs, in_shapes, loose)] + \
+    shapes = _loop_shapes(attrs, in_shapes, loose, fed=True)
+    for i, s in enumerate(shapes):
+        if s.dims is None:
+            raise ValueError(f"loop variable {i} changes shape from one iteration to the next, "
+                             "and its shape invariant does not say its rank; give it one of "
+                             "known rank in shape_invariants")
+    given = [(s, None) for s in shapes] + \
         list(zip(in_shapes[n:], in_values[n:]))
     return [given, given]
 
@@ -136,12 +146,14 @@ def _check_kept_shape(i: int, entry: TensorShape, after: TensorShape, fixed: boo
 
 
 def _check_body_shapes(attrs, loop_shapes, body_shapes, loose: bool) -> None:
+    """For the fed shapes: each loop variable keeps its shape (a relaxed one too: when it
+    does not, the loop is specialized again, `loose`); loosely, within its invariant."""
     for i, (entry, after) in enumerate(zip(loop_shapes, body_shapes)):
-        _check_kept_shape(i, entry, after, not loose and i not in attrs["relaxed"])
+        _check_kept_shape(i, entry, after, not loose)
 
 
 def _while_region_results(attrs, in_shapes, results, loose=False):
-    loop_shapes = _loop_shapes(attrs, in_shapes, loose)
+    loop_shapes = _loop_shapes(attrs, in_shapes, loose, fed=True)
     _check_body_shapes(attrs, loop_shapes, results[1], loose)
     return loop_shapes
 
@@ -228,7 +240,7 @@ def _while_grad_region_feeds(attrs, in_shapes, in_values, loose=False):
     k = len([i for i in wanted if i < n])
     forward_shapes, forward_values = in_shapes[:len(in_shapes) - k], in_values[:len(in_shapes) - k]
     cond_body = _while_region_feeds(attrs, forward_shapes, forward_values, loose)
-    loop_shapes = _loop_shapes(attrs, forward_shapes, loose)
+    loop_shapes = _loop_shapes(attrs, forward_shapes, loose, fed=True)
     upstream = [(loop_shapes[i], None) for i in wanted if i < n]
     return [*cond_body, cond_body[1] + upstream]
 
@@ -237,7 +249,7 @@ def _while_grad_region_results(attrs, in_shapes, results, loose=False):
     n, wanted = attrs["loop_vars"], attrs["wanted"]
     k = len([i for i in wanted if i < n])
     forward_shapes = in_shapes[:len(in_shapes) - k]
-    loop_shapes = _loop_shapes(attrs, forward_shapes, loose)
+    loop_shapes = _loop_shapes(attrs, forward_shapes, loose, fed=True)
     _check_body_shapes(attrs, loop_shapes, results[1], loose)
     return [loop_shapes[i] if i < n else forward_shapes[i] for i in wanted]
 
@@ -338,15 +350,22 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             if not back_prop:
                 out = [stop_gradient(t) for t in out]
             return nest.unpacked(nest.pack(loop_vars, iter(out)), return_same_structure)
-    tensors = [leaf_tensor(v, f"loop variable {i}", where) for i, v in enumerate(leaves)]
+    # a TensorArray whose element shape is not known yet waits for the body's first write to
+    # say it (as in TF1); until then a stand-in of that dtype and any shape holds its place
+    waiting = {i: v for i, v in enumerate(leaves) if isinstance(v, TensorArray)}
+    tensors = [_Waiting(v) if i in waiting else leaf_tensor(v, f"loop variable {i}", where)
+               for i, v in enumerate(leaves)]
     invariants = _invariants(shape_invariants, loop_vars, tensors, where)
     growing = nest.dynamic_flows(loop_vars)  # (a dynamic_size TensorArray's rows may grow)
     invariants = [TensorShape([None, *t.shape.dims[1:]]) if inv is None and id(t) in growing
                   and t.shape.dims else inv for t, inv in zip(tensors, invariants)]
+    invariants = [TensorShape(None) if inv is None and i in waiting and leaves[i].dynamic_size
+                  else inv for i, inv in enumerate(invariants)]
     outer = get_default_graph()
-    if not encloses(outer, tensors[0].graph):
-        outer = tensors[0].graph
-    tensors = [_into(outer, t, where) for t in tensors]
+    known = [t for t in tensors if not isinstance(t, _Waiting)]
+    if known and not encloses(outer, known[0].graph):
+        outer = known[0].graph
+    tensors = [t if isinstance(t, _Waiting) else _into(outer, t, where) for t in tensors]
     counted = maximum_iterations is not None
     if counted:
         limit = _into(outer, _iteration_limit(maximum_iterations, where), where)
@@ -374,7 +393,15 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                          *nexts]
         for g, label in ((cond_g, "cond"), (body_g, "body")):
             check_stateless(g, label, where, "a while_loop's cond or body")
-        _check_body(tensors, invariants, nexts, counted, where)
+        first = 1 if counted else 0
+        for i, array in waiting.items():  # its buffer, made now that its shape is known
+            tensors[first + i] = _learned_buffer(array, nexts[first + i], where)
+            if array.dynamic_size:  # (its rows may grow: the loop's placeholders say so)
+                invariants[first + i] = TensorShape([None, *array.element_shape.dims])
+                for param in (cond_params[first + i], body_params[first + i]):
+                    _refine(param, invariants[first + i])
+        _check_body(tensors, invariants, nexts, counted, where,
+                    lenient={first + i for i in waiting})
         known = limit._static if counted else None  # (a number known now: a Python int)
         outputs = _make_while(tensors, invariants, (cond_g, cond_params, [keep_going]),
                               (body_g, body_params, nexts),
@@ -384,6 +411,33 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if not back_prop:
         outputs = [stop_gradient(t) for t in outputs]
     return nest.unpacked(nest.pack(loop_vars, iter(outputs)), return_same_structure)
+
+
+class _Waiting:
+    """What stands for a TensorArray's buffer while the loop is built, until the body's
+    first write says its element shape: its dtype, any shape."""
+
+    def __init__(self, array: TensorArray):
+        self.dtype, self.shape = array.dtype, TensorShape(None)
+
+
+def _learned_buffer(array: TensorArray, after: Tensor, where: str) -> Tensor:
+    """The buffer of a TensorArray that waited for the body: made (and kept by the array,
+    as a write would) with the element shape the body's write gave it."""
+    dims = after.shape.dims
+    if dims is None or not TensorShape(dims[1:]).is_fully_defined():
+        raise ValueError(f"{where}: {array!r} enters the loop with no element shape, and the "
+                         f"body does not write an element of a known shape ({after.shape}); "
+                         "give the TensorArray element_shape")
+    array._make_buffer(TensorShape(dims[1:]))
+    return array.flow
+
+
+def _refine(param: Tensor, shape: TensorShape) -> None:
+    """A loop's placeholder for a TensorArray's buffer that waited for the body (of any
+    shape then), given the shape the body's write said, before the loop is made."""
+    param._shape = shape
+    param.op.attrs["shape"] = shape
 
 
 def _into(outer, t: Tensor, where: str) -> Tensor:
@@ -449,7 +503,11 @@ def _check_condition(t: Tensor, where: str) -> None:
                         "bool scalar")
 
 
-def _check_body(tensors, invariants, nexts, counted: bool, where: str) -> None:
+def _check_body(tensors, invariants, nexts, counted: bool, where: str,
+                lenient=frozenset()) -> None:
+    """The body's results against the loop variables: the same dtypes, and shapes its
+    invariants allow (only compatible ones for those in `lenient`, the buffers of
+    TensorArrays that waited for the body: their rows are checked for the fed shapes)."""
     first = 1 if counted else 0
     for i, (t, inv, after) in enumerate(zip(tensors, invariants, nexts)):
         k = i - first
@@ -457,7 +515,8 @@ def _check_body(tensors, invariants, nexts, counted: bool, where: str) -> None:
             raise TypeError(f"{where}: loop variable {k} enters the loop as {t.dtype.name} but "
                             f"the body returns {after.dtype.name}")
         try:
-            _check_kept_shape(k, inv if inv is not None else t.shape, after.shape, inv is None)
+            _check_kept_shape(k, inv if inv is not None else t.shape, after.shape,
+                              inv is None and i not in lenient)
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
 

@@ -105,14 +105,14 @@ def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: l
         return _specialized_regions(op, in_shapes, in_values, outs, False)
     except ValueError as e:
         strict = e
-    if opdef.region_feeds(op.attrs, in_shapes, in_values, True) == \
-            opdef.region_feeds(op.attrs, in_shapes, in_values, False):
-        loose_error = strict  # (nothing looser to try)
-    else:
-        try:
+    try:
+        if opdef.region_feeds(op.attrs, in_shapes, in_values, True) == \
+                opdef.region_feeds(op.attrs, in_shapes, in_values, False):
+            loose_error = strict  # (nothing looser to try)
+        else:
             return _specialized_regions(op, in_shapes, in_values, outs, True)
-        except ValueError as e:
-            loose_error = e
+    except ValueError as e:
+        loose_error = e
     raise UnimplementedError(None, op, f"{op.where()}: with the fed shapes, {loose_error}") \
         from None
 

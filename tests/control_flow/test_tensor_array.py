@@ -85,15 +85,44 @@ def test_an_index_out_of_range_is_an_error_naming_the_line(g, use, message):
         sess.run(out, {x: XV, i: bad})
 
 
-def test_the_element_shape_must_be_known_before_a_loop(g):
+def test_a_loop_learns_the_element_shape_from_its_bodys_write_as_tf1_does(g):
     x = sg.placeholder(F, [4, 3], name="x")
-    ta = sg.TensorArray(F, size=4)
-    with pytest.raises(ValueError, match=r"TensorArray at \S*test_tensor_array.py:\d+: its "
-                                         r"element shape is not known yet; give element_shape"):
-        sg.while_loop(lambda i, t: i < 4, lambda i, t: (i + 1, t.write(i, sg.gather(x, i))),
-                      (0, ta))
+    ta = sg.TensorArray(F, size=4)  # (no element_shape, as TF1 programs write it)
+    _, out = sg.while_loop(lambda i, t: i < 4, lambda i, t: (i + 1, t.write(i, x[i] * 2.0)),
+                           (0, ta))
+    assert out.stack().shape.as_list() == [4, 3] and ta.element_shape.as_list() == [3]
+    grows = sg.TensorArray(F, size=0, dynamic_size=True)
+    _, grown = sg.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t.write(i, x[i] ** 2)),
+                             (0, grows))
+    assert grown.stack().shape.as_list() == [None, 3]
+    (dx,) = sg.gradients(sg.reduce_sum(grown.stack()), [x])
+    got = sg.Session().run([out.stack(), grown.stack(), dx], {x: XV})
+    np.testing.assert_allclose(got[0], XV * 2.0)
+    np.testing.assert_allclose(got[1], XV[:3] ** 2)
+    np.testing.assert_allclose(got[2], np.vstack([2 * XV[:3], np.zeros((1, 3))]))
+    with pytest.raises(ValueError, match=r"while_loop at \S*test_tensor_array.py:\d+: <sg "
+                                         r"TensorArray float64 elements <unknown>> enters the "
+                                         r"loop with no element shape, and the body does not "
+                                         r"write an element of a known shape"):
+        sg.while_loop(lambda i, t: i < 4, lambda i, t: (i + 1, t), (0, sg.TensorArray(F, 4)))
     first = sg.TensorArray(F, size=4).write(0, sg.gather(x, 0))  # a first write says it
     assert first.element_shape.as_list() == [3]
+
+
+def test_a_relaxed_loop_variable_is_compiled_at_its_fed_shape_while_the_body_keeps_it(g):
+    x = sg.placeholder(F, [3], name="x")
+    free = (sg.TensorShape([]), sg.TensorShape(None))
+    _, kept = sg.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), (0, x),
+                            shape_invariants=free)
+    _, grown = sg.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, sg.concat([v, v], 0)),
+                             (0, x), shape_invariants=free)
+    sess = sg.Session()
+    np.testing.assert_allclose(sess.run(kept, {x: XV[0]}), XV[0] * 8)
+    with pytest.raises(sg.errors.UnimplementedError, match=r"loop variable 1 changes shape "
+                                                           r"from one iteration to the next, "
+                                                           r"and its shape invariant does not "
+                                                           r"say its rank"):
+        sess.run(grown, {x: XV[0]})
 
 
 def test_what_a_growing_array_gives_reshapes_and_differentiates_outside_the_loop(g):
@@ -129,7 +158,7 @@ def test_the_gradient_of_a_growing_array_written_in_a_loop_of_data_dependent_len
 def test_the_modules_example_runs_as_written(g):
     x = sg.placeholder(sg.float32, [5, 3], name="x")
     n = 5
-    ta = sg.TensorArray(sg.float32, size=n, element_shape=[3])
+    ta = sg.TensorArray(sg.float32, size=n)
     _, ta = sg.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, x[i] * 2.0)),
                           (0, ta))
     doubled = ta.stack()
