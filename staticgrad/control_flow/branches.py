@@ -116,11 +116,14 @@ class Branch:
     predicate) and the tensors it gives. `extends`: another Branch whose results this one
     gives first, from the same inputs, before results of its own (a Scan's gradient makes
     such a forward body, which keeps what the gradient reads: scan_grad.py); not written
-    into graph files."""
+    into graph files, nor is `kept`."""
 
     def __init__(self, graph: BranchGraph, inputs: list[Tensor], outputs: list[Tensor]):
         self.graph, self.inputs, self.outputs = graph, tuple(inputs), tuple(outputs)
         self.extends: Branch | None = None
+        # a tensor of this branch -> its values over a scan's steps, kept by a loop extending
+        # it, for every gradient that reads them (scan_grad.py); not written into graph files
+        self.kept: dict[Tensor, Tensor] = {}
 
     def __repr__(self):
         return f"<sg Branch {self.graph.label} of {len(self.graph.get_operations())} ops>"

@@ -18,7 +18,13 @@ That forward loop is a second Scan with the same inputs as the user's, whose bod
 that `extends` the user's) gives the same results, then the kept ones. When a run needs
 both, the compiler runs the second in place of the first (passes/scans.py): the loop runs
 once, keeping what its gradient reads, as a hand-written backward pass does. Run alone (a
-graph file drops `extends`; or a pass is switched off), each is right, only slower.
+graph file drops `extends`; or a pass is switched off), each is right, only slower. A
+later gradient through the same loop (a second sg.gradients, a second derivative) reads
+what the first one's loop keeps (`Branch.kept`) when that is all it needs.
+
+Memory: the kept values take (steps x their size), as TF1's while_loop gradients and JAX's
+scan keep theirs; a body with a large intermediate that is cheap to compute keeps it all
+the same (recomputing would trade that memory for time, which this does not offer).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from ..autodiff import gradients
 from ..graph import Operation, Tensor, get_default_graph
 from ..ops.array_ops import zeros_like
 from ..ops.conversion import constant
-from .branches import copy_branch, copy_ops, needed_ops
+from .branches import copy_branch, copy_ops, encloses, needed_ops
 from .scan_op import Step, _split, scan_op, trace_step
 
 
@@ -145,13 +151,24 @@ def _keeping_forward(op: Operation, traced: Step, kept: list[Tensor],
         mapping.update((grad_graph.capture(t), cap) for t, cap in zip(captured, caps))
         return outs[:c], [*outs[c:], *copy_ops(grad_graph, mapping, kept)]
 
+    # what an earlier gradient's loop keeps already (a second sg.gradients through the loop,
+    # a second derivative), read from it rather than kept again by a loop of its own
+    theirs = {mine: theirs for theirs, mine in copied.items()}
+    wanted = [theirs.get(t) for t in kept]
+    here = get_default_graph()
+    if all(w in body.kept and encloses(here, body.kept[w].graph) for w in wanted):
+        return [body.kept[w] for w in wanted]
     forward = trace_step(step, inits, elems, body.graph.where)
     out = scan_op(forward, inits, elems, attrs["reverse"], "ScanForward")
     loop = out[0].op
     loop.attrs["body"].extends = body
     loop.location = op.location  # (it is the user's loop, keeping more)
     first = len(body.outputs)
-    return out[first:first + len(kept)]
+    stacked = out[first:first + len(kept)]
+    for w, t in zip(wanted, stacked):
+        if w is not None:
+            body.kept.setdefault(w, t)
+    return stacked
 
 
 def _reading_kept(traced: Step, kept: list[Tensor], frozen: list[Tensor],
@@ -177,5 +194,7 @@ def _reading_kept(traced: Step, kept: list[Tensor], frozen: list[Tensor],
         outs = copy_ops(grad_graph, mapping, [*traced.nexts, *traced.ys])
         return outs[:len(carried_here)], outs[len(carried_here):]
 
+    names = [f"elem_{i}" if i < n_rows else f"kept_{kept[i - n_rows].op.name.split('/')[-1]}"
+             for i in read]  # (a kept value named after the op of the forward body giving it)
     rows = [rows[i] for i in read]
-    return trace_step(step, carried, rows, traced.graph.where), rows
+    return trace_step(step, carried, rows, traced.graph.where, names), rows

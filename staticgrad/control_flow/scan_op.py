@@ -97,12 +97,16 @@ def _scan_region_feeds(attrs, in_shapes, in_values, loose=False):
 
 
 def _same_rows(value):
-    """The row that every row of `value` (elems known when compiling) is, if they all are
-    one (a stacked shape, say: see scan_grad.py); else None."""
+    """The row that every row of `value` (elems known when compiling) is, bit for bit (0.0
+    and -0.0 differ), if they all are one (a stacked shape, say: see scan_grad.py); else
+    None."""
     if value is None or np.ndim(value) == 0 or len(value) == 0:
         return None
-    value = np.asarray(value)
-    return value[0] if (value == value[0]).all() else None
+    value = np.ascontiguousarray(value)
+    if value.size == 0:
+        return value[0]
+    rows = value.reshape(len(value), -1).view(np.uint8)
+    return value[0] if (rows == rows[0]).all() else None
 
 
 def _scan_region_values(attrs, out_shapes, results):
@@ -157,14 +161,17 @@ class Step:
     ys: list[Tensor]
 
 
-def trace_step(fn, carried: list[Tensor], elems: list[Tensor], where: str) -> Step:
+def trace_step(fn, carried: list[Tensor], elems: list[Tensor], where: str,
+               row_names: list[str] | None = None) -> Step:
     """`fn(carried placeholders, row placeholders) -> (next carried values, this step's
-    outputs)` (lists of tensors), called once into a sub-graph of the default graph."""
+    outputs)` (lists of tensors), called once into a sub-graph of the default graph. The row
+    placeholders are named `row_names` (by default elem_0, elem_1...)."""
     outer = get_default_graph()
     g = BranchGraph(outer, "fn", where)
+    names = row_names or [f"elem_{i}" for i in range(len(elems))]
     with g.as_default():
         c_ph = [placeholder(t.dtype, t.shape, f"carried_{i}") for i, t in enumerate(carried)]
-        e_ph = [placeholder(t.dtype, _row(t.shape), f"elem_{i}") for i, t in enumerate(elems)]
+        e_ph = [placeholder(t.dtype, _row(t.shape), name) for t, name in zip(elems, names)]
         nexts, ys = fn(c_ph, e_ph)
         nexts = [branch_tensor(v, g, "fn", where) for v in nexts]
         ys = [branch_tensor(v, g, "fn", where) for v in ys]

@@ -10,8 +10,10 @@ keeps: control_flow/scan_grad.py), run as one, the second in the first's place.
 The second moves up to where the first was (it reads the very same values, so all it reads
 is ready there) and keeps the first's name and line; the first's outputs become its: the
 last carried values and the stacked outputs index by index, the history after the kept
-values. A pair is left as it is when their inputs, options or control dependencies differ,
-or when something waits on the second.
+values. A chain (the loop a second derivative keeps extends the first derivative's, which
+extends the user's) runs as its last. A pair is left as it is when their inputs, options or
+control dependencies differ, or when something waits on the second; so is a second Scan
+extending the same one (a second `sg.gradients` through the loop runs a loop of its own).
 """
 
 from __future__ import annotations
@@ -27,24 +29,29 @@ def merge_scans(program: Program) -> Program:
 
 
 def _merge(program: Program) -> Program:
-    pairs = _pairs(program)  # id(the first's origin) -> the Scan extending it
-    moved: dict[int, Node] = {}  # id(the second's origin) -> its copy in the first's place
+    pairs = _pairs(program)  # id(a Scan's origin) -> the Scan extending it
+    moved: dict[int, Node] = {}  # id(a Scan's origin) -> the copy, in the first's place, that
+    #                               runs it (the last of a chain: a second derivative's loop
+    #                               extends the first derivative's, which extends the user's)
 
     def visit(node: Node):
-        second = pairs.get(id(node.origin))
-        if second is not None:
-            copy = second.with_inputs(node.inputs, node.controls,
-                                      regions=[_merge(r) for r in second.regions])
-            copy.origin = node.origin  # (the user's loop: its name and line)
-            moved[id(second.origin)] = copy
-            values = _as_outputs_of(node, copy)
-            for mine, theirs in zip(values, node.outputs):
-                mine.name = theirs.name
-            return [copy], values
         copy = moved.get(id(node.origin))
         if copy is not None and node.type == "Scan":
-            return list(copy.outputs)
-        return node
+            return _as_outputs_of(node, copy)
+        chain, last = [], pairs.get(id(node.origin))
+        while last is not None:
+            chain.append(last)
+            last = pairs.get(id(last.origin))
+        if not chain:
+            return node
+        copy = chain[-1].with_inputs(node.inputs, node.controls,
+                                     regions=[_merge(r) for r in chain[-1].regions])
+        copy.origin = node.origin  # (the user's loop: its name and line)
+        moved.update((id(s.origin), copy) for s in chain)
+        values = _as_outputs_of(node, copy)
+        for mine, theirs in zip(values, node.outputs):
+            mine.name = theirs.name
+        return [copy], values
 
     return rewrite(program, visit, region=_merge)
 

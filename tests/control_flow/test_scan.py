@@ -235,3 +235,13 @@ def test_a_large_scan_whose_history_nothing_reads_runs(g):
     for row in big:
         acc = acc * 0.5 + row
     np.testing.assert_allclose(got, (acc * 2).sum())
+
+
+def test_rows_known_when_compiling_are_one_row_only_when_equal_bit_for_bit(g):
+    # (0.0 and -0.0 compare equal, but 1 / x tells them apart: each step sees its own row)
+    with np.errstate(divide="ignore"):
+        got = sg.Session().run(sg.map_fn(lambda x: 1.0 / x,
+                                         sg.constant(np.array([[0.0], [-0.0]]))))
+    np.testing.assert_array_equal(got.ravel(), [np.inf, -np.inf])
+    same = sg.map_fn(lambda x: sg.shape(x) * 2, sg.constant(np.ones((3, 2, 5))))
+    np.testing.assert_array_equal(sg.Session().run(same), [[4, 10]] * 3)

@@ -2,6 +2,8 @@
 the values its backward loop reads in a second forward Scan (control_flow/scan_grad.py),
 which the pass runs in place of the user's, so that the loop runs once."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -123,6 +125,43 @@ def test_a_batch_of_unknown_size_keeps_static_shapes_in_the_backward_loop():
         want_k = numeric_grad(lambda k: float(loss_at(k.astype(np.float32), b0, xv)), k0,
                               eps=1e-2)
     np.testing.assert_allclose(got[0], want_k, rtol=2e-2, atol=2e-3)
+
+
+def _stacks_never_read(source: str) -> list[str]:
+    """The arrays or lists that run() allocates for a loop and fills, but nothing reads."""
+    run = source[source.index("def run"):source.index("\ndef ", source.index("def run") + 1)]
+    made = re.findall(r"(\w+) = (?:np\.empty|\[None\])", run)
+    return [n for n in made if len(re.findall(rf"\b{n}\b", run)) < 3]
+
+
+def test_second_derivatives_and_second_gradients_run_the_forward_loop_once():
+    w = sg.placeholder(F, [3, 3], name="w")
+    xs = sg.placeholder(F, [6, 3], name="xs")
+    loss = rnn_loss(w, xs)
+    (dw,) = sg.gradients(loss, [w])
+    (again,) = sg.gradients(loss * 2.0, [w])  # (reads what the first one's loop keeps)
+    (hv,) = sg.gradients(sg.reduce_sum(dw * dw), [w])
+    feeds = {w: W0, xs: XS}
+    program = compiled([loss, dw, again, hv], feeds)
+    forward = [n for n in program.nodes if n.type == "Scan" and "grad" not in n.origin.name]
+    assert [n.origin.name for n in forward] == ["scan/Scan"]
+    with sg.Session(options=sg.CompileOptions(verify=True)) as sess:
+        assert _stacks_never_read(sess.source([loss, dw, again, hv], feeds)) == []
+        got = sess.run([dw, again, hv], feeds)
+        grad_at = sess.make_callable(dw, [w, xs])
+        want_hv = numeric_grad(lambda wv: float((grad_at(wv, XS) ** 2).sum()), W0)
+    np.testing.assert_allclose(got[1], 2 * got[0], rtol=1e-12)
+    np.testing.assert_allclose(got[2], want_hv, rtol=1e-5, atol=1e-8)
+
+
+def test_shapes_the_gradient_knows_once_compiled_are_not_kept_for_it():
+    x = sg.placeholder(sg.float32, [None, 5, 2], name="x")
+    cell = sg.nn.rnn_cell.BasicLSTMCell(4)
+    _, state = sg.nn.dynamic_rnn(cell, x, dtype=sg.float32)
+    grads = sg.gradients(sg.reduce_sum(state.h), cell.variables)
+    source = sg.Session().source(grads, {x: np.zeros((3, 5, 2), np.float32)})
+    assert "int32" not in source and _stacks_never_read(source) == []
+    assert "kept_Sigmoid" in source  # (the gradient's rows named after what they keep)
 
 
 def test_a_program_without_scans_is_returned_as_it_is():

@@ -178,7 +178,9 @@ def _scan(walk, node: Node) -> None:
     c, e = node.attrs["carries"], node.attrs["elems"]
     walk.body.append(comment(op))
     init = [_scalar(walk, node, v) for v in node.inputs[:c]]
-    elems = [walk.ref(v, node) for v in node.inputs[c:c + e]]
+    used = _used_feeds(node.regions[0])  # (a row the body never reads is not taken: None)
+    elems = [walk.ref(v, node) if c + k in used else None
+             for k, v in enumerate(node.inputs[c:c + e])]
     captured = _captured(walk, node, node.inputs[c + e:])
     (body,) = (walk.function(r, f"{op.name}_body") for r in node.regions)
     outs = _outputs(walk, node)
@@ -213,7 +215,8 @@ def _scan(walk, node: Node) -> None:
     for name, carried in zip([k for k, _ in kept], [finals[history.index(k)] for k, _ in kept]):
         _line(walk, node, f"    {name}[{t}] = {carried}")
     targets = finals + ["_" if k in unread else f"{name}[{t}]" for k, name in enumerate(stacked)]
-    args = finals + [f"{name}[{t}]" for name in elems] + captured
+    args = finals + [f"{name}[{t}]" if name is not None else "None" for name in elems] + \
+        captured
     _line(walk, node, f"    {_targets(targets)} = {body}({', '.join(args)})")
 
 
@@ -234,15 +237,29 @@ def _rows_only(walk, v: Value) -> bool:
 
 def _readers(walk) -> dict:
     """id(value) -> the (node, input position) of each reader in the walk's program; a fetch
-    reads with node None. (Made once a walk, when its first Scan asks.)"""
+    reads with node None. A Scan whose body never reads a row of an elems (a shape its
+    gradient kept, known once compiled) does not read that elems. (Made once a walk, when
+    its first Scan asks.)"""
     if walk.readers is None:
         program = walk.program
         readers: dict = {}
         for n in walk_nodes(program):
+            skipped = ()
+            if n.type == "Scan":
+                c, used = n.attrs["carries"], _used_feeds(n.regions[0])
+                skipped = {k for k in range(c, c + n.attrs["elems"]) if k not in used}
             for k, x in enumerate(n.inputs):
-                readers.setdefault(id(x), []).append((n, k))
+                if k not in skipped:
+                    readers.setdefault(id(x), []).append((n, k))
         for f in program.fetches:
             if isinstance(f, Value):
                 readers.setdefault(id(f), []).append((None, None))
         walk.readers = readers
     return walk.readers
+
+
+def _used_feeds(region) -> set[int]:
+    """The positions of the feeds of `region` that its nodes or results read."""
+    read = {id(x) for n in region.nodes for x in n.inputs} | \
+        {id(f) for f in region.fetches if isinstance(f, Value)}
+    return {k for k, v in enumerate(region.feeds) if id(v) in read}
