@@ -1,7 +1,16 @@
-"""`sg.train`: optimizers, the global step, and checkpoints (TF1's `tf.train`)."""
+"""`sg.train`: optimizers, the global step, learning-rate schedules, and checkpoints (TF1's
+`tf.train`)."""
 
 from .. import _namespace
 from ..graph_io import export_meta_graph, import_meta_graph, write_graph  # noqa: F401
+from .learning_rate_decay import (  # noqa: F401
+    cosine_decay,
+    exponential_decay,
+    inverse_time_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    polynomial_decay,
+)
 from .optimizer import Optimizer  # noqa: F401
 from .optimizers import (  # noqa: F401
     AdagradOptimizer,
