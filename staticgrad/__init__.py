@@ -162,6 +162,8 @@ from .ops.state_ops import (  # noqa: F401
     truncated_normal,
 )
 from .ops.state_ops import tuple_ as tuple  # noqa: F401, A001 - TF1's name
+from .platform import app, flags  # noqa: F401
+from .platform import tf_logging as logging  # noqa: F401
 from .session import InteractiveSession, Session  # noqa: F401
 from .shapes import Dimension, TensorShape  # noqa: F401
 from .variable_scope import (  # noqa: F401
@@ -195,7 +197,7 @@ _rnn.install(nn)
 # The public API: every name bound above, less the package's own modules (which the import
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.
 __all__ = _namespace.public_names(globals(), subnamespaces=(
-    "compat", "debugging", "dynamic", "errors", "initializers", "layers", "losses", "math",
-    "nn", "random", "train", "runtime_fast"))
+    "app", "compat", "debugging", "dynamic", "errors", "flags", "initializers", "layers",
+    "logging", "losses", "math", "nn", "random", "train", "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad", "tf", globals())

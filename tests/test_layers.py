@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "staticgrad"
 # bottom to top; a module belongs to the layer of its longest matching prefix
 LAYERS = [
     ("base", ["dtypes", "shapes", "errors", "gcpause", "_namespace", "runtime", "runtime_conv",
-              "devices"]),
+              "devices", "platform"]),
     ("graph", ["graph"]),
     ("ops", ["ops", "variables", "variable_scope", "initializers", "autodiff", "layers",
              "losses", "debugging", "math", "random", "control_flow", "rnn"]),

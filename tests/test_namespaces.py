@@ -28,9 +28,9 @@ INTERNAL = {
 def _namespaces() -> dict[str, ModuleType]:
     """Each namespace by the path a user writes (sg.nn), walking the modules in `__all__`."""
     found, stack = {}, [(path, importlib.import_module(name)) for path, name in ROOTS.items()]
-    seen = set()  # (sg.compat.v1 is sg again: each module is walked once)
-    while stack:
-        path, module = stack.pop()
+    seen = set()  # (sg.compat.v1 is sg again: each module is walked once, by its shortest
+    while stack:  # path: breadth first, sg.app before sg.compat.v1.app)
+        path, module = stack.pop(0)
         if module.__name__ in seen:
             continue
         seen.add(module.__name__)
