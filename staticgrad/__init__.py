@@ -122,6 +122,17 @@ from .ops.debug_ops import (  # noqa: F401
 )
 from .ops.indexing_ops import eye, gather, lin_space, linspace, one_hot, range, slice  # noqa: F401
 from .ops.join_ops import concat, pad, split, stack, tile, unstack  # noqa: F401
+from .ops.math_impl import (  # noqa: F401
+    norm,
+    reduce_logsumexp,
+    reverse,
+    reverse_v2,
+    sequence_mask,
+    tensordot,
+    to_double,
+    to_int32,
+    to_int64,
+)
 from .ops.math_ops import (  # noqa: F401
     add_n,
     cast,

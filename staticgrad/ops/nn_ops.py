@@ -24,7 +24,7 @@ from .table import register
 __all__ = sorted([
     "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d",
     "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "dropout", "l2_loss",
-    "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments",
+    "l2_normalize", "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments",
     "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
 ] + list(vocabulary.namespace("nn")))
@@ -229,6 +229,7 @@ from .conv_ops import (  # noqa: E402, F401 - convolution and pooling are part o
     max_pool,
     max_pool2d,
 )
+from .math_impl import l2_normalize  # noqa: E402, F401
 from .nn_impl import (  # noqa: E402, F401 - composite functions, also part of sg.nn
     batch_normalization,
     dropout,
