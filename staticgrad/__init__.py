@@ -114,6 +114,7 @@ from .ops.array_ops import (  # noqa: F401
 )
 from .ops.clip_ops import clip_by_global_norm, clip_by_norm, global_norm  # noqa: F401
 from .ops.conversion import constant, convert_to_tensor  # noqa: F401
+from .ops.cumulative_ops import cumprod, cumsum  # noqa: F401
 from .ops.debug_ops import (  # noqa: F401
     Assert,
     add_check_numerics_ops,

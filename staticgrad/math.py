@@ -6,6 +6,7 @@ vocabulary offers here (ops/vocabulary.py), and the arithmetic, comparisons and 
 
 from ._namespace import missing_name, public_dir
 from .ops import vocabulary as _vocabulary
+from .ops.cumulative_ops import cumprod, cumsum  # noqa: F401
 from .ops.math_impl import l2_normalize, reduce_logsumexp  # noqa: F401
 from .ops.math_ops import divide, truediv  # noqa: F401
 from .ops.nn_impl import squared_difference  # noqa: F401
@@ -24,7 +25,7 @@ from .ops.reduction_ops import (  # noqa: F401
 globals().update(_vocabulary.namespace("math"))
 
 __all__ = sorted([
-    "argmax", "argmin", "divide", "l2_normalize", "reduce_all", "reduce_any",
+    "argmax", "argmin", "cumprod", "cumsum", "divide", "l2_normalize", "reduce_all", "reduce_any",
     "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
     "reduce_sum", "squared_difference", "truediv",
     *_vocabulary.namespace("math")])

@@ -312,6 +312,21 @@ def gather_grad(g, indices, shape, axis):
     return out
 
 
+def cumulative(fn, x, axis, exclusive, reverse):
+    """np.cumsum or np.cumprod of x along `axis`, as TF1's: `exclusive` shifts by one (the
+    first position gets the identity), `reverse` runs from the end."""
+    x = np.asarray(x)
+    if reverse:
+        x = np.flip(x, axis)
+    out = fn(x, axis=axis, dtype=x.dtype)
+    if exclusive:
+        out = np.roll(out, 1, axis=axis)
+        first = [slice(None)] * x.ndim
+        first[axis] = 0
+        out[tuple(first)] = 0 if fn is np.cumsum else 1
+    return np.ascontiguousarray(np.flip(out, axis)) if reverse else out
+
+
 def tensor_array_write(flow, index, value, grow):
     """A copy of `flow` (a TensorArray's buffer) with row `index` set to `value`; with `grow`
     (dynamic_size), grown with rows of zeros to hold it."""

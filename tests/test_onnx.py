@@ -166,6 +166,13 @@ def test_a_tensor_array_written_at_a_fed_index(tmp_path):
         export_onnx(grown, [x, i], tmp_path / "grown.onnx", session=sess)
 
 
+def test_cumsum_every_way(tmp_path):
+    x = sg.placeholder(sg.float32, [3, 4], name="x")
+    out = [sg.cumsum(x, axis, exclusive=e, reverse=r)
+           for axis in (0, -1) for e in (False, True) for r in (False, True)]
+    check_parity(tmp_path, out, {"x": x}, [{"x": randn(3, 4)}])
+
+
 def test_one_hot(tmp_path):
     """As TF's: an index outside [0, depth), a negative one too, gives a row of off_value
     (ONNX's own OneHot counts a negative index from the end)."""

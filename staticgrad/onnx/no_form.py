@@ -37,4 +37,5 @@ NO_ONNX: dict[str, str] = {
     "MaxPoolGradGrad": _GRADIENT_KERNEL, "AvgPoolGrad": _GRADIENT_KERNEL,
     "GatherGrad": _GRADIENT_KERNEL, "StridedSliceGrad": _GRADIENT_KERNEL,
     "TensorArrayWriteGrad": _GRADIENT_KERNEL,
+    "Cumprod": "ONNX has no running product; export a graph without sg.cumprod",
 }

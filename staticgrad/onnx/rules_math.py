@@ -205,11 +205,18 @@ def _matmul(b, op):
     b.node("MatMul", [a, c], [b.y(op)], op.name)
 
 
+def _cumsum(b, op):
+    """ONNX's CumSum, whose exclusive and reverse are TF1's."""
+    axis = b.const(f"{op.name}/axis", np.asarray(int(op.attrs["axis"]), np.int64))
+    b.node("CumSum", [b.x(op.inputs[0]), axis], [b.y(op)], op.name,
+           exclusive=int(op.attrs["exclusive"]), reverse=int(op.attrs["reverse"]))
+
+
 RULES = {ours: _simple(theirs) for ours, theirs in _ONE_NODE.items()} | {
     "ClipByValue": _clip, "Square": _square, "IsFinite": _is_finite, "Erfc": _erfc,
     "NotEqual": _not_equal, "Rsqrt": _rsqrt, "Relu6": _relu6, "LeakyRelu": _leaky_relu,
     "Expm1": _expm1, "Log1p": _log1p, "FloorDiv": _floor_div, "FloorMod": _floor_mod,
     "DivNoNan": _div_no_nan,
     "ReluGrad": _activation_grad, "TanhGrad": _activation_grad, "SigmoidGrad": _activation_grad,
-    "Cast": _cast, "MatMul": _matmul,
+    "Cast": _cast, "MatMul": _matmul, "Cumsum": _cumsum,
 }

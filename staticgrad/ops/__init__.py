@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     conv_ops,
     conversion,
     creation,
+    cumulative_ops,
     debug_ops,
     indexing_ops,
     join_ops,

@@ -235,6 +235,15 @@ def _write_grads(x, y):
     return d_flow * x + sg.reduce_sum(d_value * d_value)
 
 
+# running sums and products, each way
+CASES += [
+    ("Cumsum", lambda x: sg.cumsum(x, axis=1), [(any_, (3, 4))], True),
+    ("Cumsum", lambda x: sg.cumsum(x * x, axis=0, exclusive=True, reverse=True),
+     [(any_, (3, 4))], True),
+    ("Cumprod", lambda x: sg.cumprod(x, axis=-1), [(away0, (2, 4))], True),
+    ("Cumprod", lambda x: sg.cumprod(x, exclusive=True, reverse=True), [(away0, (4, 2))], True),
+]
+
 # a TensorArray's write, into an array of a size and into one that grows (dynamic_size)
 CASES += [
     ("TensorArrayWrite", lambda x, y: sg.TensorArray(F, size=3).unstack(x).write(
