@@ -160,6 +160,7 @@ from .ops.reduction_ops import (  # noqa: F401
     reduce_prod,
     reduce_sum,
 )
+from .ops.sort_ops import argsort, sort  # noqa: F401
 from .ops.state_ops import (  # noqa: F401
     assign,
     assign_add,

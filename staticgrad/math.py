@@ -21,13 +21,15 @@ from .ops.reduction_ops import (  # noqa: F401
     reduce_prod,
     reduce_sum,
 )
+from .ops.sort_ops import in_top_k, top_k  # noqa: F401
 
 globals().update(_vocabulary.namespace("math"))
 
 __all__ = sorted([
-    "argmax", "argmin", "cumprod", "cumsum", "divide", "l2_normalize", "reduce_all", "reduce_any",
-    "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
-    "reduce_sum", "squared_difference", "truediv",
+    "argmax", "argmin", "cumprod", "cumsum", "divide", "in_top_k", "l2_normalize",
+    "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_prod",
+    "reduce_sum", "squared_difference", "top_k", "truediv",
     *_vocabulary.namespace("math")])
 __dir__ = public_dir(globals())
 __getattr__ = missing_name("staticgrad.math", "tf.math", globals())

@@ -312,6 +312,17 @@ def gather_grad(g, indices, shape, axis):
     return out
 
 
+def top_k(x, k):
+    """(values, indices) of the k largest along the last axis, largest first, ties to the
+    lower index, NaN as the largest: a stable ascending sort of the row reversed, read
+    backwards."""
+    x = np.asarray(x)
+    n = x.shape[-1]
+    order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
+    indices = (n - 1 - order).astype(np.int32)
+    return np.take_along_axis(x, indices, axis=-1), indices
+
+
 def cumulative(fn, x, axis, exclusive, reverse):
     """np.cumsum or np.cumprod of x along `axis`, as TF1's: `exclusive` shifts by one (the
     first position gets the identity), `reverse` runs from the end."""

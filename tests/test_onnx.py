@@ -173,6 +173,14 @@ def test_cumsum_every_way(tmp_path):
     check_parity(tmp_path, out, {"x": x}, [{"x": randn(3, 4)}])
 
 
+def test_top_k_sort_and_argsort(tmp_path):
+    x = sg.placeholder(sg.float32, [3, 5], name="x")
+    values, indices = sg.nn.top_k(x, 3)
+    out = [values, indices, sg.sort(x), sg.argsort(x, axis=0, direction="DESCENDING")]
+    ties = np.array([[1, 2, 2, 0, 2]] * 3, np.float32)
+    check_parity(tmp_path, out, {"x": x}, [{"x": randn(3, 5)}, {"x": ties}])
+
+
 def test_one_hot(tmp_path):
     """As TF's: an index outside [0, depth), a negative one too, gives a row of off_value
     (ONNX's own OneHot counts a negative index from the end)."""

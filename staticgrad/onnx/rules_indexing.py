@@ -53,6 +53,16 @@ def _tensor_array_write(b, op):
     b.node("ScatterND", [b.x(flow), index, row], [b.y(op)], op.name)
 
 
+def _top_k(b, op):
+    """ONNX's TopK (ties to the lower index, as rt.top_k); its int64 indices cast to
+    int32."""
+    k = b.ints(f"{op.name}/k", [op.attrs["k"]])
+    indices = b.tmp(op, "indices")
+    b.node("TopK", [b.x(op.inputs[0]), k], [b.y(op, 0), indices], op.name, axis=-1,
+           largest=1, sorted=1)
+    b.node("Cast", [indices], [b.y(op, 1)], f"{op.name}/int32", to=b.onnx.TensorProto.INT32)
+
+
 def _one_hot(b, op):
     """As rt.one_hot computes it: the indices (as int64) compared with 0..depth-1 along the new
     axis, then on_value or off_value. An index outside [0, depth) gives a row of off_value
@@ -156,4 +166,5 @@ def _chain(b, op, x: str, steps) -> None:
 RULES = {
     "Eye": _eye, "Range": _range, "GatherV2": _gather, "OneHot": _one_hot, "Where": _where,
     "Slice": _slice, "StridedSlice": _strided_slice, "TensorArrayWrite": _tensor_array_write,
+    "TopKV2": _top_k,
 }

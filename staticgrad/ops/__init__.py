@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     math_ops,
     nn_ops,
     reduction_ops,
+    sort_ops,
     state_ops,
     table,
     transfer_ops,

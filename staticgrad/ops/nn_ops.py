@@ -24,9 +24,10 @@ from .table import register
 __all__ = sorted([
     "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d",
     "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "dropout", "l2_loss",
-    "l2_normalize", "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments",
+    "in_top_k", "l2_normalize", "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments",
     "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
+    "top_k",
 ] + list(vocabulary.namespace("nn")))
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad.nn", "tf.nn", globals())
@@ -235,3 +236,4 @@ from .nn_impl import (  # noqa: E402, F401 - composite functions, also part of s
     dropout,
     moments,
 )
+from .sort_ops import in_top_k, top_k  # noqa: E402, F401

@@ -244,6 +244,12 @@ CASES += [
     ("Cumprod", lambda x: sg.cumprod(x, exclusive=True, reverse=True), [(away0, (4, 2))], True),
 ]
 
+# the k largest values (their gradient goes back to where they came from)
+CASES += [
+    ("TopKV2", lambda x: sg.nn.top_k(x, 2).values * x[:, :2], [(distinct, (3, 4))], True),
+    ("TopKV2", lambda x: sg.sort(x * x, axis=0), [(distinct, (3, 2))], True),
+]
+
 # a TensorArray's write, into an array of a size and into one that grows (dynamic_size)
 CASES += [
     ("TensorArrayWrite", lambda x, y: sg.TensorArray(F, size=3).unstack(x).write(
