@@ -112,6 +112,23 @@ from .ops.array_ops import (  # noqa: F401
     zeros,
     zeros_like,
 )
+from .ops.check_ops import (  # noqa: F401
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_integer,
+    assert_less,
+    assert_less_equal,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_none_equal,
+    assert_positive,
+    assert_rank,
+    assert_rank_at_least,
+    assert_scalar,
+    assert_type,
+)
 from .ops.clip_ops import clip_by_global_norm, clip_by_norm, global_norm  # noqa: F401
 from .ops.conversion import constant, convert_to_tensor  # noqa: F401
 from .ops.cumulative_ops import cumprod, cumsum  # noqa: F401
