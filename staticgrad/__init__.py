@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     layers,
     losses,
     math,
+    metrics,
     random,
     runtime,
     train,
@@ -209,7 +210,9 @@ from .variables import (  # noqa: F401
     global_variables,
     global_variables_initializer,
     initialize_all_variables,
+    initialize_local_variables,
     local_variables,
+    local_variables_initializer,
     trainable_variables,
     variables_initializer,
 )
@@ -228,6 +231,6 @@ _rnn.install(nn)
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.
 __all__ = _namespace.public_names(globals(), subnamespaces=(
     "app", "compat", "debugging", "dynamic", "errors", "flags", "initializers", "layers",
-    "logging", "losses", "math", "nn", "random", "train", "runtime_fast"))
+    "logging", "losses", "math", "metrics", "nn", "random", "train", "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad", "tf", globals())

@@ -158,5 +158,14 @@ def global_variables_initializer():
 initialize_all_variables = global_variables_initializer
 
 
+def local_variables_initializer():
+    """An op that initializes every local variable of the default graph (a metric's
+    counts: run it again to start counting afresh)."""
+    return variables_initializer(local_variables(), name="init_1")
+
+
+initialize_local_variables = local_variables_initializer
+
+
 bind_operators(Variable)  # x + v, v[0]... as on tensors
 Variable.__array_ufunc__ = None  # NumPy defers to them: np_array + v is a tensor

@@ -16,7 +16,7 @@ LAYERS = [
               "devices", "platform"]),
     ("graph", ["graph"]),
     ("ops", ["ops", "variables", "variable_scope", "initializers", "autodiff", "layers",
-             "losses", "debugging", "math", "random", "control_flow", "rnn"]),
+             "losses", "debugging", "math", "random", "control_flow", "rnn", "metrics"]),
     ("ir and passes", ["ir", "verify", "passes", "codegen"]),
     ("backends", ["backends"]),
     ("session", ["compiler", "config", "session"]),
