@@ -1,5 +1,7 @@
 """`sg.logging`: TF1's `tf.logging` (set_verbosity, info, warning...), over Python's logging,
-in the logger "staticgrad", which writes to stderr; at WARN by default, as TF1's."""
+in a logger of its own ("staticgrad.logging", apart from the package's loggers, which the
+program's logging configuration governs), which writes to stderr; at WARN by default, as
+TF1's."""
 
 from __future__ import annotations
 
@@ -16,10 +18,10 @@ __all__ = ["DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "set_verbosity"
            "get_verbosity", "debug", "info", "warn", "warning", "error", "fatal", "log",
            "log_every_n", "log_first_n", "vlog"]
 
-_logger = _logging.getLogger("staticgrad")
+_logger = _logging.getLogger("staticgrad.logging")
 if not _logger.handlers:
     _handler = _logging.StreamHandler(sys.stderr)
-    _handler.setFormatter(_logging.Formatter("%(levelname)s:staticgrad:%(message)s"))
+    _handler.setFormatter(_logging.Formatter("%(levelname)s:tensorflow:%(message)s"))
     _logger.addHandler(_handler)
     _logger.setLevel(WARN)
     _logger.propagate = False

@@ -67,4 +67,4 @@ def test_app_run_parses_the_flags_and_exits_with_what_main_returns(tmp_path):
     done = subprocess.run([sys.executable, str(program), "--steps=5", "left"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 3, done.stderr
-    assert "INFO:staticgrad:steps=5 argv=['left']" in done.stderr
+    assert "INFO:tensorflow:steps=5 argv=['left']" in done.stderr  # (as TF1 prints it)
