@@ -1,4 +1,4 @@
-"""`sg.layers`: TF1's functional layers (`tf.layers.dense` and friends).
+"""TF1's functional layers (`tf.layers.dense` and friends), part of `sg.layers`.
 
 A layer opens a variable scope (`dense`, `dense_1`, ... unless named), creates its variables
 with `get_variable` (so `reuse=True` shares them), and applies ops in that scope:
@@ -11,18 +11,14 @@ from __future__ import annotations
 import math
 import operator
 
-from . import _namespace, initializers
-from .graph import GraphKeys, get_default_graph
-from .ops import math_ops as M
-from .ops import nn_ops as nn
-from .ops.array_ops import reshape, shape
-from .ops.conversion import convert_to_tensor, is_tensor_like
-from .ops.join_ops import stack
-from .variable_scope import get_variable, variable_scope
-
-__all__ = ["average_pooling2d", "conv2d", "dense", "dropout", "flatten", "max_pooling2d"]
-__dir__ = _namespace.public_dir(globals())
-__getattr__ = _namespace.missing_name("staticgrad.layers", "tf.layers", globals())
+from .. import initializers
+from ..graph import GraphKeys, get_default_graph
+from ..ops import math_ops as M
+from ..ops import nn_ops as nn
+from ..ops.array_ops import reshape, shape
+from ..ops.conversion import convert_to_tensor, is_tensor_like
+from ..ops.join_ops import stack
+from ..variable_scope import get_variable, variable_scope
 
 
 def _layer_scope(name, default_name, reuse):
