@@ -155,6 +155,16 @@ def test_indexing(tmp_path):
                  [{"x": randn(4, 5, 6), "i": np.array([0, 3, 2], np.int32)}])
 
 
+def test_indices_computed_when_the_graph_runs(tmp_path):
+    x = sg.placeholder(sg.float32, [4, 3], name="x")
+    i = sg.placeholder(sg.int32, [], name="i")
+    small = sg.placeholder(sg.uint8, [], name="small")
+    out = [x[i], x[:, small], x[i, 1:]]
+    check_parity(tmp_path, out, {"x": x, "i": i, "small": small},
+                 [{"x": randn(4, 3), "i": np.array(k, np.int32),
+                   "small": np.array(2, np.uint8)} for k in (0, -1, 3)])
+
+
 def test_a_tensor_array_written_at_a_fed_index(tmp_path):
     x = sg.placeholder(sg.float32, [4, 3], name="x")
     i = sg.placeholder(sg.int32, [], name="i")

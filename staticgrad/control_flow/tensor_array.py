@@ -71,7 +71,8 @@ def _write_infer(ctx):
 
 
 def _write_grad(op: Operation, dy):
-    d_flow, d_value = apply("TensorArrayWriteGrad", [dy, op.inputs[0], op.inputs[1]])
+    d_flow, d_value = apply("TensorArrayWriteGrad", [dy, op.inputs[0], op.inputs[1]],
+                            {"grow": op.attrs["grow"]})
     return [d_flow, None, d_value]
 
 
@@ -89,21 +90,23 @@ def _write_grad_infer(ctx):
 
 
 def _write_grad_grad(op: Operation, d_flow, d_value):
-    """The gradient of a write's gradient: a write of the two back into one (dy's rows)."""
+    """The gradient of a write's gradient: a write of the two back into one, grown to dy's
+    rows as the write grew (`grow`: its index may lie past the buffer's rows)."""
     if d_flow is None and d_value is None:
         return [None, None, None]
     flow_grad, value_grad = op.outputs
     d_flow = zeros_like(flow_grad) if d_flow is None else d_flow
     d_value = zeros_like(value_grad) if d_value is None else d_value
-    return [apply1("TensorArrayWrite", [d_flow, op.inputs[2], d_value], {"grow": True}),
-            None, None]
+    return [apply1("TensorArrayWrite", [d_flow, op.inputs[2], d_value],
+                   {"grow": op.attrs["grow"]}), None, None]
 
 
 register("TensorArrayWriteGrad", _write_grad_infer,
          "rt.tensor_array_write_grad({0}, {1}, {2})", _write_grad_grad, arity=3,
+         attrs={"grow": Bool()},
          doc="the gradients of a TensorArrayWrite for its buffer and its value, from the "
              "gradient `dy` (input 0) of its result; input 1 is the buffer written into "
-             "(for its rows), input 2 the index")
+             "(for its rows), input 2 the index; `grow` as the write's")
 
 
 class TensorArray:
@@ -139,9 +142,13 @@ class TensorArray:
 
     # -- the buffer ----------------------------------------------------------------------------
     def _make_buffer(self, element_shape: TensorShape) -> None:
-        with name_scope(None, self._name):
-            self._flow = zeros([self._size, *element_shape.dims], self.dtype)
+        self._flow = self._buffer(element_shape)
         self._element_shape = element_shape
+
+    def _buffer(self, element_shape: TensorShape) -> Tensor:
+        """A buffer of zeros for `size` elements of `element_shape`."""
+        with name_scope(None, self._name):
+            return zeros([self._size, *element_shape.dims], self.dtype)
 
     @property
     def flow(self) -> Tensor:
@@ -158,9 +165,6 @@ class TensorArray:
         return self._flow is None
 
     def _with(self, flow: Tensor) -> TensorArray:
-        if flow.shape.dims is None and self._element_shape.is_fully_defined():
-            flow = reshape(flow, [-1, *self._element_shape.dims])  # (the shape it is known to
-            #                                                         have, for what reads it)
         out = TensorArray.__new__(TensorArray)
         out.__dict__.update(self.__dict__)
         out._flow, out._size = flow, _first_dim(flow)

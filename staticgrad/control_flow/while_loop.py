@@ -146,10 +146,14 @@ def _check_kept_shape(i: int, entry: TensorShape, after: TensorShape, fixed: boo
 
 
 def _check_body_shapes(attrs, loop_shapes, body_shapes, loose: bool) -> None:
-    """For the fed shapes: each loop variable keeps its shape (a relaxed one too: when it
-    does not, the loop is specialized again, `loose`); loosely, within its invariant."""
+    """For the fed shapes: each loop variable keeps its shape, a relaxed one dim for dim,
+    unknown dims included (when it does not, the loop is specialized again, `loose`);
+    loosely, within its invariant."""
     for i, (entry, after) in enumerate(zip(loop_shapes, body_shapes)):
-        _check_kept_shape(i, entry, after, not loose)
+        if not loose and i in attrs["relaxed"] and after.dims != entry.dims:
+            raise ValueError(f"loop variable {i} enters the loop with shape {entry}, but has "
+                             f"shape {after} after one iteration")
+        _check_kept_shape(i, entry, after, not loose and i not in attrs["relaxed"])
 
 
 def _while_region_results(attrs, in_shapes, results, loose=False):
@@ -353,14 +357,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     # a TensorArray whose element shape is not known yet waits for the body's first write to
     # say it (as in TF1); until then a stand-in of that dtype and any shape holds its place
     waiting = {i: v for i, v in enumerate(leaves) if isinstance(v, TensorArray)}
+    if waiting and get_default_graph().eager:  # (the dynamic mode has no body to learn from)
+        next(iter(waiting.values())).flow  # noqa: B018 - raises: give element_shape
     tensors = [_Waiting(v) if i in waiting else leaf_tensor(v, f"loop variable {i}", where)
                for i, v in enumerate(leaves)]
     invariants = _invariants(shape_invariants, loop_vars, tensors, where)
     growing = nest.dynamic_flows(loop_vars)  # (a dynamic_size TensorArray's rows may grow)
     invariants = [TensorShape([None, *t.shape.dims[1:]]) if inv is None and id(t) in growing
                   and t.shape.dims else inv for t, inv in zip(tensors, invariants)]
-    invariants = [TensorShape(None) if inv is None and i in waiting and leaves[i].dynamic_size
-                  else inv for i, inv in enumerate(invariants)]
     outer = get_default_graph()
     known = [t for t in tensors if not isinstance(t, _Waiting)]
     if known and not encloses(outer, known[0].graph):
@@ -395,11 +399,15 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             check_stateless(g, label, where, "a while_loop's cond or body")
         first = 1 if counted else 0
         for i, array in waiting.items():  # its buffer, made now that its shape is known
-            tensors[first + i] = _learned_buffer(array, nexts[first + i], where)
-            if array.dynamic_size:  # (its rows may grow: the loop's placeholders say so)
-                invariants[first + i] = TensorShape([None, *array.element_shape.dims])
-                for param in (cond_params[first + i], body_params[first + i]):
-                    _refine(param, invariants[first + i])
+            k = first + i
+            tensors[k] = _learned_buffer(array, nexts[k], where)
+            # the loop's placeholders get the element shape, rows unknown (as the ops the body
+            # built on them read it: the feeds' rows are news to them when specialized)
+            within = TensorShape([None, *tensors[k].shape.dims[1:]])
+            if array.dynamic_size:  # (its rows may grow)
+                invariants[k] = within
+            for param in (cond_params[k], body_params[k]):
+                _refine(param, within)
         _check_body(tensors, invariants, nexts, counted, where,
                     lenient={first + i for i in waiting})
         known = limit._static if counted else None  # (a number known now: a Python int)
@@ -422,15 +430,15 @@ class _Waiting:
 
 
 def _learned_buffer(array: TensorArray, after: Tensor, where: str) -> Tensor:
-    """The buffer of a TensorArray that waited for the body: made (and kept by the array,
-    as a write would) with the element shape the body's write gave it."""
-    dims = after.shape.dims
-    if dims is None or not TensorShape(dims[1:]).is_fully_defined():
+    """The entry buffer of a TensorArray that waited for the body, of the element shape the
+    body's write gave it. (The array itself stays as it was: another loop may take it.)"""
+    element = TensorShape(None) if after.shape.dims is None else \
+        TensorShape(after.shape.dims[1:])
+    if not element.is_fully_defined():
         raise ValueError(f"{where}: {array!r} enters the loop with no element shape, and the "
-                         f"body does not write an element of a known shape ({after.shape}); "
-                         "give the TensorArray element_shape")
-    array._make_buffer(TensorShape(dims[1:]))
-    return array.flow
+                         f"body does not write an element of a known shape ({element}); give "
+                         "the TensorArray element_shape")
+    return array._buffer(element)
 
 
 def _refine(param: Tensor, shape: TensorShape) -> None:

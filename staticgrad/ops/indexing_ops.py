@@ -138,7 +138,9 @@ def getitem(tensor, key):
     if not computed:
         return strided_slice_spec(tensor, spec, name="strided_slice")
     tensor = convert_to_tensor(tensor)
-    axes = _output_axes(spec, tensor)
+    if tensor.shape.ndims == 0:
+        raise ValueError(f"cannot index {tensor.name}: it is a scalar")
+    axes = _output_axes(spec, tensor, computed)
     out = strided_slice_spec(tensor, spec, name="strided_slice") \
         if any(s != ("slice", None, None, None) for s in spec) else tensor
     for k in reversed(computed):  # (the last first: the axes before it stay where they are)
@@ -147,13 +149,20 @@ def getitem(tensor, key):
             raise TypeError(f"cannot index {tensor.name}: a computed index must be an integer "
                             f"scalar, got {index.dtype.name}{index.shape}; use sg.gather to "
                             "take several")
-        axis = axes[k]
-        size = shape_of(out)[axis]
-        size = apply1("Cast", [size], {"dtype": index.dtype}) if size.dtype is not index.dtype \
-            else size
-        index = apply1("Select", [index < 0, index + size, index])  # (-1: the last, as TF1)
-        out = apply1("GatherV2", [out, index], {"axis": axis}, name="strided_slice")
+        out = _take(out, index, axes[k])
     return out
+
+
+def _take(t, index, axis: int):
+    """t's slice at `index` (a scalar computed when the graph runs; -1 the last, as TF1's)
+    along `axis` (an index out of range: the gather's error, naming the line)."""
+    if index.dtype not in (_dt.int32, _dt.int64):
+        index = apply1("Cast", [index], {"dtype": _dt.int32})  # (int8 cannot hold the size)
+    size = shape_of(t)[axis]
+    if size.dtype is not index.dtype:
+        size = apply1("Cast", [size], {"dtype": index.dtype})
+    index = apply1("Select", [index < 0, index + size, index])
+    return apply1("GatherV2", [t, index], {"axis": axis}, name="strided_slice")
 
 
 def _computed_index(item) -> bool:
@@ -162,12 +171,15 @@ def _computed_index(item) -> bool:
         convert_to_tensor(item)._static is None
 
 
-def _output_axes(spec, tensor) -> dict:
-    """For each position of `spec` that is a slice, the axis it gives in the sliced result."""
+def _output_axes(spec, tensor, computed) -> dict:
+    """For each position of `spec` that is a slice, the axis it gives in the sliced result
+    (those after a '...' need the rank: an error if a computed index is among them)."""
     rank = tensor.shape.ndims
     if Ellipsis in spec and rank is None:
-        raise ValueError(f"cannot index {tensor.name}: '...' with a computed index needs the "
-                         "rank known")
+        if any(k > spec.index(Ellipsis) for k in computed):
+            raise ValueError(f"cannot index {tensor.name}: a computed index after '...' needs "
+                             "the rank known")
+        spec = spec[:spec.index(Ellipsis)]
     consumed = sum(1 for s in spec if s is not None and s is not Ellipsis)
     axes, axis = {}, 0
     for k, s in enumerate(spec):

@@ -101,9 +101,9 @@ def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: l
     declares (`loose`), unknown dims and all. Last, the op's outputs' static values where
     its rule (`opdef.region_values`) knows them from the sub-graphs' (or None)."""
     opdef = op.opdef
-    try:
+    try:  # (a sub-graph's own shape error, InvalidArgumentError, is a reason to loosen too)
         return _specialized_regions(op, in_shapes, in_values, outs, False)
-    except ValueError as e:
+    except (ValueError, InvalidArgumentError) as e:
         strict = e
     try:
         if opdef.region_feeds(op.attrs, in_shapes, in_values, True) == \
@@ -111,7 +111,7 @@ def _specialize_regions(op: Operation, in_shapes: list, in_values: list, outs: l
             loose_error = strict  # (nothing looser to try)
         else:
             return _specialized_regions(op, in_shapes, in_values, outs, True)
-    except ValueError as e:
+    except (ValueError, InvalidArgumentError) as e:
         loose_error = e
     raise UnimplementedError(None, op, f"{op.where()}: with the fed shapes, {loose_error}") \
         from None

@@ -90,7 +90,8 @@ def test_a_loop_learns_the_element_shape_from_its_bodys_write_as_tf1_does(g):
     ta = sg.TensorArray(F, size=4)  # (no element_shape, as TF1 programs write it)
     _, out = sg.while_loop(lambda i, t: i < 4, lambda i, t: (i + 1, t.write(i, x[i] * 2.0)),
                            (0, ta))
-    assert out.stack().shape.as_list() == [4, 3] and ta.element_shape.as_list() == [3]
+    assert out.stack().shape.as_list() == [4, 3] and out.element_shape.as_list() == [3]
+    assert ta.waiting  # (the array given stays as it was: another loop may take it)
     grows = sg.TensorArray(F, size=0, dynamic_size=True)
     _, grown = sg.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t.write(i, x[i] ** 2)),
                              (0, grows))
@@ -109,6 +110,43 @@ def test_a_loop_learns_the_element_shape_from_its_bodys_write_as_tf1_does(g):
     assert first.element_shape.as_list() == [3]
 
 
+def test_waiting_arrays_beside_growing_ones_nested_and_taken_twice(g):
+    x = sg.placeholder(F, [3, 2], name="x")
+    fixed, grows = sg.TensorArray(F, size=3), sg.TensorArray(F, 0, dynamic_size=True)
+
+    def inner(j, acc):
+        _, t = sg.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t.write(i, x[i])),
+                             (0, fixed))
+        return j + 1, acc + t.stack()
+    _, twice = sg.while_loop(lambda j, a: j < 2, inner, (0, sg.zeros_like(x)))
+    _, a, b = sg.while_loop(lambda i, a, b: i < 3,
+                            lambda i, a, b: (i + 1, a.write(i, x[i] * 3.0), b.write(i, x[i])),
+                            (0, fixed, grows))
+    got = sg.Session().run([twice, a.stack(), b.stack()], {x: XV[:3, :2]})
+    np.testing.assert_allclose(got[0], 2 * XV[:3, :2])
+    np.testing.assert_allclose(got[1], 3 * XV[:3, :2])
+    np.testing.assert_allclose(got[2], XV[:3, :2])
+
+
+def test_second_derivatives_through_writes_in_a_counted_loop(g):
+    x = sg.placeholder(F, [None, 3], name="x")
+    n = sg.shape(x)[0]
+    ta = sg.TensorArray(F, size=n, element_shape=[3])
+    _, ta = sg.while_loop(lambda i, t: i < n, lambda i, t: (i + 1, t.write(i, x[i] ** 3)),
+                          (0, ta), maximum_iterations=2)
+    (dx,) = sg.gradients(sg.reduce_sum(ta.stack() ** 2), [x])
+    (ddx,) = sg.gradients(sg.reduce_sum(dx), [x])
+    np.testing.assert_allclose(sg.Session().run(ddx, {x: XV[:2]}), 30 * XV[:2] ** 4)
+
+
+def test_a_waiting_array_in_the_dynamic_mode_says_what_it_needs():
+    import staticgrad.dynamic as dy
+    with dy.eager_mode(), pytest.raises(ValueError, match=r"its element shape is not known "
+                                                          r"yet; give element_shape"):
+        sg.while_loop(lambda i, t: i < 2, lambda i, t: (i + 1, t.write(i, 1.0)),
+                      (0, sg.TensorArray(F, size=2)))
+
+
 def test_a_relaxed_loop_variable_is_compiled_at_its_fed_shape_while_the_body_keeps_it(g):
     x = sg.placeholder(F, [3], name="x")
     free = (sg.TensorShape([]), sg.TensorShape(None))
@@ -123,6 +161,24 @@ def test_a_relaxed_loop_variable_is_compiled_at_its_fed_shape_while_the_body_kee
                                                            r"and its shape invariant does not "
                                                            r"say its rank"):
         sess.run(grown, {x: XV[0]})
+    # a shape only partly known when fed ((?, 3): rows picked by a mask) that the body
+    # changes to (?, ?) is specialized by the invariant, not by the entry's (?, 3)
+    mask = sg.placeholder(sg.bool, [4], name="mask")
+    picked = sg.gather(sg.ones([4, 3], F), sg.where(mask)[:, 0])
+    _, cut = sg.while_loop(
+        lambda i, v: i < 2, lambda i, v: (i + 1, sg.gather(v, sg.range(1, sg.shape(v)[1]),
+                                                           axis=1)),
+        (0, picked), shape_invariants=(sg.TensorShape([]), sg.TensorShape([None, None])))
+    got = sess.run(sg.shape(cut + sg.zeros([1, 3], F)), {mask: [True, False, True, True]})
+    assert got.tolist() == [3, 3]
+    # a loop variable that grows, differentiated (the first specialization fails inside)
+    _, y = sg.while_loop(lambda i, v: i < 2,
+                         lambda i, v: (i + 1, sg.gather(v, sg.range(sg.shape(v)[0] + 1) %
+                                                        sg.shape(v)[0]) * x[0]),
+                         (0, x), shape_invariants=(sg.TensorShape([]), sg.TensorShape([None])))
+    (dx,) = sg.gradients(sg.reduce_sum(y), [x])
+    v = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(sess.run(dx, {x: v}), [19.0, 1.0, 1.0])
 
 
 def test_what_a_growing_array_gives_reshapes_and_differentiates_outside_the_loop(g):

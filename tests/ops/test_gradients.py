@@ -231,7 +231,8 @@ def _write_grads(x, y):
     """TensorArrayWriteGrad with an incoming gradient that depends on x (so that its own rule
     is checked), y the buffer written into (read for its rows), index 1."""
     d_flow, d_value = apply("TensorArrayWriteGrad",
-                            [sg.square(x) * y, y, sg.constant(1, dtype=sg.int32)])
+                            [sg.square(x) * y, y, sg.constant(1, dtype=sg.int32)],
+                            {"grow": False})
     return d_flow * x + sg.reduce_sum(d_value * d_value)
 
 

@@ -232,9 +232,25 @@ def test_an_index_computed_when_the_graph_runs_picks_as_numpy_does(index):
             index(picked, iv, jv)[...] = True  # (NumPy's view of the same picks)
             want[picked] = 2 * xv[picked]
             np.testing.assert_allclose(grad, want)
-        with pytest.raises(sg.errors.InvalidArgumentError, match=r"test_indexing_ops.py:\d+.* "
-                                                                 r"is not in \[0, [456]\)"):
-            sess.run(out, {x: xv, i: 7, j: 0})
+        for bad in (7, -7):
+            with pytest.raises(sg.errors.InvalidArgumentError,
+                               match=r"test_indexing_ops.py:\d+.* is not in \[0, [456]\)"):
+                sess.run(out, {x: xv, i: bad, j: 0})
+
+
+def test_a_narrow_computed_index_and_a_rank_known_only_before_it():
+    with sg.Graph().as_default():
+        x = sg.constant(np.arange(300.0))
+        i = sg.placeholder(sg.int8, [], name="i")
+        free = sg.placeholder(F64, None, name="free")
+        sess = sg.Session()
+        assert sess.run(x[i], {i: -1}) == 299.0  # (the size 300 is no int8)
+        np.testing.assert_array_equal(sess.run(free[i, ...], {free: np.eye(3), i: 1}),
+                                      [0, 1, 0])
+        with pytest.raises(ValueError, match=r"a computed index after '...' needs the rank"):
+            free[..., i]  # noqa: B018
+        with pytest.raises(ValueError, match=r"cannot index Const\S*: it is a scalar"):
+            sg.constant(1.0)[i]  # noqa: B018
 
 
 def test_a_computed_index_must_be_an_integer_scalar():
