@@ -36,6 +36,7 @@ class GraphKeys:
     TRAINABLE_VARIABLES = "trainable_variables"
     LOCAL_VARIABLES = "local_variables"
     METRIC_VARIABLES = "metric_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     MODEL_VARIABLES = "model_variables"
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"

@@ -11,10 +11,13 @@ from .learning_rate_decay import (  # noqa: F401
     piecewise_constant,
     polynomial_decay,
 )
+from .moving_averages import ExponentialMovingAverage  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
 from .optimizers import (  # noqa: F401
+    AdadeltaOptimizer,
     AdagradOptimizer,
     AdamOptimizer,
+    FtrlOptimizer,
     GradientDescentOptimizer,
     MomentumOptimizer,
     RMSPropOptimizer,

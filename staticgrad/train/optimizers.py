@@ -14,13 +14,21 @@ With learning rate `lr` and gradient `g`, per variable `w`:
                    (centered: `mg = decay * mg + (1 - decay) * g`, and the denominator is
                    `sqrt(ms - mg^2 + epsilon)`)
 - Adagrad:         `a += g^2` (a starts at initial_accumulator_value); `w -= lr * g / sqrt(a)`
+- Adadelta:        `a = rho * a + (1 - rho) * g^2`;
+                   `step = sqrt(u + epsilon) / sqrt(a + epsilon) * g`;
+                   `u = rho * u + (1 - rho) * step^2`; `w -= lr * step`
+- Ftrl:            `n' = n + g^2` (n starts at initial_accumulator_value);
+                   `z += g + 2 * l2_shrinkage * w - (n'^-p - n^-p) / lr * w` (p the
+                   learning_rate_power); `w = (clip(z, -l1, l1) - z) / (n'^-p / lr + 2 * l2)`;
+                   `n = n'`
 """
 
 from __future__ import annotations
 
 from ..ops.array_ops import fill, ones
 from ..ops.conversion import convert_to_tensor
-from ..ops.math_ops import cast, rsqrt, sqrt, square
+from ..ops.math_ops import cast, clip_by_value, rsqrt, sqrt, square
+from ..ops.math_ops import pow as power
 from ..ops.state_ops import assign, assign_sub, group
 from .optimizer import Optimizer
 
@@ -164,3 +172,83 @@ class AdagradOptimizer(Optimizer):
         acc = self.get_slot(var, "accumulator")
         acc_t = assign(acc, acc + square(grad), use_locking=self._use_locking)
         return assign_sub(var, lr * grad * rsqrt(acc_t), use_locking=self._use_locking).op
+
+
+class AdadeltaOptimizer(Optimizer):
+    """Adadelta (Zeiler): steps scaled by the running mean of past steps over that of the
+    gradients, so that the learning rate matters less."""
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-8, use_locking=False,
+                 name="Adadelta"):
+        super().__init__(use_locking, name)
+        self._lr, self._rho, self._epsilon = learning_rate, rho, epsilon
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._zeros_slot(v, "accum")
+            self._zeros_slot(v, "accum_update")
+
+    def _apply_dense(self, grad, var):
+        dt = var.dtype
+        lr = self._hyper("learning_rate", self._lr, dt)
+        rho = self._hyper("rho", self._rho, dt)
+        eps = self._hyper("epsilon", self._epsilon, dt)
+        accum, accum_update = self.get_slot(var, "accum"), self.get_slot(var, "accum_update")
+        accum_t = assign(accum, rho * accum + (1 - rho) * square(grad),
+                         use_locking=self._use_locking)
+        update = sqrt(accum_update + eps) * rsqrt(accum_t + eps) * grad
+        new_update = assign(accum_update, rho * accum_update + (1 - rho) * square(update),
+                            use_locking=self._use_locking)
+        with var.graph.control_dependencies([new_update.op]):
+            return assign_sub(var, lr * update, use_locking=self._use_locking).op
+
+
+class FtrlOptimizer(Optimizer):
+    """FTRL-Proximal (McMahan et al.), with L1 and L2 regularization and TF1's L2 shrinkage;
+    the weights are solved from the accumulated linear term at each step."""
+
+    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="Ftrl", accum_name=None, linear_name=None,
+                 l2_shrinkage_regularization_strength=0.0):
+        if learning_rate_power > 0.0:
+            raise ValueError(f"learning_rate_power must be <= 0, got {learning_rate_power}")
+        for what, value in (("initial_accumulator_value", initial_accumulator_value),
+                            ("l1_regularization_strength", l1_regularization_strength),
+                            ("l2_regularization_strength", l2_regularization_strength),
+                            ("l2_shrinkage_regularization_strength",
+                             l2_shrinkage_regularization_strength)):
+            if value < 0.0:
+                raise ValueError(f"{what} must be >= 0, got {value}")
+        super().__init__(use_locking, name)
+        self._lr, self._power = learning_rate, learning_rate_power
+        self._initial = initial_accumulator_value
+        self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
+        self._shrinkage = l2_shrinkage_regularization_strength
+        self._accum_name, self._linear_name = accum_name or "accum", linear_name or "linear"
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._slot_with_init(v, self._accum_name, lambda v=v: fill(
+                v.shape.dims, convert_to_tensor(self._initial, dtype=v.dtype)))
+            self._zeros_slot(v, self._linear_name)
+
+    def _apply_dense(self, grad, var):
+        dt = var.dtype
+        lr = self._hyper("learning_rate", self._lr, dt)
+        exponent = self._hyper("learning_rate_power", self._power, dt)
+        l1 = self._hyper("l1_regularization_strength", self._l1, dt)
+        l2 = self._hyper("l2_regularization_strength", self._l2, dt)
+        accum = self.get_slot(var, self._accum_name)
+        linear = self.get_slot(var, self._linear_name)
+        shrunk = grad + 2 * self._hyper("l2_shrinkage", self._shrinkage, dt) * var \
+            if self._shrinkage else grad
+        accum_new = accum + square(grad)
+        sigma = (power(accum_new, -exponent) - power(accum, -exponent)) / lr
+        linear_t = assign(linear, linear + shrunk - sigma * var, use_locking=self._use_locking)
+        quadratic = power(accum_new, -exponent) / lr + 2 * l2
+        solved = (clip_by_value(linear_t, -l1, l1) - linear_t) / quadratic
+        with var.graph.control_dependencies([linear_t.op]):
+            accum_t = assign(accum, accum_new, use_locking=self._use_locking)
+        with var.graph.control_dependencies([accum_t.op]):
+            return assign(var, solved, use_locking=self._use_locking).op

@@ -64,6 +64,27 @@ def adagrad(lr, init=0.1):
     return step
 
 
+def adadelta(lr, rho=0.95, eps=1e-8):
+    def step(p, g, s, t):
+        s["acc"] = rho * s.get("acc", 0.0) + (1 - rho) * g * g
+        update = np.sqrt(s.get("upd", 0.0) + eps) / np.sqrt(s["acc"] + eps) * g
+        s["upd"] = rho * s.get("upd", 0.0) + (1 - rho) * update * update
+        return p - lr * update
+    return step
+
+
+def ftrl(lr, power=-0.5, init=0.1, l1=0.0, l2=0.0, shrinkage=0.0):
+    def step(p, g, s, t):
+        acc = s.get("acc", init)
+        new = acc + g * g
+        s["z"] = s.get("z", 0.0) + g + 2 * shrinkage * p - (new ** -power - acc ** -power) / lr * p
+        s["acc"] = new
+        z = s["z"]
+        return np.where(np.abs(z) > l1, (l1 * np.sign(z) - z) / (new ** -power / lr + 2 * l2),
+                        0.0)
+    return step
+
+
 CASES = [
     ("sgd", lambda: sg.train.GradientDescentOptimizer(0.05), sgd(0.05)),
     ("momentum", lambda: sg.train.MomentumOptimizer(0.05, 0.9), momentum(0.05, 0.9)),
@@ -81,6 +102,15 @@ CASES = [
     ("adagrad", lambda: sg.train.AdagradOptimizer(0.2), adagrad(0.2)),
     ("adagrad-init", lambda: sg.train.AdagradOptimizer(0.2, initial_accumulator_value=0.5),
      adagrad(0.2, 0.5)),
+    ("adadelta", lambda: sg.train.AdadeltaOptimizer(1.0), adadelta(1.0)),
+    ("adadelta-custom", lambda: sg.train.AdadeltaOptimizer(0.5, rho=0.8, epsilon=1e-4),
+     adadelta(0.5, 0.8, 1e-4)),
+    ("ftrl", lambda: sg.train.FtrlOptimizer(0.3), ftrl(0.3)),
+    ("ftrl-regularized", lambda: sg.train.FtrlOptimizer(
+        0.3, learning_rate_power=-0.7, initial_accumulator_value=0.5,
+        l1_regularization_strength=0.05, l2_regularization_strength=0.1,
+        l2_shrinkage_regularization_strength=0.02),
+     ftrl(0.3, -0.7, 0.5, 0.05, 0.1, 0.02)),
 ]
 
 
@@ -276,3 +306,10 @@ def test_apply_gradients_errors_say_where():
         g = sg.constant(np.zeros((2, 3)), name="g")
         with pytest.raises(ValueError, match=r"shape \(2, 3\).*\(3, 2\).*test_optimizers.py"):
             sg.train.GradientDescentOptimizer(0.1).apply_gradients([(g, w)])
+
+
+def test_ftrl_refuses_what_tf1_refuses():
+    with pytest.raises(ValueError, match=r"learning_rate_power must be <= 0, got 0.5"):
+        sg.train.FtrlOptimizer(0.1, learning_rate_power=0.5)
+    with pytest.raises(ValueError, match=r"l1_regularization_strength must be >= 0"):
+        sg.train.FtrlOptimizer(0.1, l1_regularization_strength=-1.0)
