@@ -22,8 +22,9 @@ from .table import register
 
 # sg.nn is this module: its helper imports (M, apply1, reduce_sum...) are not part of it
 __all__ = sorted([
-    "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d",
-    "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "dropout", "l2_loss",
+    "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv1d", "conv2d",
+    "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "dropout",
+    "embedding_lookup", "l2_loss",
     "in_top_k", "l2_normalize", "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments",
     "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
@@ -230,6 +231,7 @@ from .conv_ops import (  # noqa: E402, F401 - convolution and pooling are part o
     max_pool,
     max_pool2d,
 )
+from .embedding_ops import conv1d, embedding_lookup  # noqa: E402, F401
 from .math_impl import l2_normalize  # noqa: E402, F401
 from .nn_impl import (  # noqa: E402, F401 - composite functions, also part of sg.nn
     batch_normalization,

@@ -1,0 +1,87 @@
+"""TF1's `nn.embedding_lookup` and `nn.conv1d`, made of other ops.
+
+    vectors = sg.nn.embedding_lookup(embeddings, word_ids)     # rows of a [vocab, dim] table
+
+An embedding table may be one tensor or a list of shards (TF1's partitioned variables):
+with `partition_strategy="mod"` row r is in shard r % n at position r // n; with "div" the
+shards hold consecutive rows. The shards' row counts must be known when the graph is built.
+The gradient of a lookup is dense here (TF1 gives IndexedSlices): the table's gradient has
+the table's shape, zero away from the rows looked up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import format_location, user_location
+from ..graph import name_scope
+from . import math_ops as M
+from .array_ops import expand_dims, squeeze
+from .conv_ops import conv2d
+from .conversion import convert_to_tensor
+from .indexing_ops import gather
+from .join_ops import concat
+from .reduction_ops import reduce_sum
+
+
+def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
+                     max_norm=None):
+    """The rows of `params` (a table, or a list of its shards) at `ids` (any shape of ints):
+    shape ids.shape + row shape. With `max_norm`, rows longer than it are scaled to it."""
+    where = f"embedding_lookup at {format_location(user_location())}"
+    shards = list(params) if isinstance(params, list | tuple) else [params]
+    if not shards:
+        raise ValueError(f"{where}: params is an empty list")
+    if partition_strategy not in ("mod", "div"):
+        raise ValueError(f"{where}: partition_strategy must be 'mod' or 'div', got "
+                         f"{partition_strategy!r}")
+    with name_scope(name, "embedding_lookup"):
+        shards = [convert_to_tensor(p) for p in shards]
+        ids = convert_to_tensor(ids, dtype_hint=_dt.int32)
+        if not ids.dtype.is_integer:
+            raise TypeError(f"{where}: ids must be integers, got {ids.dtype.name}")
+        if len(shards) == 1:
+            rows = gather(shards[0], ids)
+        else:
+            sizes = [s.shape.dims[0] if s.shape.dims else None for s in shards]
+            if None in sizes:
+                raise ValueError(f"{where}: the shards' row counts must be known, got "
+                                 f"{[str(s.shape) for s in shards]}")
+            table = concat(shards, 0)
+            if partition_strategy == "mod":  # (row r of the whole is shard r % n, r // n)
+                starts = np.cumsum([0, *sizes[:-1]])
+                n = len(shards)
+                order = np.array([starts[r % n] + r // n for r in range(sum(sizes))], np.int32)
+                ids = gather(order, ids)
+            rows = gather(table, ids)
+        if max_norm is not None:
+            rows = M.multiply(rows, M.minimum(1.0, max_norm / M.maximum(
+                _norms(rows, ids.shape.ndims), 1e-30)))
+        return rows
+
+
+def _norms(rows, id_rank):
+    """Each looked-up row's euclidean norm, its dims kept for broadcasting."""
+    rank = rows.shape.ndims
+    axes = list(range(id_rank, rank)) if rank is not None and id_rank is not None else -1
+    return M.sqrt(reduce_sum(M.square(rows), axes, keepdims=True))
+
+
+def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None,
+           data_format=None, name=None, input=None, dilations=None):  # noqa: A002
+    """1-D cross-correlation of [batch, width, in] `value` with a [width, in, out] filter:
+    a conv2d of height 1."""
+    value = input if value is None else value
+    if data_format not in (None, "NWC"):
+        raise ValueError(f"conv1d at {format_location(user_location())}: only data_format "
+                         f"'NWC' is offered, got {data_format!r}")
+    stride = stride[1] if isinstance(stride, list | tuple) and len(stride) == 3 else stride
+    dilation = 1 if dilations is None else (dilations[1] if isinstance(dilations, list | tuple)
+                                            and len(dilations) == 3 else dilations)
+    with name_scope(name, "conv1d"):
+        x = expand_dims(convert_to_tensor(value), 1)
+        w = expand_dims(convert_to_tensor(filters, dtype_hint=x.dtype), 0)
+        out = conv2d(x, w, strides=[1, 1, stride, 1], padding=padding,
+                     dilations=[1, 1, dilation, 1])
+        return squeeze(out, [1])
