@@ -164,6 +164,7 @@ from .ops.math_ops import (  # noqa: F401
     truediv,
     where,
 )
+from .ops.nd_ops import gather_nd, scatter_nd  # noqa: F401
 from .ops.nn_impl import squared_difference  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
     arg_max,

@@ -312,6 +312,34 @@ def gather_grad(g, indices, shape, axis):
     return out
 
 
+def _nd_places(indices, shape, what):
+    """The index arrays of indices' vectors into `shape`, each checked as TF1 checks them."""
+    indices = np.asarray(indices)
+    k = indices.shape[-1]
+    for d in range(k):
+        column = indices[..., d]
+        bad = (column < 0) | (column >= shape[d])
+        if bad.any():
+            at = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise IndexError(f"{what}: indices{list(at)} = {indices[at].tolist()} does not "
+                             f"index into shape {tuple(shape)}")
+    return tuple(np.moveaxis(indices, -1, 0))
+
+
+def gather_nd(params, indices):
+    """The slices of params at the index vectors of indices (the last axis)."""
+    params = np.asarray(params)
+    return params[_nd_places(indices, params.shape, "gather_nd")]
+
+
+def scatter_nd(indices, updates, shape):
+    """Zeros of `shape` with updates added at the index vectors of indices."""
+    updates = np.asarray(updates)
+    out = np.zeros(tuple(int(d) for d in shape), dtype=updates.dtype)
+    np.add.at(out, _nd_places(indices, out.shape, "scatter_nd"), updates)
+    return out
+
+
 def top_k(x, k):
     """(values, indices) of the k largest along the last axis, largest first, ties to the
     lower index, NaN as the largest: a stable ascending sort of the row reversed, read

@@ -191,6 +191,13 @@ def test_top_k_sort_and_argsort(tmp_path):
     check_parity(tmp_path, out, {"x": x}, [{"x": randn(3, 5)}, {"x": ties}])
 
 
+def test_gather_nd_and_scatter_nd(tmp_path):
+    x = sg.placeholder(sg.float32, [3, 2, 4], name="x")
+    picked = sg.gather_nd(x, [[0, 1], [2, 0], [0, 1]])
+    placed = sg.scatter_nd([[1], [3], [1]], picked, [5, 4])
+    check_parity(tmp_path, [picked, placed], {"x": x}, [{"x": randn(3, 2, 4)}])
+
+
 def test_one_hot(tmp_path):
     """As TF's: an index outside [0, depth), a negative one too, gives a row of off_value
     (ONNX's own OneHot counts a negative index from the end)."""

@@ -63,6 +63,27 @@ def _top_k(b, op):
     b.node("Cast", [indices], [b.y(op, 1)], f"{op.name}/int32", to=b.onnx.TensorProto.INT32)
 
 
+def _int64(b, op, t, what: str) -> str:
+    return b.step(op, what, "Cast", [b.x(t)], to=b.onnx.TensorProto.INT64)
+
+
+def _gather_nd(b, op):
+    b.node("GatherND", [b.x(op.inputs[0]), _int64(b, op, op.inputs[1], "indices")],
+           [b.y(op)], op.name)
+
+
+def _scatter_nd(b, op):
+    """ONNX's ScatterND into zeros, adding where indices repeat (opset 16 and later)."""
+    if b.opset < 16:
+        raise OnnxExportError(f"cannot export {op.where()} to ONNX opset {b.opset}: ScatterND "
+                              "adds repeated indices from opset 16 on")
+    indices, updates, shape = op.inputs
+    zeros = b.step(op, "zeros", "ConstantOfShape", [_int64(b, op, shape, "shape")],
+                   value=b.onnx.numpy_helper.from_array(np.zeros(1, updates.dtype.np)))
+    b.node("ScatterND", [zeros, _int64(b, op, indices, "indices"), b.x(updates)], [b.y(op)],
+           op.name, reduction="add")
+
+
 def _one_hot(b, op):
     """As rt.one_hot computes it: the indices (as int64) compared with 0..depth-1 along the new
     axis, then on_value or off_value. An index outside [0, depth) gives a row of off_value
@@ -166,5 +187,5 @@ def _chain(b, op, x: str, steps) -> None:
 RULES = {
     "Eye": _eye, "Range": _range, "GatherV2": _gather, "OneHot": _one_hot, "Where": _where,
     "Slice": _slice, "StridedSlice": _strided_slice, "TensorArrayWrite": _tensor_array_write,
-    "TopKV2": _top_k,
+    "TopKV2": _top_k, "GatherNd": _gather_nd, "ScatterNd": _scatter_nd,
 }

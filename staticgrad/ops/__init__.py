@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     join_ops,
     kernels,
     math_ops,
+    nd_ops,
     nn_ops,
     reduction_ops,
     sort_ops,

@@ -245,6 +245,13 @@ CASES += [
     ("Cumprod", lambda x: sg.cumprod(x, exclusive=True, reverse=True), [(away0, (4, 2))], True),
 ]
 
+# slices picked and placed by index vectors (each the other's gradient)
+CASES += [
+    ("GatherNd", lambda x: sg.gather_nd(x, [[0, 1], [2, 0], [0, 1]]), [(any_, (3, 2, 2))], True),
+    ("ScatterNd", lambda x: sg.scatter_nd([[1], [3], [1]], x * x, [5, 2]),
+     [(any_, (3, 2))], True),
+]
+
 # the k largest values (their gradient goes back to where they came from)
 CASES += [
     ("TopKV2", lambda x: sg.nn.top_k(x, 2).values * x[:, :2], [(distinct, (3, 4))], True),
