@@ -139,6 +139,7 @@ from .ops.debug_ops import (  # noqa: F401
     check_numerics,
     verify_tensor_all_finite,
 )
+from .ops.einsum_ops import einsum  # noqa: F401
 from .ops.indexing_ops import eye, gather, lin_space, linspace, one_hot, range, slice  # noqa: F401
 from .ops.join_ops import concat, pad, split, stack, tile, unstack  # noqa: F401
 from .ops.math_impl import (  # noqa: F401

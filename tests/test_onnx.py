@@ -198,6 +198,13 @@ def test_gather_nd_and_scatter_nd(tmp_path):
     check_parity(tmp_path, [picked, placed], {"x": x}, [{"x": randn(3, 2, 4)}])
 
 
+def test_einsum(tmp_path):
+    a = sg.placeholder(sg.float32, [2, 3], name="a")
+    b = sg.placeholder(sg.float32, [3, 4], name="b")
+    out = [sg.einsum("ij,jk->ik", a, b), sg.einsum("ij->j", a), sg.einsum("ij,jk", a, b)]
+    check_parity(tmp_path, out, {"a": a, "b": b}, [{"a": randn(2, 3), "b": randn(3, 4)}])
+
+
 def test_one_hot(tmp_path):
     """As TF's: an index outside [0, depth), a negative one too, gives a row of off_value
     (ONNX's own OneHot counts a negative index from the end)."""

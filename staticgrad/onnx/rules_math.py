@@ -212,11 +212,17 @@ def _cumsum(b, op):
            exclusive=int(op.attrs["exclusive"]), reverse=int(op.attrs["reverse"]))
 
 
+def _einsum(b, op):
+    """ONNX's Einsum (opset 12 and later), with the equation in its explicit form."""
+    b.node("Einsum", [b.x(t) for t in op.inputs], [b.y(op)], op.name,
+           equation=str(op.attrs["equation"]))
+
+
 RULES = {ours: _simple(theirs) for ours, theirs in _ONE_NODE.items()} | {
     "ClipByValue": _clip, "Square": _square, "IsFinite": _is_finite, "Erfc": _erfc,
     "NotEqual": _not_equal, "Rsqrt": _rsqrt, "Relu6": _relu6, "LeakyRelu": _leaky_relu,
     "Expm1": _expm1, "Log1p": _log1p, "FloorDiv": _floor_div, "FloorMod": _floor_mod,
     "DivNoNan": _div_no_nan,
     "ReluGrad": _activation_grad, "TanhGrad": _activation_grad, "SigmoidGrad": _activation_grad,
-    "Cast": _cast, "MatMul": _matmul, "Cumsum": _cumsum,
+    "Cast": _cast, "MatMul": _matmul, "Cumsum": _cumsum, "Einsum": _einsum,
 }

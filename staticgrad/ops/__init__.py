@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     creation,
     cumulative_ops,
     debug_ops,
+    einsum_ops,
     indexing_ops,
     join_ops,
     kernels,

@@ -499,6 +499,49 @@ class Text(AttrType):
         return "a message"
 
 
+_EINSUM_TERMS = re.compile(r"[a-zA-Z]*(,[a-zA-Z]*)*(->[a-zA-Z]*)?")
+
+
+class Equation(AttrType):
+    """An einsum equation: letters, commas and one "->" (an implicit output when it has
+    none), each letter at most once in an operand, no "..." (ops/einsum_ops.py); kept in the
+    explicit form, written into source as a string literal."""
+
+    describe = "an einsum equation"
+
+    @staticmethod
+    def parse(equation) -> tuple[list[str], str]:
+        """(the operands' subscripts, the output's); ValueError for what is refused."""
+        if type(equation) is not str or \
+                not _EINSUM_TERMS.fullmatch(equation.replace(" ", "")):
+            raise ValueError(f"the equation {show(equation)} is not letters, commas and one "
+                             "'->' ('...' is not offered)")
+        equation = equation.replace(" ", "")
+        inputs, _, output = equation.partition("->")
+        terms = inputs.split(",")
+        for t in terms:
+            if len(set(t)) != len(t):
+                raise ValueError(f"the operand {t!r} of {equation!r} repeats a letter "
+                                 "(diagonals are not offered)")
+        if "->" not in equation:  # NumPy's implicit output: the letters seen once, sorted
+            letters = "".join(terms)
+            output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        if len(set(output)) != len(output) or not set(output) <= set("".join(terms)):
+            raise ValueError(f"the output {output!r} of {equation!r} must name each of its "
+                             "operands' letters at most once")
+        return terms, output
+
+    def check(self, value) -> str:
+        terms, output = self.parse(value)
+        return ",".join(terms) + "->" + output
+
+    def literal(self, value) -> str:
+        return repr(self.check(value))
+
+    def example(self) -> str:
+        return "ij,jk->ik"
+
+
 class InProcess(AttrType):
     """A Python object of this process (a function, a list of variables): never written into
     source, and never carried by a graph file."""

@@ -245,6 +245,17 @@ CASES += [
     ("Cumprod", lambda x: sg.cumprod(x, exclusive=True, reverse=True), [(away0, (4, 2))], True),
 ]
 
+# einsum: a matmul, a batched dot, a sum (a letter only one operand has), three operands
+CASES += [
+    ("Einsum", lambda x, y: sg.einsum("ij,jk->ik", x, y), [(any_, (2, 3)), (any_, (3, 4))],
+     True),
+    ("Einsum", lambda x, y: sg.einsum("bi,bi->b", x * x, y), [(any_, (3, 2)), (any_, (3, 2))],
+     True),
+    ("Einsum", lambda x: sg.einsum("ijk->j", sg.sin(x)), [(any_, (2, 3, 2))], True),
+    ("Einsum", lambda x, y: sg.einsum("ab,bc,ca", x, y, x[:, :2] * 2.0),
+     [(any_, (2, 3)), (any_, (3, 2))], True),
+]
+
 # slices picked and placed by index vectors (each the other's gradient)
 CASES += [
     ("GatherNd", lambda x: sg.gather_nd(x, [[0, 1], [2, 0], [0, 1]]), [(any_, (3, 2, 2))], True),
