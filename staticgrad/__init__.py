@@ -165,7 +165,7 @@ from .ops.math_ops import (  # noqa: F401
     truediv,
     where,
 )
-from .ops.nd_ops import gather_nd, scatter_nd  # noqa: F401
+from .ops.nd_ops import boolean_mask, gather_nd, scatter_nd  # noqa: F401
 from .ops.nn_impl import squared_difference  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
     arg_max,
@@ -180,7 +180,7 @@ from .ops.reduction_ops import (  # noqa: F401
     reduce_prod,
     reduce_sum,
 )
-from .ops.sort_ops import argsort, sort  # noqa: F401
+from .ops.sort_ops import argsort, sort, unique  # noqa: F401
 from .ops.state_ops import (  # noqa: F401
     assign,
     assign_add,

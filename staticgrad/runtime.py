@@ -340,6 +340,17 @@ def scatter_nd(indices, updates, shape):
     return out
 
 
+def unique(x, out_idx):
+    """(the distinct values of vector x in the order they first appear, each element's place
+    among them), as TF1's unique."""
+    x = np.asarray(x)
+    values, first, inverse = np.unique(x, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    place = np.empty_like(order)
+    place[order] = np.arange(len(order))
+    return values[order], place[inverse.reshape(-1)].astype(out_idx)
+
+
 def top_k(x, k):
     """(values, indices) of the k largest along the last axis, largest first, ties to the
     lower index, NaN as the largest: a stable ascending sort of the row reversed, read

@@ -38,4 +38,6 @@ NO_ONNX: dict[str, str] = {
     "GatherGrad": _GRADIENT_KERNEL, "StridedSliceGrad": _GRADIENT_KERNEL,
     "TensorArrayWriteGrad": _GRADIENT_KERNEL,
     "Cumprod": "ONNX has no running product; export a graph without sg.cumprod",
+    "Unique": ("its outputs' length is known only when it runs; the exporter does not map "
+               "it to ONNX's Unique yet: export a graph without sg.unique"),
 }

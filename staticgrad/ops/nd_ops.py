@@ -11,8 +11,10 @@ gradient.
 
 from __future__ import annotations
 
+from ..errors import format_location, user_location
+from ..graph import name_scope
 from ..shapes import TensorShape
-from .array_ops import _known, _shape_arg, shape_of
+from .array_ops import _known, _shape_arg, shape_of, transpose
 from .conversion import convert_to_tensor
 from .creation import apply1
 from .table import register
@@ -96,3 +98,31 @@ def scatter_nd(indices, updates, shape, name=None):
     shape = shape if hasattr(shape, "dtype") else _shape_arg(shape)
     return apply1("ScatterNd", [indices, updates, convert_to_tensor(shape)],
                   name=name or "ScatterNd")
+
+
+def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
+    """The slices of `tensor` where `mask` (bool, matching tensor's dims from `axis`, default
+    0) is true, stacked along one axis: TF1's boolean_mask (its length known only when the
+    graph runs)."""
+    where = f"boolean_mask at {format_location(user_location())}"
+    with name_scope(name):
+        tensor, mask = convert_to_tensor(tensor), convert_to_tensor(mask)
+        if not mask.dtype.is_bool:
+            raise TypeError(f"{where}: the mask must be bool, got {mask.dtype.name}")
+        k, rank = mask.shape.ndims, tensor.shape.ndims
+        axis = 0 if axis is None else axis
+        if k is None or k == 0 or rank is None:
+            raise ValueError(f"{where}: the ranks of the tensor and of the mask (>= 1) must "
+                             "be known")
+        axis = axis % rank
+        if axis + k > rank or not tensor.shape[axis:axis + k].is_compatible_with(mask.shape):
+            raise ValueError(f"{where}: a mask of shape {mask.shape} does not match the "
+                             f"tensor's shape {tensor.shape} from axis {axis}")
+        hits = apply1("Where", [mask])
+        if axis:
+            perm = [*range(axis, rank), *range(axis)]
+            picked = gather_nd(transpose(tensor, perm), hits)
+            kept = picked.shape.ndims
+            back = [*range(kept - axis, kept), *range(kept - axis)]
+            return transpose(picked, back)
+        return gather_nd(tensor, hits)

@@ -6,10 +6,13 @@
     sg.nn.in_top_k(logits, labels, 5)             # is each label among its row's 5 largest
 
 Ties go to the lower index first, as TF1's. The gradient of the values flows to the places
-they were taken from.
+they were taken from. Also TF1's `unique` (op Unique): the distinct values of a vector in the
+order they first appear, and where each element's value is among them.
 """
 
 from __future__ import annotations
+
+import collections
 
 from .. import dtypes as _dt
 from ..errors import format_location, user_location
@@ -17,7 +20,7 @@ from ..graph import name_scope
 from ..shapes import TensorShape
 from . import math_ops as M
 from .array_ops import expand_dims, transpose
-from .attr_types import Bool, Int
+from .attr_types import Bool, DType, Int
 from .conversion import convert_to_tensor
 from .creation import apply
 from .indexing_ops import one_hot
@@ -70,14 +73,9 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - TF1's names
         return _TopK(values, indices)
 
 
-class _TopK(tuple):
-    """top_k's (values, indices), also by name (TF1 gives a namedtuple)."""
-
-    def __new__(cls, values, indices):
-        return super().__new__(cls, (values, indices))
-
-    values = property(lambda self: self[0])
-    indices = property(lambda self: self[1])
+# (values, indices) and (y, idx), also by name, as TF1's namedtuples
+_TopK = collections.namedtuple("TopKV2", ["values", "indices"])
+_Unique = collections.namedtuple("Unique", ["y", "idx"])
 
 
 def _static_k(k, what: str) -> int:
@@ -152,3 +150,26 @@ def _last(t) -> int:
         raise ValueError(f"sort at {format_location(user_location())}: the length of the "
                          "sorted axis must be known when the graph is built")
     return n
+
+
+def _unique_infer(ctx):
+    if ctx.in_shapes[0].ndims not in (None, 1):
+        raise ValueError(f"unique needs a vector, got shape {ctx.in_shapes[0]}")
+    out = ctx.attrs["out_idx"]
+    if out not in (_dt.int32, _dt.int64):
+        raise TypeError(f"out_idx must be int32 or int64, got {out.name}")
+    return [(TensorShape([None]), ctx.in_dtypes[0]), (ctx.in_shapes[0], out)]
+
+
+register("Unique", _unique_infer, "rt.unique({0}, {out_idx})", differentiable=False,
+         attrs={"out_idx": DType()}, arity=1, new_array=True,
+         doc="the distinct values of a vector, in the order they first appear, and each "
+             "element's place among them")
+
+
+def unique(x, out_idx=_dt.int32, name=None):
+    """(y, idx): the distinct values of the vector x in the order they first appear, and
+    for each element of x its value's place in y (x == y[idx])."""
+    y, idx = apply("Unique", [convert_to_tensor(x)], {"out_idx": _dt.as_dtype(out_idx)},
+                   name=name or "Unique")
+    return _Unique(y, idx)

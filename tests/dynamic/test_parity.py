@@ -120,6 +120,7 @@ def ints(shape):
 # Ops with no gradient: (op type, function of the inputs, input makers); values must agree,
 # and gradients too where some flow (StopGradient stops them).
 NONDIFF_CASES = [
+    ("Unique", lambda x: sg.cast(sg.unique(sg.cast(x, sg.int32))[1], F) * x, [(ints, (6,))]),
     ("All", lambda x: sg.reduce_all(x > 0, axis=1), [(any_, (3, 4))]),
     ("Any", lambda x: sg.reduce_any(x > 1, axis=0, keepdims=True), [(any_, (3, 4))]),
     ("ArgMax", lambda x: sg.argmax(x, axis=1), [(any_, (3, 4))]),

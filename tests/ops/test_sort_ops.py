@@ -59,3 +59,32 @@ def test_what_they_refuse(g):
         sg.sort(x, direction="UP")
     with pytest.raises(ValueError, match=r"the length of the sorted axis must be known"):
         sg.sort(sg.placeholder(sg.float32, [2, None]))
+
+
+def test_unique_keeps_the_order_of_first_appearance(g):
+    x = sg.placeholder(sg.int64, [None], name="x")
+    y, idx = sg.unique(x, out_idx=sg.int64)
+    xv = np.array([4, 1, 4, 2, 1, 7, 7])
+    got = sg.Session().run(sg.unique(x), {x: xv})
+    assert got[0].tolist() == [4, 1, 2, 7] and got[1].tolist() == [0, 1, 0, 2, 1, 3, 3]
+    assert got[1].dtype == np.int32
+    yv, iv = sg.Session().run([y, idx], {x: xv[:0]})
+    assert yv.shape == (0,) and iv.dtype == np.int64
+    with pytest.raises(ValueError, match=r"unique needs a vector"):
+        sg.unique(sg.constant(X))
+
+
+def test_boolean_mask_along_any_axis_and_its_gradient(g):
+    x = sg.placeholder(sg.float64, [2, 5], name="x")
+    mask = sg.placeholder(sg.bool, [5], name="mask")
+    picked = sg.boolean_mask(x, mask, axis=1)
+    (dx,) = sg.gradients(sg.reduce_sum(picked * picked), [x])
+    mv = np.array([True, False, False, True, True])
+    got, grad = sg.Session().run([picked, dx], {x: X, mask: mv})
+    np.testing.assert_array_equal(got, X[:, mv])
+    np.testing.assert_array_equal(grad, np.where(mv, 2 * X, 0.0))
+    with pytest.raises(ValueError, match=r"boolean_mask at \S*: a mask of shape \(3,\) does "
+                                         r"not match"):
+        sg.boolean_mask(x, [True, False, True])
+    with pytest.raises(TypeError, match=r"the mask must be bool"):
+        sg.boolean_mask(x, [1, 0])
