@@ -6,6 +6,7 @@ place where numerically delicate kernels (stable sigmoid, softmax, cross-entropy
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import warnings
@@ -281,6 +282,36 @@ def assert_true(condition, message, summarize, data):
         items = " ".join(str(v) for v in flat[:summarize])
         shown.append(f"[{items}{'...' if flat.size > summarize else ''}]")
     raise AssertionFailed(" ".join(["assertion failed:", f"[{message}]", *shown]))
+
+
+_PRINTED: dict = {}  # a Print op's counter -> how many times it printed (for first_n)
+
+
+def _shown(value, summarize) -> str:
+    flat = np.asarray(value).ravel()
+    items = " ".join(str(v) for v in flat[:summarize])
+    return f"[{items}{'...' if flat.size > summarize else ''}]" if np.ndim(value) else \
+        str(np.asarray(value).item())
+
+
+def print_tensors(x, message, first_n, summarize, key, data):
+    """x itself, printing `message` then each of `data` to stderr, as TF1's Print (the
+    first `first_n` times the op whose counter is `key` runs, if first_n >= 0)."""
+    if first_n >= 0:
+        count = _PRINTED.get(key, 0)
+        _PRINTED[key] = count + 1
+        if count >= first_n:
+            return x
+    print(message + "".join(_shown(d, summarize) for d in data), file=sys.stderr)
+    return x
+
+
+def print_items(layout, tensors, sep, end, stream, summarize):
+    """Print the strings of `layout` (JSON) with `tensors` where it says null, as print."""
+    values = iter(tensors)
+    items = [piece if piece is not None else _shown(next(values), summarize)
+             for piece in json.loads(layout)]
+    print(*items, sep=sep, end=end, file=sys.stderr if stream == "stderr" else sys.stdout)
 
 
 def check_numerics(x, message):

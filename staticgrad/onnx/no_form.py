@@ -38,6 +38,8 @@ NO_ONNX: dict[str, str] = {
     "GatherGrad": _GRADIENT_KERNEL, "StridedSliceGrad": _GRADIENT_KERNEL,
     "TensorArrayWriteGrad": _GRADIENT_KERNEL,
     "Cumprod": "ONNX has no running product; export a graph without sg.cumprod",
+    "Print": "prints as it runs, and an ONNX graph has no side effects; export its input",
+    "PrintV2": "prints as it runs, and an ONNX graph has no side effects",
     "Unique": ("its outputs' length is known only when it runs; the exporter does not map "
                "it to ONNX's Unique yet: export a graph without sg.unique"),
 }

@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     math_ops,
     nd_ops,
     nn_ops,
+    print_ops,
     reduction_ops,
     sort_ops,
     state_ops,

@@ -83,7 +83,8 @@ def test_values_and_gradients_agree(case):
     loss.backward(retain_graph=True)
     grads = dy.grad(loss, xs, create_graph=second, allow_unused=True)
     types = _tape_types([y]) | _tape_types(grads)
-    if op_type not in PYTHON_CONTROL_FLOW:  # (the dynamic mode runs Python's own if)
+    if op_type not in PYTHON_CONTROL_FLOW | PRINTS:  # (the dynamic mode runs Python's own if,
+        #                                                and prints at once)
         assert op_type in types, f"row for {op_type} runs no {op_type} op dynamically: {types}"
     for i, (x, got, static) in enumerate(zip(xs, grads, want["grads"])):
         assert (got is None) == (static is None), f"{op_type}: gradient {i} is {got}"
@@ -244,6 +245,23 @@ def test_assert_checks_at_once_in_the_dynamic_mode_with_the_sessions_words():
 
 # Ops the dynamic mode runs as checks at once (their parity test is just above)
 CHECK_OPS = {"Assert"}
+# Ops the dynamic mode runs by printing at once (their parity test is just below)
+PRINTS = {"Print", "PrintV2"}
+
+
+def test_prints_print_the_same_words_in_both_modes(capsys):
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(F, [3])
+        y = sg.Print(x, [x, sg.shape(x)], "x is: ", summarize=2)
+        show = sg.print("sum:", sg.reduce_sum(x), "last", x[-1], sep="|")
+        sg.Session(graph=g).run([y, show], {x: [1.0, 2.0, 3.0]})
+    static = capsys.readouterr().err
+    t = dy.tensor([1.0, 2.0, 3.0])
+    with dy.eager_mode():
+        assert sg.Print(t, [t, sg.shape(t)], "x is: ", summarize=2) is t
+        assert sg.print("sum:", t.sum(), "last", t[-1], sep="|") is None
+    assert capsys.readouterr().err == static == "x is: [1.0 2.0...][3]\nsum:|6.0|last|3.0\n"
 
 
 def test_every_registry_op_has_a_parity_row():
@@ -252,7 +270,7 @@ def test_every_registry_op_has_a_parity_row():
     offered = {t for t, api, _ in vocabulary.entries() if api.dynamic is not None}
     covered = ({c[0] for c in CASES} | {c[0] for c in NONDIFF_CASES}
                | {c[0] for c in RANDOM_CASES} | set(STATE_OPS) | offered
-               | PYTHON_CONTROL_FLOW | CHECK_OPS)
+               | PYTHON_CONTROL_FLOW | CHECK_OPS | PRINTS)
     internal = {t for t, d in REGISTRY.items() if d.internal}  # no builder: the compiler's
     missing = sorted(set(REGISTRY) - covered - internal)
     assert not missing, f"registry ops without a dynamic-mode parity row: {missing}"

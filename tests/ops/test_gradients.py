@@ -245,6 +245,11 @@ CASES += [
     ("Cumprod", lambda x: sg.cumprod(x, exclusive=True, reverse=True), [(away0, (4, 2))], True),
 ]
 
+# Print passes its input (and its gradient) through
+CASES += [
+    ("Print", lambda x: sg.Print(x * x, [x], "x: ", summarize=1) * 3.0, [(any_, (2, 3))], True),
+]
+
 # einsum: a matmul, a batched dot, a sum (a letter only one operand has), three operands
 CASES += [
     ("Einsum", lambda x, y: sg.einsum("ij,jk->ik", x, y), [(any_, (2, 3)), (any_, (3, 4))],
