@@ -85,6 +85,7 @@ from .graph import (  # noqa: F401
     name_scope,
     reset_default_graph,
 )
+from .graph_def import GraphDef, import_graph_def  # noqa: F401
 from .initializers import (  # noqa: F401
     constant_initializer,
     glorot_normal_initializer,

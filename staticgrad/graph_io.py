@@ -384,18 +384,19 @@ def export_meta_graph(filename: str | None = None, graph: Graph | None = None,
 
 
 def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True) -> str:
-    """Write a graph (a `Graph`, or a dict from `export_meta_graph`) as JSON to `logdir/name`,
+    """Write a graph (a `Graph`, its GraphDef, or a dict from `export_meta_graph`) as JSON to
+    `logdir/name`,
     creating `logdir` if needed; returns the path. The file loads with `import_meta_graph`.
 
     >>> sg.train.write_graph(sg.get_default_graph(), "/tmp/run", "graph.json")  # doctest: +SKIP
     '/tmp/run/graph.json'
     """
-    doc = graph_or_graph_def
+    doc = getattr(graph_or_graph_def, "doc", graph_or_graph_def)  # (a GraphDef: its doc)
     if isinstance(doc, Graph):
         doc = graph_to_dict(doc)
     elif not isinstance(doc, dict):
-        raise TypeError("write_graph takes a Graph or a dict from export_meta_graph, got "
-                        f"{type(doc).__name__}")
+        raise TypeError("write_graph takes a Graph, a GraphDef or a dict from "
+                        f"export_meta_graph, got {type(doc).__name__}")
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
     _write_json(path, doc, as_text)
@@ -450,26 +451,31 @@ def import_meta_graph(path_or_dict, import_scope: str | None = None, clear_devic
 def _load(path_or_dict) -> dict:
     """The checked top level of a graph file (a path) or of its parsed dict. Any damage, from
     bad UTF-8 to nesting deeper than the JSON parser can follow, is a GraphFormatError."""
-    where = ""  # the file, in messages, when there is one
     if isinstance(path_or_dict, dict):
-        doc = path_or_dict
-    else:
-        path = os.fspath(path_or_dict)
-        with open(path, "rb") as f:
-            raw = f.read()
-        try:
-            text = raw.decode("utf-8")  # (json.loads would guess UTF-16 or -32 from bytes)
-        except UnicodeDecodeError as e:
-            raise GraphFormatError(f"{path} is not UTF-8 text (damaged?): {e}") from None
-        try:
-            doc = json.loads(text, parse_constant=_refuse_constant)
-        except RecursionError:
-            raise GraphFormatError(f"{path} nests its JSON deeper than the parser can follow "
-                                   "(damaged or hostile)") from None
-        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, a 5000-digit number
-            raise GraphFormatError(f"{path} is not valid JSON (truncated or damaged?): {e}") \
-                from None
-        where = f"{path}: "
+        return _checked(path_or_dict, "")
+    path = os.fspath(path_or_dict)
+    with open(path, "rb") as f:
+        return load_document(f.read(), path)
+
+
+def load_document(raw: bytes, label: str = "the graph document") -> dict:
+    """The checked top level of a graph file's bytes (`label` names them in errors)."""
+    try:
+        text = raw.decode("utf-8")  # (json.loads would guess UTF-16 or -32 from bytes)
+    except UnicodeDecodeError as e:
+        raise GraphFormatError(f"{label} is not UTF-8 text (damaged?): {e}") from None
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise GraphFormatError(f"{label} nests its JSON deeper than the parser can follow "
+                               "(damaged or hostile)") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, a 5000-digit number
+        raise GraphFormatError(f"{label} is not valid JSON (truncated or damaged?): {e}") \
+            from None
+    return _checked(doc, f"{label}: ")
+
+
+def _checked(doc, where: str) -> dict:
     if not isinstance(doc, dict):
         raise GraphFormatError(f"{where}a graph file holds a JSON object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT:

@@ -21,7 +21,7 @@ LAYERS = [
     ("backends", ["backends"]),
     ("session", ["compiler", "config", "session"]),
     ("train, export, onnx, viz, cli, dynamic",
-     ["train", "graph_io", "export", "onnx", "viz", "cli", "dynamic", "compat", "demo",
+     ["train", "graph_io", "graph_def", "export", "onnx", "viz", "cli", "dynamic", "compat", "demo",
       "__main__", ""]),
 ]
 
