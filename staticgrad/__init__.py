@@ -170,6 +170,7 @@ from .ops.nd_ops import boolean_mask, gather_nd, scatter_nd  # noqa: F401
 from .ops.nn_impl import squared_difference  # noqa: F401
 from .ops.print_ops import Print  # noqa: F401
 from .ops.print_ops import print_ as print  # noqa: F401, A004 - TF1's name
+from .ops.py_func_ops import numpy_function, py_func  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
     arg_max,
     arg_min,

@@ -95,6 +95,9 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     plan = session.plan(fetches, feed_dict, dataclasses.replace(session.options,
                                                                 vector_math=False))
 
+    if "rt.call_py_func(" in plan.source:
+        raise ValueError("cannot export: the graph calls a Python function of this process "
+                         "(sg.py_func), which an exported module cannot carry")
     namespace = plan.fn.__globals__
     tree = ast.parse(plan.source)
     var_names, rng_names, rt_names = _references(tree)

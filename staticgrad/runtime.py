@@ -314,6 +314,40 @@ def print_items(layout, tensors, sep, end, stream, summarize):
     print(*items, sep=sep, end=end, file=sys.stderr if stream == "stderr" else sys.stdout)
 
 
+# the Python functions py_func ops call (ops/py_func_ops.py), by the number in their code
+PY_FUNCS: dict = {}
+_PY_FUNC_KEYS = iter(range(-1, -(1 << 62), -1))  # (the dynamic mode's: apart from the ops')
+
+
+def register_py_func(func, key=None) -> int:
+    """Keep `func` for the generated code to call as `key` (a new one if None)."""
+    key = next(_PY_FUNC_KEYS) if key is None else key
+    PY_FUNCS[key] = func
+    return key
+
+
+def call_py_func(key, dtypes, args):
+    """The arrays PY_FUNCS[key](*args) gives, one for each of `dtypes` and of that dtype."""
+    out = PY_FUNCS[key](*args)
+    if len(dtypes) != 1 or isinstance(out, list | tuple):
+        out = list(out) if isinstance(out, list | tuple) else [out]
+    else:
+        out = [out]
+    if len(out) != len(dtypes):
+        raise ValueError(f"the function of py_func gave {len(out)} values for {len(dtypes)} "
+                         "dtypes (Tout)")
+    arrays = []
+    for i, (value, dtype) in enumerate(zip(out, dtypes)):
+        if isinstance(value, np.ndarray | np.generic):
+            if value.dtype != dtype:
+                raise TypeError(f"the function of py_func gave output {i} of dtype "
+                                f"{value.dtype}, where Tout says {np.dtype(dtype)}")
+            arrays.append(np.asarray(value))
+        else:  # a Python number or list: taken at the dtype Tout says
+            arrays.append(np.asarray(value, dtype=dtype))
+    return tuple(arrays)
+
+
 def check_numerics(x, message):
     """x itself, or FloatingPointError("<message> : Tensor had NaN values") (TF1's words)
     when it holds a NaN or an infinity."""

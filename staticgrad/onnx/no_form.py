@@ -40,6 +40,7 @@ NO_ONNX: dict[str, str] = {
     "Cumprod": "ONNX has no running product; export a graph without sg.cumprod",
     "Print": "prints as it runs, and an ONNX graph has no side effects; export its input",
     "PrintV2": "prints as it runs, and an ONNX graph has no side effects",
+    "PyFunc": "calls a Python function of this process, which an ONNX model cannot hold",
     "Unique": ("its outputs' length is known only when it runs; the exporter does not map "
                "it to ONNX's Unique yet: export a graph without sg.unique"),
 }

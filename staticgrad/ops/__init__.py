@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     nd_ops,
     nn_ops,
     print_ops,
+    py_func_ops,
     reduction_ops,
     sort_ops,
     state_ops,

@@ -255,6 +255,23 @@ class DType(AttrType):
         return _dt.float32
 
 
+class DTypes(AttrType):
+    """A tuple of dtypes (a list is accepted), written into source as a tuple of names."""
+
+    describe = "a tuple of dtypes"
+
+    def check(self, value) -> tuple:
+        if not isinstance(value, tuple | list) or len(value) > 1024:
+            raise TypeError(f"must be {self.describe}, got {show(value)}")
+        return tuple(DType().check(v) for v in value)
+
+    def literal(self, value) -> str:
+        return "(" + "".join(f"{DType().literal(d)}, " for d in self.check(value)) + ")"
+
+    def example(self) -> tuple:
+        return (_dt.float32,)
+
+
 class Choice(AttrType):
     """A string from a closed set; the canonical value is the set's own string."""
 

@@ -247,6 +247,9 @@ def test_assert_checks_at_once_in_the_dynamic_mode_with_the_sessions_words():
 CHECK_OPS = {"Assert"}
 # Ops the dynamic mode runs by printing at once (their parity test is just below)
 PRINTS = {"Print", "PrintV2"}
+# Ops calling a Python function, which the dynamic mode calls at once
+# (tests/ops/test_py_func_ops.py)
+PYTHON_CALLS = {"PyFunc"}
 
 
 def test_prints_print_the_same_words_in_both_modes(capsys):
@@ -270,7 +273,7 @@ def test_every_registry_op_has_a_parity_row():
     offered = {t for t, api, _ in vocabulary.entries() if api.dynamic is not None}
     covered = ({c[0] for c in CASES} | {c[0] for c in NONDIFF_CASES}
                | {c[0] for c in RANDOM_CASES} | set(STATE_OPS) | offered
-               | PYTHON_CONTROL_FLOW | CHECK_OPS | PRINTS)
+               | PYTHON_CONTROL_FLOW | CHECK_OPS | PRINTS | PYTHON_CALLS)
     internal = {t for t, d in REGISTRY.items() if d.internal}  # no builder: the compiler's
     missing = sorted(set(REGISTRY) - covered - internal)
     assert not missing, f"registry ops without a dynamic-mode parity row: {missing}"
