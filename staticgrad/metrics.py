@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from . import _namespace
 from . import dtypes as _dt
+from .errors import format_location, user_location
 from .graph import GraphKeys, add_to_collections, name_scope
 from .ops import math_ops as M
-from .ops.array_ops import ones_like, zeros
+from .ops.array_ops import ones_like, squeeze, zeros
 from .ops.conversion import convert_to_tensor
 from .ops.reduction_ops import reduce_sum
 from .ops.state_ops import assign_add
@@ -42,6 +43,25 @@ def _collect(value, update, metrics_collections, updates_collections):
     if updates_collections:
         add_to_collections(updates_collections, update)
     return value, update
+
+
+def _matched(labels, predictions, dtype=None):
+    """labels and predictions of one shape (a last dim of 1 on one side squeezed away, as
+    TF1's metrics do), predictions cast to the labels' dtype (or both to `dtype`)."""
+    labels, predictions = convert_to_tensor(labels), convert_to_tensor(predictions)
+    lr, pr = labels.shape.ndims, predictions.shape.ndims
+    if lr is not None and pr is not None:
+        if lr == pr + 1 and labels.shape.dims[-1] in (1, None):
+            labels = squeeze(labels, [-1])
+        elif pr == lr + 1 and predictions.shape.dims[-1] in (1, None):
+            predictions = squeeze(predictions, [-1])
+        if not labels.shape.is_compatible_with(predictions.shape):
+            raise ValueError(f"labels of shape {labels.shape} and predictions of shape "
+                             f"{predictions.shape} do not match (at "
+                             f"{format_location(user_location())})")
+    if dtype is not None:
+        return M.cast(labels, dtype), M.cast(predictions, dtype)
+    return labels, M.cast(predictions, labels.dtype)
 
 
 def _weighted(values, weights):
@@ -67,26 +87,26 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None,
              updates_collections=None, name=None):
     """The fraction of predictions equal to their labels: (accuracy, update_op)."""
     with name_scope(name, "accuracy"):
-        predictions = convert_to_tensor(predictions)
-        labels = M.cast(convert_to_tensor(labels), predictions.dtype)
+        labels, predictions = _matched(labels, predictions)
         return mean(M.equal(labels, predictions), weights, metrics_collections,
                     updates_collections, name="mean")
 
 
-def mean_absolute_error(labels, predictions, weights=None, metrics_collections=None,
-                        updates_collections=None, name=None):
-    """The mean of |labels - predictions|: (value, update_op)."""
-    with name_scope(name, "mean_absolute_error"):
-        return mean(M.abs(_difference(labels, predictions)), weights, metrics_collections,
-                    updates_collections, name="mean")
+def _error(kind: str, fn):
+    def metric(labels, predictions, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        with name_scope(name, kind):
+            labels, predictions = _matched(labels, predictions, _dt.float32)
+            return mean(fn(labels - predictions), weights, metrics_collections,
+                        updates_collections, name="mean")
+    metric.__name__ = metric.__qualname__ = kind
+    return metric
 
 
-def mean_squared_error(labels, predictions, weights=None, metrics_collections=None,
-                       updates_collections=None, name=None):
-    """The mean of (labels - predictions) ** 2: (value, update_op)."""
-    with name_scope(name, "mean_squared_error"):
-        return mean(M.square(_difference(labels, predictions)), weights, metrics_collections,
-                    updates_collections, name="mean")
+mean_absolute_error = _error("mean_absolute_error", M.abs)
+mean_absolute_error.__doc__ = "The mean of |labels - predictions|: (value, update_op)."
+mean_squared_error = _error("mean_squared_error", M.square)
+mean_squared_error.__doc__ = "The mean of (labels - predictions) ** 2: (value, update_op)."
 
 
 def root_mean_squared_error(labels, predictions, weights=None, metrics_collections=None,
@@ -98,77 +118,53 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
                         updates_collections)
 
 
-def _difference(labels, predictions):
-    predictions = M.cast(convert_to_tensor(predictions), _dt.float32)
-    return M.cast(convert_to_tensor(labels), _dt.float32) - predictions
+def _counter(kind: str, label_true: bool, predicted_true: bool, doc: str):
+    """A count of the (weighted) elements whose label and prediction are as given."""
+    def metric(labels, predictions, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        with name_scope(name, kind):
+            labels, predictions = _matched(labels, predictions, _dt.bool_)
+            hit = M.logical_and(labels if label_true else M.logical_not(labels),
+                                predictions if predicted_true else M.logical_not(predictions))
+            count = _local("count")
+            batch, _ = _weighted(hit, weights)
+            return _collect(count, assign_add(count, batch, name="update_op"),
+                            metrics_collections, updates_collections)
+    metric.__name__ = metric.__qualname__ = kind
+    metric.__doc__ = f"The count of elements {doc}: (count, update_op)."
+    return metric
 
 
-def _count(condition, weights, name):
-    """(count, update_op) of the (weighted) elements where `condition` holds."""
-    with name_scope(name):
-        count = _local("count")
-        batch, _ = _weighted(condition, weights)
-        return count, assign_add(count, batch, name="update_op")
+true_positives = _counter("true_positives", True, True,
+                          "true in both labels and predictions")
+false_positives = _counter("false_positives", False, True,
+                           "predicted true whose label is false")
+false_negatives = _counter("false_negatives", True, False,
+                           "predicted false whose label is true")
+true_negatives = _counter("true_negatives", False, False,
+                          "false in both labels and predictions")
 
 
-def _booleans(labels, predictions):
-    return (M.cast(convert_to_tensor(labels), _dt.bool_),
-            M.cast(convert_to_tensor(predictions), _dt.bool_))
+def _ratio(kind: str, other, doc: str):
+    """true positives / (true positives + `other`)."""
+    def metric(labels, predictions, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        with name_scope(name, kind):
+            tp, tp_update = true_positives(labels, predictions, weights)
+            more, more_update = other(labels, predictions, weights)
+            value = M.div_no_nan(tp, tp + more, name="value")
+            update = M.div_no_nan(tp_update, tp_update + more_update, name="update_op")
+            return _collect(value, update, metrics_collections, updates_collections)
+    metric.__name__ = metric.__qualname__ = kind
+    metric.__doc__ = doc
+    return metric
 
 
-def true_positives(labels, predictions, weights=None, metrics_collections=None,
-                   updates_collections=None, name=None):
-    """The count of elements true in both labels and predictions: (count, update_op)."""
-    labels, predictions = _booleans(labels, predictions)
-    return _collect(*_count(M.logical_and(labels, predictions), weights,
-                            name or "true_positives"), metrics_collections, updates_collections)
-
-
-def false_positives(labels, predictions, weights=None, metrics_collections=None,
-                    updates_collections=None, name=None):
-    """The count of elements predicted true whose label is false: (count, update_op)."""
-    labels, predictions = _booleans(labels, predictions)
-    return _collect(*_count(M.logical_and(M.logical_not(labels), predictions), weights,
-                            name or "false_positives"), metrics_collections, updates_collections)
-
-
-def false_negatives(labels, predictions, weights=None, metrics_collections=None,
-                    updates_collections=None, name=None):
-    """The count of elements predicted false whose label is true: (count, update_op)."""
-    labels, predictions = _booleans(labels, predictions)
-    return _collect(*_count(M.logical_and(labels, M.logical_not(predictions)), weights,
-                            name or "false_negatives"), metrics_collections, updates_collections)
-
-
-def true_negatives(labels, predictions, weights=None, metrics_collections=None,
-                   updates_collections=None, name=None):
-    """The count of elements false in both labels and predictions: (count, update_op)."""
-    labels, predictions = _booleans(labels, predictions)
-    neither = M.logical_and(M.logical_not(labels), M.logical_not(predictions))
-    return _collect(*_count(neither, weights, name or "true_negatives"), metrics_collections,
-                    updates_collections)
-
-
-def precision(labels, predictions, weights=None, metrics_collections=None,
-              updates_collections=None, name=None):
-    """true positives / (true positives + false positives): (precision, update_op)."""
-    with name_scope(name, "precision"):
-        tp, tp_update = true_positives(labels, predictions, weights)
-        fp, fp_update = false_positives(labels, predictions, weights)
-        value = M.div_no_nan(tp, tp + fp, name="value")
-        update = M.div_no_nan(tp_update, tp_update + fp_update, name="update_op")
-        return _collect(value, update, metrics_collections, updates_collections)
-
-
-def recall(labels, predictions, weights=None, metrics_collections=None,
-           updates_collections=None, name=None):
-    """true positives / (true positives + false negatives): (recall, update_op)."""
-    with name_scope(name, "recall"):
-        tp, tp_update = true_positives(labels, predictions, weights)
-        fn, fn_update = false_negatives(labels, predictions, weights)
-        value = M.div_no_nan(tp, tp + fn, name="value")
-        update = M.div_no_nan(tp_update, tp_update + fn_update, name="update_op")
-        return _collect(value, update, metrics_collections, updates_collections)
+precision = _ratio("precision", false_positives,
+                   "true positives / (true positives + false positives): (precision, "
+                   "update_op).")
+recall = _ratio("recall", false_negatives,
+                "true positives / (true positives + false negatives): (recall, update_op).")
 
 
 __dir__ = _namespace.public_dir(globals())

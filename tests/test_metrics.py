@@ -71,6 +71,21 @@ def test_a_metric_counts_every_batch_so_far(feeds, make, by_hand):
     np.testing.assert_allclose(final, want[-1], rtol=1e-5)
 
 
+def test_a_last_dim_of_one_is_squeezed_away_as_tf1_does(g):
+    labels = sg.placeholder(sg.int64, [None, 1], name="labels")
+    logits = sg.placeholder(sg.float32, [None, 3], name="logits")
+    acc, update = sg.metrics.accuracy(labels, sg.argmax(logits, 1))
+    mse, mse_update = sg.metrics.mean_squared_error(labels, sg.argmax(logits, 1))
+    sess = sg.Session()
+    sess.run(sg.local_variables_initializer())
+    lab = np.array([[0], [2], [1], [2]])
+    lg = np.eye(3, dtype=np.float32)[[0, 2, 1, 1]]
+    assert sess.run([update, mse_update], {labels: lab, logits: lg}) == [0.75, 0.25]
+    with pytest.raises(ValueError, match=r"labels of shape \(3,\) and predictions of shape "
+                                         r"\(4,\) do not match"):
+        sg.metrics.accuracy(sg.constant([1, 2, 3]), sg.constant([1, 2, 3, 4]))
+
+
 def test_counts_are_local_restart_and_are_not_saved(feeds, tmp_path):
     value, update = sg.metrics.accuracy(feeds[0], feeds[1],
                                         metrics_collections=["my_metrics"],
