@@ -11,9 +11,16 @@ layer's variable scope.
 
 from __future__ import annotations
 
-from ..variables import global_variables
+from ..graph import GraphKeys, get_default_graph
+from ..variable_scope import variable_scope
 from . import functional as F
 from .normalization import batch_normalization
+
+
+def _all_variables(graph) -> list:
+    """The graph's variables, global and local."""
+    return [*graph.get_collection(GraphKeys.GLOBAL_VARIABLES),
+            *graph.get_collection(GraphKeys.LOCAL_VARIABLES)]
 
 
 class Layer:
@@ -28,13 +35,15 @@ class Layer:
         self.built = False
 
     def __call__(self, inputs, *args, **kwargs):
-        before = set(map(id, global_variables()))
-        out = self._apply(inputs, self._name, True if self.built else None, *args, **kwargs)
-        if not self.built:
-            self._variables = [v for v in global_variables() if id(v) not in before]
-            if self._variables and self._name is None:  # (its scope, as the first call named it)
-                self._name = self._variables[0].op.name.rsplit("/", 1)[0]
-            self.built = True
+        if self.built:  # its own scope again, wherever it is called from
+            return self._apply(inputs, self._scope, True, *args, **kwargs)
+        with variable_scope(self._name, default_name=self._default_name) as scope:
+            self._scope = scope
+            graph = get_default_graph()
+            before = {id(v) for v in _all_variables(graph)}
+            out = self._apply(inputs, scope, None, *args, **kwargs)
+            self._variables = [v for v in _all_variables(graph) if id(v) not in before]
+        self._name, self.built = scope.name, True
         return out
 
     def apply(self, inputs, *args, **kwargs):
@@ -76,6 +85,12 @@ class Layer:
         return f"<sg.layers.{type(self).__name__} {self.name!r}>"
 
 
+def _no_constraints(layer: str, *constraints) -> None:
+    if any(c is not None for c in constraints):
+        raise ValueError(f"{layer}: kernel_constraint and bias_constraint are not offered "
+                         "(apply the constraint to the variable after each training step)")
+
+
 class Dense(Layer):
     """`activation(inputs @ kernel + bias)` (see sg.layers.dense)."""
 
@@ -86,6 +101,7 @@ class Dense(Layer):
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
                  trainable=True, name=None, **kwargs):
         super().__init__(trainable, name, **kwargs)
+        _no_constraints("Dense", kernel_constraint, bias_constraint)
         self.units, self.activation, self.use_bias = units, activation, use_bias
         self._options = dict(kernel_initializer=kernel_initializer,
                              bias_initializer=bias_initializer,
@@ -113,6 +129,7 @@ class Conv2D(Layer):
                  kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
                  **kwargs):
         super().__init__(trainable, name, **kwargs)
+        _no_constraints("Conv2D", kernel_constraint, bias_constraint)
         self.filters, self.kernel_size = filters, kernel_size
         self._options = dict(strides=strides, padding=padding, data_format=data_format,
                              dilation_rate=dilation_rate, activation=activation,
@@ -141,7 +158,7 @@ class _Pooling2D(Layer):
 
     def _apply(self, inputs, name, reuse):
         return type(self)._function(inputs, self.pool_size, self.strides, self.padding,
-                                    self.data_format, name=name)
+                                    self.data_format)
 
 
 class MaxPooling2D(_Pooling2D):
@@ -168,7 +185,7 @@ class Flatten(Layer):
         self.data_format = data_format
 
     def _apply(self, inputs, name, reuse):
-        return F.flatten(inputs, name=name, data_format=self.data_format)
+        return F.flatten(inputs, data_format=self.data_format)
 
 
 class Dropout(Layer):
@@ -181,7 +198,7 @@ class Dropout(Layer):
         self.rate, self.noise_shape, self.seed = rate, noise_shape, seed
 
     def _apply(self, inputs, name, reuse, training=False):
-        return F.dropout(inputs, self.rate, self.noise_shape, self.seed, training, name=name)
+        return F.dropout(inputs, self.rate, self.noise_shape, self.seed, training)
 
 
 class BatchNormalization(Layer):

@@ -22,8 +22,9 @@ from ..variable_scope import get_variable, variable_scope
 
 
 def _layer_scope(name, default_name, reuse):
-    """A layer's variable scope: `name`, else a unique `default_name` (`dense_1`...); a layer
-    reusing variables without a name reuses the plain `default_name` scope (TF1's rule)."""
+    """A layer's variable scope: `name` (a str, or a VariableScope to enter again: a layer
+    object's), else a unique `default_name` (`dense_1`...); a layer reusing variables
+    without a name reuses the plain `default_name` scope (TF1's rule)."""
     if reuse and name is None:
         return variable_scope(default_name, reuse=reuse)
     return variable_scope(name, default_name=default_name, reuse=reuse)

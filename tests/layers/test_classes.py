@@ -31,6 +31,23 @@ def test_a_dense_layer_shares_its_variables_across_calls(g):
     np.testing.assert_allclose(got[2], got[0] @ k2, rtol=1e-5)
 
 
+def test_a_layer_called_under_another_scope_keeps_its_own(g):
+    x = sg.placeholder(sg.float32, [None, 3], name="x")
+    with sg.variable_scope("outer"):
+        layer = sg.layers.Dense(4)
+        first = layer(x)
+    with sg.variable_scope("other"):
+        again = layer(x)
+    assert layer.name == "outer/dense" and len(sg.trainable_variables()) == 2
+    sess = sg.Session()
+    sess.run(sg.global_variables_initializer())
+    xv = RNG.normal(size=(2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(*sess.run([first, again], {x: xv}))
+    with pytest.raises(ValueError, match=r"kernel_constraint and bias_constraint are not "
+                                         r"offered"):
+        sg.layers.Dense(2, kernel_constraint=lambda w: w)
+
+
 def test_a_small_cnn_of_layer_objects(g):
     x = sg.placeholder(sg.float32, [None, 8, 8, 1], name="x")
     training = sg.placeholder_with_default(False, [], name="training")
