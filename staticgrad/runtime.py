@@ -6,7 +6,6 @@ place where numerically delicate kernels (stable sigmoid, softmax, cross-entropy
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import warnings
@@ -307,10 +306,10 @@ def print_tensors(x, message, first_n, summarize, key, data):
 
 
 def print_items(layout, tensors, sep, end, stream, summarize):
-    """Print the strings of `layout` (JSON) with `tensors` where it says null, as print."""
+    """Print the strings of `layout` with `tensors` where it says None, as print."""
     values = iter(tensors)
     items = [piece if piece is not None else _shown(next(values), summarize)
-             for piece in json.loads(layout)]
+             for piece in layout]
     print(*items, sep=sep, end=end, file=sys.stderr if stream == "stderr" else sys.stdout)
 
 

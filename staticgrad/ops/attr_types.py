@@ -272,6 +272,25 @@ class DTypes(AttrType):
         return (_dt.float32,)
 
 
+class Layout(AttrType):
+    """What a print prints, in order: strings, and None where an input goes (a tuple; a list
+    is accepted), written into source as a tuple literal."""
+
+    describe = "a tuple of strings and Nones"
+
+    def check(self, value) -> tuple:
+        if not isinstance(value, tuple | list) or len(value) > 1024:
+            raise TypeError(f"must be {self.describe}, got {show(value)}")
+        return tuple(None if v is None else Text().check(v) for v in value)
+
+    def literal(self, value) -> str:
+        return "(" + "".join(f"{'None' if v is None else repr(v)}, "
+                             for v in self.check(value)) + ")"
+
+    def example(self) -> tuple:
+        return ("x:", None)
+
+
 class Choice(AttrType):
     """A string from a closed set; the canonical value is the set's own string."""
 

@@ -7,19 +7,19 @@
 
 Both write to stderr (`sg.print` to stdout with output_stream=sys.stdout), each tensor as its
 first `summarize` elements. They are stateful: a Print runs where its output is used, and
-never twice for one computation; `first_n` stops it after that many prints (for the
-process). In the dynamic mode they print at once. Their text reaches the generated code
-only as string literals.
+never twice for one computation; `first_n` stops it after that many prints (counted in
+this process, by the op's name and a number of its own: TF1 counts in each session). In
+the dynamic mode they print at once (first_n has nothing to count there). Their text
+reaches the generated code only as string literals.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import sys
 
 from ..graph import get_default_graph
-from .attr_types import Choice, Int, Text
+from .attr_types import Choice, Int, Layout, Text
 from .conversion import convert_to_tensor
 from .creation import apply1
 from .table import register
@@ -33,8 +33,9 @@ def _print_infer(ctx):
 
 def _print_numpy(a, ctx) -> str:
     data = f"({', '.join(a[1:])},)" if len(a) > 1 else "()"
+    key = Text().literal(ctx.name + "#" + str(ctx.attrs["counter"]))  # (its count's key)
     return (f"rt.print_tensors({a[0]}, {ctx.lit('message')}, {ctx.lit('first_n')}, "
-            f"{ctx.lit('summarize')}, {ctx.lit('counter')}, {data})")
+            f"{ctx.lit('summarize')}, {key}, {data})")
 
 
 register("Print", _print_infer, _print_numpy,
@@ -70,13 +71,21 @@ def _print_v2_numpy(a, ctx) -> str:
             f"{ctx.lit('summarize')})")
 
 
-register("PrintV2", lambda ctx: [], _print_v2_numpy, None, differentiable=False,
+def _print_v2_infer(ctx):
+    slots = sum(piece is None for piece in ctx.attrs["layout"])
+    if slots != len(ctx.in_shapes):
+        raise ValueError(f"its layout has {slots} places for inputs, but it has "
+                         f"{len(ctx.in_shapes)}")
+    return []
+
+
+register("PrintV2", _print_v2_infer, _print_v2_numpy, None, differentiable=False,
          stateful=True, arity=(0, None),
-         attrs={"layout": Text(default="[]"), "sep": Text(default=" "),
+         attrs={"layout": Layout(default=()), "sep": Text(default=" "),
                 "end": Text(default="\n"), "output_stream": Choice("stderr", "stdout"),
                 "summarize": Int(lo=0, default=3)},
-         doc="prints its inputs among the strings of `layout` (a JSON list, null where an "
-             "input goes), as Python's print does")
+         doc="prints its inputs among the strings of `layout` (None where an input goes), "
+             "as Python's print does")
 
 
 def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):
@@ -95,7 +104,7 @@ def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=Non
         else:
             layout.append(None)
             tensors.append(convert_to_tensor(item))
-    attrs = {"layout": json.dumps(layout), "sep": sep, "end": end, "output_stream": stream,
+    attrs = {"layout": tuple(layout), "sep": sep, "end": end, "output_stream": stream,
              "summarize": summarize}
     if tensors and tensors[0].graph.eager or get_default_graph().eager:
         from ..runtime import print_items

@@ -30,6 +30,9 @@ def test_print_ops_run_where_they_are_used_and_print_to_the_stream_asked(g, caps
     sess.run(y, {x: [1.5, 2.5]})
     captured = capsys.readouterr()
     assert captured.out == "x = [1.5 2.5] sum = 4.0\n" and "never" not in captured.err
-    assert '["x =", null, "sum =", null]' in sess.source(y, {x: [1.0, 2.0]})  # (a literal)
+    assert "('x =', None, 'sum =', None, )" in sess.source(y, {x: [1.0, 2.0]})  # (a literal)
     with pytest.raises(ValueError, match=r"output_stream must be sys.stderr or sys.stdout"):
         sg.print(x, output_stream=open)
+    with pytest.raises(ValueError, match=r"its layout has 2 places for inputs, but it has 1"):
+        sg.get_default_graph().create_op("PrintV2", [x], {"layout": (None, "and", None),
+                                                          "output_stream": "stderr"})
