@@ -34,7 +34,7 @@ from ..ops.join_ops import concat, stack
 from ..ops.math_ops import stop_gradient
 from . import structure as nest
 from .branches import check_loop_options, eager_graph, encloses, leaf_tensor
-from .scan_op import make_scan
+from .scan_build import make_scan
 
 
 # -- the user's functions -----------------------------------------------------------------------

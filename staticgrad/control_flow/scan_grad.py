@@ -15,12 +15,13 @@ rest of the body reads of them, stacked over the steps (the *kept* values); the 
 Scan reads them as rows of elems, and computes only the gradient.
 
 That forward loop is a second Scan with the same inputs as the user's, whose body (a Branch
-that `extends` the user's) gives the same results, then the kept ones. When a run needs
-both, the compiler runs the second in place of the first (passes/scans.py): the loop runs
-once, keeping what its gradient reads, as a hand-written backward pass does. Run alone (a
-graph file drops `extends`; or a pass is switched off), each is right, only slower. A
-later gradient through the same loop (a second sg.gradients, a second derivative) reads
-what the first one's loop keeps (`Branch.kept`) when that is all it needs.
+that `extends` the user's: scan_build.scan_op) gives the same results, then the kept ones.
+When a run needs both, the compiler runs the second in place of the first
+(passes/scans.py): the loop runs once, keeping what its gradient reads, as a hand-written
+backward pass does. Run alone (a graph file drops `extends`; or a pass is switched off),
+each is right, only slower. A later gradient through the same loop (a second
+sg.gradients, a second derivative) reads what the first one's loop keeps (`Branch.kept`)
+when that is all it needs.
 
 Memory: the kept values take (steps x their size), as TF1's while_loop gradients and JAX's
 scan keep theirs; a body with a large intermediate that is cheap to compute keeps it all
@@ -34,7 +35,7 @@ from ..graph import Operation, Tensor, get_default_graph
 from ..ops.array_ops import zeros_like
 from ..ops.conversion import constant
 from .branches import copy_branch, copy_ops, encloses, needed_ops
-from .scan_op import Step, _split, scan_op, trace_step
+from .scan_build import Step, _split, scan_op, trace_step
 
 
 def scan_grad(op: Operation, *grads):
@@ -159,10 +160,8 @@ def _keeping_forward(op: Operation, traced: Step, kept: list[Tensor],
     if all(w in body.kept and encloses(here, body.kept[w].graph) for w in wanted):
         return [body.kept[w] for w in wanted]
     forward = trace_step(step, inits, elems, body.graph.where)
-    out = scan_op(forward, inits, elems, attrs["reverse"], "ScanForward")
-    loop = out[0].op
-    loop.attrs["body"].extends = body
-    loop.location = op.location  # (it is the user's loop, keeping more)
+    out = scan_op(forward, inits, elems, attrs["reverse"], "ScanForward", extends=body)
+    out[0].op.location = op.location  # (it is the user's loop, keeping more)
     first = len(body.outputs)
     stacked = out[first:first + len(kept)]
     for w, t in zip(wanted, stacked):

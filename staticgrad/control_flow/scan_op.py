@@ -9,32 +9,14 @@ values stacked (its `history`, which its gradient reads).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from ..graph import Operation, Tensor, get_default_graph
 from ..ops.attr_types import Bool, Int
-from ..ops.creation import apply
 from ..ops.table import register
 from ..shapes import TensorShape
-from .branches import (
-    BRANCH,
-    Branch,
-    BranchGraph,
-    branch_tensor,
-    check_stateless,
-    placeholder,
-    signature,
-    signature_of,
-)
-
-
-# -- the Scan op --------------------------------------------------------------------------------
-def _split(attrs, items: list) -> tuple[list, list, list]:
-    """A Scan's inputs as (initial carried values, elems, captured tensors)."""
-    c, e = attrs["carries"], attrs["elems"]
-    return items[:c], items[c:c + e], items[c + e:]
+from .branches import BRANCH, signature, signature_of
+from .scan_build import _row, _split
+from .scan_grad import scan_grad
 
 
 def _rows(shapes) -> int | None:
@@ -70,10 +52,6 @@ def _scan_infer(ctx):
         raise ValueError("its body must give the carried values first, of their dtypes")
     return _outputs(attrs, [s for s, _ in carries], [s for s, _ in elems],
                     [t.shape for t in body.outputs])
-
-
-def _row(shape: TensorShape) -> TensorShape:
-    return TensorShape(None) if shape.dims is None else TensorShape(shape.dims[1:])
 
 
 def _outputs(attrs, carry_shapes, elem_shapes, body_shapes) -> list:
@@ -132,12 +110,7 @@ def _scan_region_results(attrs, in_shapes, results, loose=False):
     return [s for s, _ in _outputs(attrs, carries, elems, body_shapes)]
 
 
-def _gradient(op: Operation, *grads):
-    from .scan_grad import scan_grad  # (which builds Scans with this module)
-    return scan_grad(op, *grads)
-
-
-register("Scan", _scan_infer, None, _gradient,
+register("Scan", _scan_infer, None, scan_grad,
          attrs={"body": BRANCH, "carries": Int(lo=0), "elems": Int(lo=1), "reverse": Bool()},
          arity=(1, None), region_attrs=("body",),
          grad_takes_none=True, region_feeds=_scan_region_feeds,
@@ -146,66 +119,3 @@ register("Scan", _scan_infer, None, _gradient,
              "last to first with `reverse`), carrying values between steps; gives the last "
              "carried values, each step's outputs stacked, and each step's carried values "
              "stacked (for its gradient)")
-
-
-@dataclasses.dataclass
-class Step:
-    """A scan's function, built once into a closed sub-graph: its graph, the placeholders of
-    the carried values and of one row of each elems, and what it gives (the next carried
-    values and this step's outputs)."""
-
-    graph: BranchGraph
-    carried: list[Tensor]
-    rows: list[Tensor]
-    nexts: list[Tensor]
-    ys: list[Tensor]
-
-
-def trace_step(fn, carried: list[Tensor], elems: list[Tensor], where: str,
-               row_names: list[str] | None = None) -> Step:
-    """`fn(carried placeholders, row placeholders) -> (next carried values, this step's
-    outputs)` (lists of tensors), called once into a sub-graph of the default graph. The row
-    placeholders are named `row_names` (by default elem_0, elem_1...)."""
-    outer = get_default_graph()
-    g = BranchGraph(outer, "fn", where)
-    names = row_names or [f"elem_{i}" for i in range(len(elems))]
-    with g.as_default():
-        c_ph = [placeholder(t.dtype, t.shape, f"carried_{i}") for i, t in enumerate(carried)]
-        e_ph = [placeholder(t.dtype, _row(t.shape), name) for t, name in zip(elems, names)]
-        nexts, ys = fn(c_ph, e_ph)
-        nexts = [branch_tensor(v, g, "fn", where) for v in nexts]
-        ys = [branch_tensor(v, g, "fn", where) for v in ys]
-    check_stateless(g, "fn", where, "the function of a scan, map_fn or fold")
-    for i, (t, after) in enumerate(zip(carried, nexts)):
-        if after.dtype is not t.dtype:
-            raise TypeError(f"{where}: carried value {i} enters as {t.dtype.name} but fn "
-                            f"returns {after.dtype.name}")
-        if not after.shape.is_compatible_with(t.shape):
-            raise ValueError(f"{where}: carried value {i} has shape {t.shape} on entry but "
-                             f"{after.shape} after one step; a scan's carried values keep "
-                             "their shapes")
-    return Step(g, c_ph, e_ph, nexts, ys)
-
-
-def scan_op(step: Step, carried: list[Tensor], elems: list[Tensor], reverse: bool,
-            name: str = "Scan") -> list[Tensor]:
-    """The outputs of a Scan op running `step` (built by trace_step from these carried values
-    and elems) over the rows of elems."""
-    g = step.graph
-    captured = list(g.captures)
-    body = Branch(g, [*step.carried, *step.rows, *[g.capture(t) for t in captured]],
-                  [*step.nexts, *step.ys])
-    with g.outer.control_dependencies(g.outer_controls):
-        outputs = apply("Scan", [*carried, *elems, *captured],
-                        {"body": body, "carries": len(carried), "elems": len(elems),
-                         "reverse": reverse}, name=name)
-    g.finalize()
-    return outputs
-
-
-def make_scan(fn, carried: list[Tensor], elems: list[Tensor], reverse: bool, where: str,
-              name: str = "Scan") -> list[Tensor]:
-    """A Scan op of `fn` (see trace_step), built now: its last carried values, then its
-    stacked outputs (the history stays behind)."""
-    step = trace_step(fn, carried, elems, where)
-    return list(scan_op(step, carried, elems, reverse, name)[:len(carried) + len(step.ys)])

@@ -62,6 +62,7 @@ from .branches import (
     signature,
     signature_of,
 )
+from .scan_build import make_scan
 from .tensor_array import TensorArray
 
 # -- the While op -------------------------------------------------------------------------------
@@ -291,7 +292,6 @@ def _loop_as_scan(cond: Branch, body: Branch, inputs: list[Tensor], n: int, step
     then captured tensors), computed as a Scan of `steps` steps, each running the body under
     an If while the condition holds; a flag carried along says it stopped."""
     from .cond import cond as make_cond
-    from .scan_op import make_scan
 
     captured = inputs[n:]
 

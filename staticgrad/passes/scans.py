@@ -13,7 +13,7 @@ last carried values and the stacked outputs index by index, the history after th
 values. A chain (the loop a second derivative keeps extends the first derivative's, which
 extends the user's) runs as its last. A pair is left as it is when their inputs, options or
 control dependencies differ, or when something waits on the second; so is a second Scan
-extending the same one (a second `sg.gradients` through the loop runs a loop of its own).
+extending the same one (a later gradient that needs values the first did not keep).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..control_flow import structure as nest
-from ..control_flow.scan_op import make_scan
+from ..control_flow.scan_build import make_scan
 from ..errors import format_location, user_location
 from ..graph import get_default_graph
 from ..ops import math_ops as M
