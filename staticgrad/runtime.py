@@ -433,7 +433,7 @@ def cumulative(fn, x, axis, exclusive, reverse):
     if reverse:
         x = np.flip(x, axis)
     out = fn(x, axis=axis, dtype=x.dtype)
-    if exclusive:
+    if exclusive and x.shape[axis]:  # (an empty axis: nothing to shift)
         out = np.roll(out, 1, axis=axis)
         first = [slice(None)] * x.ndim
         first[axis] = 0

@@ -161,7 +161,7 @@ initialize_all_variables = global_variables_initializer
 def local_variables_initializer():
     """An op that initializes every local variable of the default graph (a metric's
     counts: run it again to start counting afresh)."""
-    return variables_initializer(local_variables(), name="init_1")
+    return variables_initializer(local_variables(), name="init")
 
 
 initialize_local_variables = local_variables_initializer

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 from .. import dtypes as _dt
 from ..errors import format_location, user_location
-from ..graph import Operation, Tensor, get_default_graph, name_scope
+from ..graph import Operation, Tensor, name_scope
 from ..ops import math_ops as M
 from ..ops.array_ops import reshape, shape, zeros, zeros_like
 from ..ops.attr_types import Bool
 from ..ops.conversion import convert_to_tensor
 from ..ops.creation import apply, apply1
-from ..ops.debug_ops import Assert
 from ..ops.indexing_ops import gather
 from ..ops.join_ops import unstack
 from ..ops.table import register
@@ -185,17 +184,6 @@ class TensorArray:
             convert_to_tensor(self._size, _dt.int32)
 
     # -- reading and writing -------------------------------------------------------------------
-    def _checked_index(self, index, what: str, limit) -> Tensor:
-        """`index` as int32, an Assert making it in [0, limit) (a run-time error naming the
-        user's line otherwise)."""
-        where = f"{what} at {format_location(user_location())}"
-        index = M.cast(convert_to_tensor(index, dtype_hint=_dt.int32), _dt.int32)
-        check = Assert(M.logical_and(index >= 0, index < limit),
-                       [f"{where}: the index is outside the TensorArray; its size and the "
-                        "index:", limit, index])
-        with get_default_graph().control_dependencies([check]):
-            return M.identity(index)
-
     def write(self, index, value, name=None) -> TensorArray:
         """A TensorArray with `value` at `index` (the others as they were)."""
         value = convert_to_tensor(value, dtype=self.dtype)
@@ -217,8 +205,8 @@ class TensorArray:
     def read(self, index, name=None) -> Tensor:
         """The element at `index`."""
         with name_scope(name, f"{self._name}_read"):
-            index = self._checked_index(index, "read", shape(self.flow)[0])
-            return gather(self.flow, index)
+            index = M.cast(convert_to_tensor(index, dtype_hint=_dt.int32), _dt.int32)
+            return gather(self.flow, index)  # (an index out of range: gather's error)
 
     def gather(self, indices, element_shape=None, name=None) -> Tensor:
         """The elements at `indices`, stacked."""

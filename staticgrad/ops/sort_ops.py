@@ -105,11 +105,12 @@ def in_top_k(predictions, targets, k, name=None):
         return M.logical_and(valid, above < k)
 
 
-def _along_last(x, axis, fn):
+def _along_last(x, axis, fn, what: str):
     """fn applied with `axis` moved last (and moved back after)."""
     rank = x.shape.ndims
     if rank is None:
-        raise ValueError(f"sort at {format_location(user_location())}: the rank must be known")
+        raise ValueError(f"{what} at {format_location(user_location())}: the rank must be "
+                         "known")
     axis = axis % rank
     if axis == rank - 1:
         return fn(x)
@@ -131,9 +132,9 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
         x = convert_to_tensor(values)
 
         def fn(t):
-            n = _last(t)
+            n = _last(t, "sort")
             return top_k(t, n)[0] if descending else -top_k(-t, n)[0]
-        return _along_last(x, axis, fn)
+        return _along_last(x, axis, fn, "sort")
 
 
 def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
@@ -141,13 +142,14 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
     descending = _direction(direction)
     with name_scope(name, "argsort"):
         x = convert_to_tensor(values)
-        return _along_last(x, axis, lambda t: top_k(t if descending else -t, _last(t))[1])
+        return _along_last(x, axis, lambda t: top_k(t if descending else -t,
+                                                    _last(t, "argsort"))[1], "argsort")
 
 
-def _last(t) -> int:
+def _last(t, what: str) -> int:
     n = t.shape.dims[-1] if t.shape.dims else None
     if n is None:
-        raise ValueError(f"sort at {format_location(user_location())}: the length of the "
+        raise ValueError(f"{what} at {format_location(user_location())}: the length of the "
                          "sorted axis must be known when the graph is built")
     return n
 

@@ -56,3 +56,10 @@ def test_bad_axes_and_dtypes_are_errors(g):
         sg.cumsum(sg.constant(1.0))
     with pytest.raises(TypeError, match=r"input 0 has dtype bool"):
         sg.cumprod(sg.constant([True]))
+
+
+def test_an_empty_axis_gives_an_empty_result(g):
+    for exclusive in (False, True):
+        got = sg.Session().run(sg.cumsum(sg.zeros([0, 3]), axis=0, exclusive=exclusive,
+                                         reverse=True))
+        assert got.shape == (0, 3)
