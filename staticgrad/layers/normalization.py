@@ -8,7 +8,10 @@ training, with moving averages of them otherwise.
 Variables, in the layer's scope (`batch_normalization`, `batch_normalization_1`...): gamma
 and beta (trainable), moving_mean and moving_variance (not trained; saved). The updates of
 the moving averages (`moving -= (moving - batch) * (1 - momentum)`) go to the UPDATE_OPS
-collection, as TF1's; with `training` a tensor, they change nothing while it is false.
+collection, as TF1's; with `training` a tensor, they change nothing while it is false. For
+4-D inputs normalized over axis 1 or 3, TF1 chooses its fused kernel unless `fused=False`,
+and so does this: the moving variance then follows the batch's unbiased variance (n / (n - 1)
+times the one the batch is normalized by), as that kernel's does.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from ..graph import GraphKeys, get_default_graph
 from ..ops import math_ops as M
 from ..ops import nn_impl
 from ..ops.array_ops import reshape
+from ..ops.array_ops import size as size_of
 from ..ops.conversion import convert_to_tensor, is_tensor_like
 from ..ops.state_ops import assign_sub
 from .functional import _layer_scope, _weights
@@ -43,16 +47,16 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     if dims[axis] is None:
         raise ValueError(f"batch_normalization: axis {axis} of {inputs.name} ({inputs.shape}) "
                          "must be known")
-    size, dtype = [dims[axis]], inputs.dtype
+    width, dtype = [dims[axis]], inputs.dtype
     reduce = [i for i in range(len(dims)) if i != axis]
     with _layer_scope(name, "batch_normalization", reuse):
-        gamma = _weights("gamma", size, dtype, gamma_initializer, gamma_regularizer, trainable,
+        gamma = _weights("gamma", width, dtype, gamma_initializer, gamma_regularizer, trainable,
                          initializers.ones_initializer()) if scale else None
-        beta = _weights("beta", size, dtype, beta_initializer, beta_regularizer, trainable,
+        beta = _weights("beta", width, dtype, beta_initializer, beta_regularizer, trainable,
                         initializers.zeros_initializer()) if center else None
-        moving_mean = _weights("moving_mean", size, dtype, moving_mean_initializer, None,
+        moving_mean = _weights("moving_mean", width, dtype, moving_mean_initializer, None,
                                False, initializers.zeros_initializer())
-        moving_var = _weights("moving_variance", size, dtype, moving_variance_initializer,
+        moving_var = _weights("moving_variance", width, dtype, moving_variance_initializer,
                               None, False, initializers.ones_initializer())
         shape = [dims[axis] if i == axis else 1 for i in range(len(dims))]
 
@@ -61,14 +65,21 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
 
         if is_tensor_like(training) or training:
             mean, variance = nn_impl.moments(inputs, reduce)
+            tracked = variance
+            if fused is not False and len(dims) == 4 and axis in (1, 3):
+                # TF1's fused kernel (its choice for 4-D inputs) moves the average towards
+                # the batch's unbiased variance: n / (n - 1) times the one it normalizes by
+                n = M.cast(size_of(inputs), dtype) / dims[axis]
+                tracked = variance * n / M.maximum(n - 1.0, 1.0)
             rate = convert_to_tensor(1.0 - momentum, dtype=dtype)
             if is_tensor_like(training):  # (one graph for both: batch or moving statistics)
                 training = convert_to_tensor(training)
                 rate = M.where(training, rate, M.zeros_like(rate))
                 mean = M.where(training, mean, moving_mean)
                 variance = M.where(training, variance, moving_var)
+                tracked = M.where(training, tracked, moving_var)
             g = get_default_graph()
-            for var, value in ((moving_mean, mean), (moving_var, variance)):
+            for var, value in ((moving_mean, mean), (moving_var, tracked)):
                 g.add_to_collection(GraphKeys.UPDATE_OPS,
                                     assign_sub(var, (var - value) * rate))
         else:

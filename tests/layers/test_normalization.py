@@ -74,3 +74,19 @@ def test_what_it_refuses(g):
         sg.layers.batch_normalization(sg.placeholder(sg.float32, [2, None]))
     with pytest.raises(ValueError, match=r"renorm, virtual_batch_size and adjustment"):
         sg.layers.batch_normalization(sg.placeholder(sg.float32, [2, 3]), renorm=True)
+
+
+@pytest.mark.parametrize("fused", [None, False])
+def test_four_d_inputs_track_the_unbiased_variance_as_tf1s_fused_kernel(g, fused):
+    x = sg.placeholder(sg.float64, [2, 3, 3, 2], name="x")
+    y = sg.layers.batch_normalization(x, momentum=0.0, training=True, fused=fused)
+    updates = sg.get_collection(sg.GraphKeys.UPDATE_OPS)
+    sess = sg.Session()
+    sess.run(sg.global_variables_initializer())
+    v = RNG.normal(size=(2, 3, 3, 2))
+    got, *_ = sess.run([y, *updates], {x: v})
+    var = v.var(axis=(0, 1, 2))
+    np.testing.assert_allclose(got, _by_hand(v, v.mean(axis=(0, 1, 2)), var), rtol=1e-10)
+    moving = sess.run([w for w in sg.global_variables() if "moving_variance" in w.op.name][0])
+    want = var * 18 / 17 if fused is None else var
+    np.testing.assert_allclose(moving, want, rtol=1e-10)
