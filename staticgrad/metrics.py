@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from . import _namespace
 from . import dtypes as _dt
-from .errors import format_location, user_location
+from .errors import here
 from .graph import GraphKeys, add_to_collections, name_scope
 from .ops import math_ops as M
 from .ops.array_ops import ones_like, squeeze, zeros
@@ -57,8 +57,8 @@ def _matched(labels, predictions, dtype=None):
             predictions = squeeze(predictions, [-1])
         if not labels.shape.is_compatible_with(predictions.shape):
             raise ValueError(f"labels of shape {labels.shape} and predictions of shape "
-                             f"{predictions.shape} do not match (at "
-                             f"{format_location(user_location())})")
+                             f"{predictions.shape} do not match ("
+                             f"{here()})")
     if dtype is not None:
         return M.cast(labels, dtype), M.cast(predictions, dtype)
     return labels, M.cast(predictions, labels.dtype)

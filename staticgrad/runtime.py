@@ -275,21 +275,22 @@ def assert_true(condition, message, summarize, data):
     each of `data` shown by its first `summarize` elements."""
     if bool(condition):
         return None
-    shown = []
-    for d in data:
-        flat = np.asarray(d).ravel()
-        items = " ".join(str(v) for v in flat[:summarize])
-        shown.append(f"[{items}{'...' if flat.size > summarize else ''}]")
+    shown = [f"[{_summary(d, summarize)}]" for d in data]
     raise AssertionFailed(" ".join(["assertion failed:", f"[{message}]", *shown]))
+
+
+def _summary(value, summarize) -> str:
+    """The first `summarize` elements of `value`, space-separated, '...' if there are more."""
+    flat = np.asarray(value).ravel()
+    return " ".join(str(v) for v in flat[:summarize]) + ("..." if flat.size > summarize else "")
 
 
 _PRINTED: dict = {}  # a Print op's counter -> how many times it printed (for first_n)
 
 
 def _shown(value, summarize) -> str:
-    flat = np.asarray(value).ravel()
-    items = " ".join(str(v) for v in flat[:summarize])
-    return f"[{items}{'...' if flat.size > summarize else ''}]" if np.ndim(value) else \
+    """A printed tensor: `[1.0 2.0...]`, or a scalar alone."""
+    return f"[{_summary(value, summarize)}]" if np.ndim(value) else \
         str(np.asarray(value).item())
 
 

@@ -26,7 +26,7 @@ nothing (rows run one after another; kept values stay in host memory; shapes are
 
 from __future__ import annotations
 
-from ..errors import format_location, user_location
+from ..errors import here
 from ..graph import Tensor, get_default_graph, name_scope
 from ..ops.array_ops import expand_dims
 from ..ops.conversion import convert_to_tensor
@@ -39,7 +39,7 @@ from .scan_build import make_scan
 
 # -- the user's functions -----------------------------------------------------------------------
 def _where(kind: str) -> str:
-    return f"{kind} at {format_location(user_location())}"
+    return f"{kind} {here()}"
 
 
 def _check_common(fn, where: str, parallel_iterations, back_prop, swap_memory) -> None:

@@ -34,7 +34,7 @@ from .. import dtypes as _dt
 from ..errors import format_location, user_location
 from ..graph import Operation, Tensor, name_scope
 from ..ops import math_ops as M
-from ..ops.array_ops import reshape, shape, zeros, zeros_like
+from ..ops.array_ops import dims_of, reshape, shape, zeros, zeros_like
 from ..ops.attr_types import Bool
 from ..ops.conversion import convert_to_tensor
 from ..ops.creation import apply, apply1
@@ -219,7 +219,7 @@ class TensorArray:
 
     def concat(self, name=None) -> Tensor:
         """Every element, joined along their first axis."""
-        dims = _dims(self.flow)
+        dims = dims_of(self.flow)
         with name_scope(name, f"{self._name}_concat"):
             return reshape(self.flow, [-1, *dims[2:]])
 
@@ -249,7 +249,7 @@ class TensorArray:
             raise ValueError(f"split at {format_location(user_location())}: the pieces must "
                              "have one length (a TensorArray's elements have one shape), given "
                              "as a list")
-        return self._with(reshape(value, [len(lengths), lengths[0], *_dims(value)[1:]]))
+        return self._with(reshape(value, [len(lengths), lengths[0], *dims_of(value)[1:]]))
 
     def identity(self) -> TensorArray:
         return self._with(M.identity(self.flow))
@@ -260,14 +260,6 @@ class TensorArray:
 
     def __repr__(self):
         return f"<sg TensorArray {self.dtype.name} elements {self._element_shape}>"
-
-
-def _dims(t: Tensor) -> list:
-    """t's dims: ints where known, scalar tensors where not."""
-    dims = t.shape.dims
-    if dims is None:
-        raise ValueError(f"{t.name}: its rank must be known")
-    return [d if d is not None else shape(t)[i] for i, d in enumerate(dims)]
 
 
 def _first_dim(t: Tensor):

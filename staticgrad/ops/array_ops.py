@@ -64,6 +64,21 @@ def shape_of(x):
     return apply1("Shape", [convert_to_tensor(x)], {"out_type": _dt.int32})
 
 
+def dims_of(t) -> list:
+    """t's dims, each an int where the graph knows it, else a scalar tensor of its size when
+    the graph runs (what a reshape target or a tile count takes)."""
+    if t.shape.dims is None:
+        raise ValueError(f"{t.name}: its rank must be known")
+    sizes = None
+    out = []
+    for i, d in enumerate(t.shape.dims):
+        if d is None:
+            sizes = shape_of(t) if sizes is None else sizes
+            d = sizes[i]
+        out.append(d)
+    return out
+
+
 # -- Shape, Size, Rank ----------------------------------------------------------------------------
 def _index_type(ctx):
     """The out_type attr, which must be int32 or int64 (as TF1's)."""

@@ -13,7 +13,7 @@ a static property (rank, dtype) raise at once when it is known (ValueError, Type
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from ..errors import InvalidArgumentError, format_location, user_location
+from ..errors import InvalidArgumentError, here
 from ..graph import name_scope
 from . import math_ops as M
 from .array_ops import rank as rank_of
@@ -28,10 +28,14 @@ __all__ = ["assert_equal", "assert_none_equal", "assert_less", "assert_less_equa
            "assert_type", "assert_integer", "assert_scalar"]
 
 
+def _prefix(message) -> str:
+    return f"{message}: " if message else ""
+
+
 def _check(condition, what: str, message, data, summarize, name, default: str):
     """The op checking `condition` (every element true), whose failure says `what`."""
-    where = format_location(user_location())
-    text = f"{message}: {what}" if message else what
+    where = here()
+    text = _prefix(message) + what
     with name_scope(name, default):
         holds = reduce_all(condition)
         known = holds._static
@@ -39,7 +43,7 @@ def _check(condition, what: str, message, data, summarize, name, default: str):
             return Assert(holds, [text, *data], summarize=summarize)
         if known is not None:
             if not bool(known):
-                raise InvalidArgumentError(None, None, f"{text} (at {where})")
+                raise InvalidArgumentError(None, None, f"{text} ({where})")
             return no_op()
         return Assert(holds, [text, *data], summarize=summarize)
 
@@ -99,12 +103,12 @@ def _rank(x, rank, message, name, symbol, default):
     x = convert_to_tensor(x)
     rank = int(rank)
     known = x.shape.ndims
-    prefix = f"{message}: " if message else ""
+    prefix = _prefix(message)
     if known is not None:
         if not (known == rank if symbol == "==" else known >= rank):
             least = "" if symbol == "==" else "at least "
             raise ValueError(f"{prefix}{x.name} must have rank {least}{rank}; it has rank "
-                             f"{known}, shape {x.shape} (at {format_location(user_location())})")
+                             f"{known}, shape {x.shape} ({here()})")
         return no_op()
     op = M.equal if symbol == "==" else M.greater_equal
     return _check(op(rank_of(x), rank), f"{x.name} must have rank {symbol} {rank}",
@@ -116,9 +120,9 @@ def assert_type(tensor, tf_type, message=None, name=None):
     tensor = convert_to_tensor(tensor)
     want = _dt.as_dtype(tf_type)
     if tensor.dtype is not want:
-        prefix = f"{message}: " if message else ""
+        prefix = _prefix(message)
         raise TypeError(f"{prefix}{tensor.name} must be of type {want.name}, not "
-                        f"{tensor.dtype.name} (at {format_location(user_location())})")
+                        f"{tensor.dtype.name} ({here()})")
     return no_op(name=name)
 
 
@@ -126,9 +130,9 @@ def assert_integer(x, message=None, name=None):
     """TypeError unless x has an integer dtype (a static check); a no_op."""
     x = convert_to_tensor(x)
     if not x.dtype.is_integer:
-        prefix = f"{message}: " if message else ""
-        raise TypeError(f"{prefix}{x.name} must be of integer dtype, not {x.dtype.name} (at "
-                        f"{format_location(user_location())})")
+        prefix = _prefix(message)
+        raise TypeError(f"{prefix}{x.name} must be of integer dtype, not {x.dtype.name} ("
+                        f"{here()})")
     return no_op(name=name)
 
 
@@ -136,6 +140,6 @@ def assert_scalar(tensor, name=None):
     """ValueError unless `tensor` is known to be a scalar; `tensor` itself."""
     tensor = convert_to_tensor(tensor)
     if tensor.shape.ndims != 0:
-        raise ValueError(f"{tensor.name} must be a scalar, got shape {tensor.shape} (at "
-                         f"{format_location(user_location())})")
+        raise ValueError(f"{tensor.name} must be a scalar, got shape {tensor.shape} ("
+                         f"{here()})")
     return tensor

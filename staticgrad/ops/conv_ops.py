@@ -19,10 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import here
+from ..graph import name_scope
 from ..runtime_conv import axis_pads, output_size, resolve_pads
 from ..shapes import TensorShape
 from . import math_ops as M
-from .array_ops import _shape_arg, shape_of
+from .array_ops import _shape_arg, expand_dims, shape_of, squeeze
 from .attr_types import Choice, Ints, OneOf, Pairs
 from .conversion import convert_to_tensor
 from .creation import apply1
@@ -474,3 +475,22 @@ def avg_pool_grad(orig_input_shape, grad, ksize, strides, padding, data_format="
     attrs = _pool_attrs("avg_pool_grad", ksize, strides, padding, data_format)
     shape = _shape_arg(orig_input_shape, "orig_input_shape")
     return apply1("AvgPoolGrad", [shape, convert_to_tensor(grad)], attrs, name=name)
+
+
+def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None,
+           data_format=None, name=None, input=None, dilations=None):  # noqa: A002
+    """1-D cross-correlation of [batch, width, in] `value` with a [width, in, out] filter:
+    a conv2d of height 1."""
+    value = input if value is None else value
+    if data_format not in (None, "NWC"):
+        raise ValueError(f"conv1d {here()}: only data_format 'NWC' is offered, got "
+                         f"{data_format!r}")
+    stride = stride[1] if isinstance(stride, list | tuple) and len(stride) == 3 else stride
+    dilation = 1 if dilations is None else (dilations[1] if isinstance(dilations, list | tuple)
+                                            and len(dilations) == 3 else dilations)
+    with name_scope(name, "conv1d"):  # (a conv2d of height one)
+        x = expand_dims(convert_to_tensor(value), 1)
+        w = expand_dims(convert_to_tensor(filters, dtype_hint=x.dtype), 0)
+        out = conv2d(x, w, strides=[1, 1, stride, 1], padding=padding,
+                     dilations=[1, 1, dilation, 1])
+        return squeeze(out, [1])

@@ -12,7 +12,7 @@ each operand is another einsum, of the output's gradient with the other operands
 
 from __future__ import annotations
 
-from ..errors import format_location, user_location
+from ..errors import here
 from ..shapes import TensorShape
 from .array_ops import broadcast_to, expand_dims, shape_of
 from .attr_types import Equation
@@ -73,6 +73,6 @@ def einsum(equation, *inputs, **kwargs):
     try:
         equation = Equation().check(equation)
     except ValueError as e:
-        raise ValueError(f"einsum at {format_location(user_location())}: {e}") from None
+        raise ValueError(f"einsum {here()}: {e}") from None
     tensors = [convert_to_tensor(x) for x in inputs]
     return apply1("Einsum", tensors, {"equation": equation}, name=name or "Einsum")

@@ -1,4 +1,4 @@
-"""TF1's `nn.embedding_lookup` and `nn.conv1d`, made of other ops.
+"""TF1's `nn.embedding_lookup`, made of other ops.
 
     vectors = sg.nn.embedding_lookup(embeddings, word_ids)     # rows of a [vocab, dim] table
 
@@ -14,11 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import format_location, user_location
+from ..errors import here
 from ..graph import name_scope
 from . import math_ops as M
-from .array_ops import expand_dims, squeeze
-from .conv_ops import conv2d
 from .conversion import convert_to_tensor
 from .indexing_ops import gather
 from .join_ops import concat
@@ -29,7 +27,7 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
                      max_norm=None):
     """The rows of `params` (a table, or a list of its shards) at `ids` (any shape of ints):
     shape ids.shape + row shape. With `max_norm`, rows longer than it are scaled to it."""
-    where = f"embedding_lookup at {format_location(user_location())}"
+    where = f"embedding_lookup {here()}"
     shards = list(params) if isinstance(params, list | tuple) else [params]
     if not shards:
         raise ValueError(f"{where}: params is an empty list")
@@ -66,22 +64,3 @@ def _norms(rows, id_rank):
     rank = rows.shape.ndims
     axes = list(range(id_rank, rank)) if rank is not None and id_rank is not None else -1
     return M.sqrt(reduce_sum(M.square(rows), axes, keepdims=True))
-
-
-def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None,
-           data_format=None, name=None, input=None, dilations=None):  # noqa: A002
-    """1-D cross-correlation of [batch, width, in] `value` with a [width, in, out] filter:
-    a conv2d of height 1."""
-    value = input if value is None else value
-    if data_format not in (None, "NWC"):
-        raise ValueError(f"conv1d at {format_location(user_location())}: only data_format "
-                         f"'NWC' is offered, got {data_format!r}")
-    stride = stride[1] if isinstance(stride, list | tuple) and len(stride) == 3 else stride
-    dilation = 1 if dilations is None else (dilations[1] if isinstance(dilations, list | tuple)
-                                            and len(dilations) == 3 else dilations)
-    with name_scope(name, "conv1d"):
-        x = expand_dims(convert_to_tensor(value), 1)
-        w = expand_dims(convert_to_tensor(filters, dtype_hint=x.dtype), 0)
-        out = conv2d(x, w, strides=[1, 1, stride, 1], padding=padding,
-                     dilations=[1, 1, dilation, 1])
-        return squeeze(out, [1])

@@ -7,18 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import format_location, user_location
+from ..errors import here
 from ..graph import name_scope
 from . import math_ops as M
-from .array_ops import expand_dims, reshape, shape, transpose
+from .array_ops import dims_of, expand_dims, reshape, transpose
 from .conversion import convert_to_tensor
 from .indexing_ops import range as irange
 from .indexing_ops import strided_slice_spec
 from .reduction_ops import reduce_max, reduce_sum
-
-
-def _where() -> str:
-    return format_location(user_location())
 
 
 def _axis_arg(axis, reduction_indices=None, dim=None):
@@ -50,8 +46,7 @@ def _squeezed(t, axis, like):
         return reshape(t, [])
     rank = like.shape.ndims
     axes = {a % rank for a in np.reshape(np.asarray(axis), -1).tolist()}
-    return reshape(t, [shape(t)[i] if d is None else d for i, d in
-                       enumerate(t.shape.dims) if i not in axes])
+    return reshape(t, [d for i, d in enumerate(dims_of(t)) if i not in axes])
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
@@ -73,7 +68,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
     pair = isinstance(axis, list | tuple) and len(axis) == 2
     if ord not in ("euclidean", "fro", 1, 2, np.inf) or (pair and ord not in ("euclidean",
                                                                               "fro")):
-        raise ValueError(f"norm at {_where()}: ord {ord!r} is not offered (vectors: "
+        raise ValueError(f"norm {here()}: ord {ord!r} is not offered (vectors: "
                          "'euclidean', 'fro', 1, 2, np.inf; matrices: 'euclidean', 'fro')")
     with name_scope(name, "norm"):
         if ord == 1:
@@ -89,7 +84,7 @@ def sequence_mask(lengths, maxlen=None, dtype=_dt.bool_, name=None):
     with name_scope(name, "SequenceMask"):
         lengths = convert_to_tensor(lengths, dtype_hint=_dt.int32)
         if not lengths.dtype.is_integer:
-            raise TypeError(f"sequence_mask at {_where()}: lengths must be integers, got "
+            raise TypeError(f"sequence_mask {here()}: lengths must be integers, got "
                             f"{lengths.dtype.name}")
         if maxlen is None:
             maxlen = reduce_max(lengths)
@@ -106,10 +101,10 @@ def reverse(tensor, axis, name=None):
     rank = x.shape.ndims
     axes = np.reshape(np.asarray(axis), -1).tolist()
     if rank is None:
-        raise ValueError(f"reverse at {_where()}: the tensor's rank must be known")
+        raise ValueError(f"reverse {here()}: the tensor's rank must be known")
     if any(not isinstance(a, int) or not -rank <= a < rank for a in axes) or \
             len({a % rank for a in axes}) != len(axes):
-        raise ValueError(f"reverse at {_where()}: axis {axis!r} must be distinct ints in "
+        raise ValueError(f"reverse {here()}: axis {axis!r} must be distinct ints in "
                          f"[{-rank}, {rank}) for a tensor of rank {rank}")
     flipped = {a % rank for a in axes}
     spec = tuple(("slice", None, None, -1 if i in flipped else None) for i in range(rank))
@@ -126,24 +121,24 @@ def tensordot(a, b, axes, name=None):
         a, b = convert_to_tensor(a), convert_to_tensor(b)
         ra, rb = a.shape.ndims, b.shape.ndims
         if ra is None or rb is None:
-            raise ValueError(f"tensordot at {_where()}: the ranks must be known")
+            raise ValueError(f"tensordot {here()}: the ranks must be known")
         if isinstance(axes, int):
             if not 0 <= axes <= min(ra, rb):
-                raise ValueError(f"tensordot at {_where()}: axes={axes} for ranks {ra}, {rb}")
+                raise ValueError(f"tensordot {here()}: axes={axes} for ranks {ra}, {rb}")
             on_a, on_b = list(range(ra - axes, ra)), list(range(axes))
         else:
             try:
                 on_a, on_b = ([int(i) % r for i in np.reshape(np.asarray(ax), -1)]
                               for ax, r in zip(axes, (ra, rb)))
             except (TypeError, ValueError):
-                raise ValueError(f"tensordot at {_where()}: axes must be an int or a pair of "
+                raise ValueError(f"tensordot {here()}: axes must be an int or a pair of "
                                  f"lists of ints, got {axes!r}") from None
             if len(on_a) != len(on_b):
-                raise ValueError(f"tensordot at {_where()}: {on_a} and {on_b} pair up "
+                raise ValueError(f"tensordot {here()}: {on_a} and {on_b} pair up "
                                  "different numbers of axes")
         free_a = [i for i in range(ra) if i not in on_a]
         free_b = [i for i in range(rb) if i not in on_b]
-        a_dims, b_dims = _dims(a), _dims(b)
+        a_dims, b_dims = dims_of(a), dims_of(b)
         left = reshape(transpose(a, free_a + on_a),
                        [_product([a_dims[i] for i in free_a]),
                         _product([a_dims[i] for i in on_a])])
@@ -152,10 +147,6 @@ def tensordot(a, b, axes, name=None):
                          _product([b_dims[i] for i in free_b])])
         out = M.matmul(left, right)
         return reshape(out, [a_dims[i] for i in free_a] + [b_dims[i] for i in free_b])
-
-
-def _dims(t) -> list:
-    return [d if d is not None else shape(t)[i] for i, d in enumerate(t.shape.dims)]
 
 
 def _product(dims: list):

@@ -11,7 +11,7 @@ gradient.
 
 from __future__ import annotations
 
-from ..errors import format_location, user_location
+from ..errors import here
 from ..graph import name_scope
 from ..shapes import TensorShape
 from .array_ops import _known, _shape_arg, shape_of, transpose
@@ -104,7 +104,7 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
     """The slices of `tensor` where `mask` (bool, matching tensor's dims from `axis`, default
     0) is true, stacked along one axis: TF1's boolean_mask (its length known only when the
     graph runs)."""
-    where = f"boolean_mask at {format_location(user_location())}"
+    where = f"boolean_mask {here()}"
     with name_scope(name):
         tensor, mask = convert_to_tensor(tensor), convert_to_tensor(mask)
         if not mask.dtype.is_bool:

@@ -224,6 +224,7 @@ def l2_loss(t, name=None):
 from .conv_ops import (  # noqa: E402, F401 - convolution and pooling are part of sg.nn
     avg_pool,
     avg_pool2d,
+    conv1d,
     conv2d,
     conv2d_backprop_filter,
     conv2d_backprop_input,
@@ -231,7 +232,7 @@ from .conv_ops import (  # noqa: E402, F401 - convolution and pooling are part o
     max_pool,
     max_pool2d,
 )
-from .embedding_ops import conv1d, embedding_lookup  # noqa: E402, F401
+from .embedding_ops import embedding_lookup  # noqa: E402, F401
 from .math_impl import l2_normalize  # noqa: E402, F401
 from .nn_impl import (  # noqa: E402, F401 - composite functions, also part of sg.nn
     batch_normalization,

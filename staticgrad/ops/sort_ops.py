@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 
 from .. import dtypes as _dt
-from ..errors import format_location, user_location
+from ..errors import here
 from ..graph import name_scope
 from ..shapes import TensorShape
 from . import math_ops as M
@@ -81,7 +81,7 @@ _Unique = collections.namedtuple("Unique", ["y", "idx"])
 def _static_k(k, what: str) -> int:
     value = getattr(convert_to_tensor(k), "_static", None) if not isinstance(k, int) else k
     if value is None or int(value) != value or int(value) < 0:
-        raise TypeError(f"{what} at {format_location(user_location())}: k must be a "
+        raise TypeError(f"{what} {here()}: k must be a "
                         f"non-negative int known when the graph is built, got {k!r}")
     return int(value)
 
@@ -96,7 +96,7 @@ def in_top_k(predictions, targets, k, name=None):
         targets = convert_to_tensor(targets)
         n = predictions.shape.dims[-1] if predictions.shape.dims else None
         if n is None or predictions.shape.ndims != 2:
-            raise ValueError(f"in_top_k at {format_location(user_location())}: predictions "
+            raise ValueError(f"in_top_k {here()}: predictions "
                              "must be [batch, classes] with the classes known")
         hot = one_hot(targets, n, dtype=predictions.dtype)
         target = reduce_sum(predictions * hot, axis=-1)
@@ -109,7 +109,7 @@ def _along_last(x, axis, fn, what: str):
     """fn applied with `axis` moved last (and moved back after)."""
     rank = x.shape.ndims
     if rank is None:
-        raise ValueError(f"{what} at {format_location(user_location())}: the rank must be "
+        raise ValueError(f"{what} {here()}: the rank must be "
                          "known")
     axis = axis % rank
     if axis == rank - 1:
@@ -149,7 +149,7 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
 def _last(t, what: str) -> int:
     n = t.shape.dims[-1] if t.shape.dims else None
     if n is None:
-        raise ValueError(f"{what} at {format_location(user_location())}: the length of the "
+        raise ValueError(f"{what} {here()}: the length of the "
                          "sorted axis must be known when the graph is built")
     return n
 

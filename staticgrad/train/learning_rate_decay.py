@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as _dt
-from ..errors import format_location, user_location
+from ..errors import here
 from ..graph import name_scope
 from ..ops import math_ops as M
 from ..ops.conversion import convert_to_tensor
@@ -23,7 +23,7 @@ from ..ops.conversion import convert_to_tensor
 def _common(learning_rate, global_step, what: str, *numbers):
     """(the rate, the step as the rate's dtype, each of `numbers` as that dtype, scope)."""
     if global_step is None:
-        raise ValueError(f"{what} at {format_location(user_location())}: global_step is "
+        raise ValueError(f"{what} {here()}: global_step is "
                          "required (TF1's schedules are functions of the global step)")
     rate = convert_to_tensor(learning_rate, dtype_hint=_dt.float32)
     if not rate.dtype.is_floating:
@@ -97,7 +97,7 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
 def piecewise_constant(x, boundaries, values, name=None):
     """values[0] while x <= boundaries[0], values[1] while x <= boundaries[1], ... and
     values[-1] past the last boundary (one value more than boundaries)."""
-    where = f"piecewise_constant at {format_location(user_location())}"
+    where = f"piecewise_constant {here()}"
     if len(values) != len(boundaries) + 1:
         raise ValueError(f"{where}: values must have one more item than boundaries, got "
                          f"{len(values)} values and {len(boundaries)} boundaries")

@@ -75,11 +75,11 @@ class ExponentialMovingAverage:
     def variables_to_restore(self, moving_avg_variables=None) -> dict:
         """{name to restore from: variable}: the averaged variables read their shadows'
         values, every other global variable its own (a Saver of this restores averages)."""
-        averaged = self._averages if moving_avg_variables is None else \
-            {v: self._averages.get(v) for v in moving_avg_variables}
+        averaged = set(map(id, self._averages if moving_avg_variables is None
+                           else moving_avg_variables))
         out = {}
         for v in global_variables():
             if v in self._averages.values():
                 continue
-            out[self.average_name(v) if v in averaged else v.op.name] = v
+            out[self.average_name(v) if id(v) in averaged else v.op.name] = v
         return out

@@ -15,6 +15,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.ops import conv_ops
+from tests.conftest import numeric_grad
 
 RNG = np.random.default_rng(7)
 FLOATS = (np.float32, np.float64)
@@ -407,3 +408,30 @@ def test_shape_error_with_fed_shapes_is_raised_at_run_time():
         y = sg.nn.conv2d(x, np.ones((3, 3, 3, 4), np.float32), 1, "VALID")
         with pytest.raises(sg.errors.InvalidArgumentError, match=r"Conv2D.*window of 3"):
             sg.Session().run(y, {x: np.ones((1, 2, 2, 3), np.float32)})
+
+
+# -- conv1d: a conv2d of height one ---------------------------------------------------------
+def _conv1d(x, w, stride, padding):
+    width, k = x.shape[1], w.shape[0]
+    if padding == "SAME":
+        out_w = -(-width // stride)
+        pad = max((out_w - 1) * stride + k - width, 0)
+        x = np.pad(x, ((0, 0), (pad // 2, pad - pad // 2), (0, 0)))
+    out_w = (x.shape[1] - k) // stride + 1
+    return np.stack([np.einsum("bki,kio->bo", x[:, j * stride:j * stride + k], w)
+                     for j in range(out_w)], axis=1)
+
+
+@pytest.mark.parametrize("stride, padding", [(1, "VALID"), (2, "SAME"), (2, "VALID")])
+def test_conv1d_is_a_conv2d_of_height_one(g, stride, padding):
+    xv, wv = RNG.normal(size=(2, 7, 3)), RNG.normal(size=(3, 3, 4))
+    x = sg.placeholder(sg.float64, xv.shape, name="x")
+    w = sg.placeholder(sg.float64, wv.shape, name="w")
+    y = sg.nn.conv1d(x, w, stride, padding)
+    out_w = y.shape.as_list()[1]
+    seed = RNG.normal(size=(2, out_w, 4))
+    (dx,) = sg.gradients(sg.reduce_sum(y * seed), [x])
+    got, grad = sg.Session().run([y, dx], {x: xv, w: wv})
+    np.testing.assert_allclose(got, _conv1d(xv, wv, stride, padding), rtol=1e-10)
+    want = numeric_grad(lambda v: (_conv1d(v, wv, stride, padding) * seed).sum(), xv)
+    np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-9)

@@ -1,5 +1,5 @@
-"""nn.embedding_lookup and nn.conv1d (ops/embedding_ops.py) against NumPy written by hand,
-their gradients against finite differences."""
+"""nn.embedding_lookup (ops/embedding_ops.py) against NumPy written by hand, its gradient
+against finite differences."""
 
 import numpy as np
 import pytest
@@ -54,29 +54,3 @@ def test_what_a_lookup_refuses(g):
         sg.nn.embedding_lookup(sg.constant(TABLE), [0.5])
     with pytest.raises(ValueError, match=r"the shards' row counts must be known"):
         sg.nn.embedding_lookup([sg.placeholder(sg.float32, [None, 3])] * 2, [0])
-
-
-def _conv1d(x, w, stride, padding):
-    width, k = x.shape[1], w.shape[0]
-    if padding == "SAME":
-        out_w = -(-width // stride)
-        pad = max((out_w - 1) * stride + k - width, 0)
-        x = np.pad(x, ((0, 0), (pad // 2, pad - pad // 2), (0, 0)))
-    out_w = (x.shape[1] - k) // stride + 1
-    return np.stack([np.einsum("bki,kio->bo", x[:, j * stride:j * stride + k], w)
-                     for j in range(out_w)], axis=1)
-
-
-@pytest.mark.parametrize("stride, padding", [(1, "VALID"), (2, "SAME"), (2, "VALID")])
-def test_conv1d_is_a_conv2d_of_height_one(g, stride, padding):
-    xv, wv = RNG.normal(size=(2, 7, 3)), RNG.normal(size=(3, 3, 4))
-    x = sg.placeholder(sg.float64, xv.shape, name="x")
-    w = sg.placeholder(sg.float64, wv.shape, name="w")
-    y = sg.nn.conv1d(x, w, stride, padding)
-    out_w = y.shape.as_list()[1]
-    seed = RNG.normal(size=(2, out_w, 4))
-    (dx,) = sg.gradients(sg.reduce_sum(y * seed), [x])
-    got, grad = sg.Session().run([y, dx], {x: xv, w: wv})
-    np.testing.assert_allclose(got, _conv1d(xv, wv, stride, padding), rtol=1e-10)
-    want = numeric_grad(lambda v: (_conv1d(v, wv, stride, padding) * seed).sum(), xv)
-    np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-9)
