@@ -20,20 +20,21 @@ from . import dtypes as _dt
 from .errors import here
 from .graph import GraphKeys, add_to_collections, name_scope
 from .ops import math_ops as M
-from .ops.array_ops import ones_like, squeeze, zeros
+from .ops.array_ops import ones_like, reshape, squeeze, zeros
 from .ops.conversion import convert_to_tensor
 from .ops.reduction_ops import reduce_sum
 from .ops.state_ops import assign_add
 from .variables import Variable
 
-__all__ = ["accuracy", "mean", "mean_absolute_error", "mean_squared_error",
+__all__ = ["accuracy", "auc", "mean", "mean_absolute_error", "mean_squared_error",
            "root_mean_squared_error", "precision", "recall", "true_positives",
            "false_positives", "false_negatives", "true_negatives"]
 
 
-def _local(name: str, dtype=_dt.float32) -> Variable:
-    """A scalar count of a metric, 0 at first: a local variable, not saved by a Saver."""
-    return Variable(lambda: zeros([], dtype), trainable=False, name=name,
+def _local(name: str, dtype=_dt.float32, shape=()) -> Variable:
+    """A count of a metric (a scalar, or `shape`), 0 at first: a local variable, not saved
+    by a Saver."""
+    return Variable(lambda: zeros(list(shape), dtype), trainable=False, name=name,
                     collections=[GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES])
 
 
@@ -165,6 +166,55 @@ precision = _ratio("precision", false_positives,
                    "update_op).")
 recall = _ratio("recall", false_negatives,
                 "true positives / (true positives + false negatives): (recall, update_op).")
+
+
+def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None,
+        updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal",
+        thresholds=None):
+    """The area under the ROC (or, with curve="PR", the precision-recall) curve, from the
+    true/false positive/negative counts of predictions in [0, 1] at `num_thresholds`
+    thresholds, summed by trapezoids as TF1's: (auc, update_op)."""
+    if curve not in ("ROC", "PR"):
+        raise ValueError(f"auc {here()}: curve must be 'ROC' or 'PR', got {curve!r}")
+    if summation_method != "trapezoidal":
+        raise ValueError(f"auc {here()}: only summation_method='trapezoidal' is offered")
+    if thresholds is None:
+        if num_thresholds < 2:
+            raise ValueError(f"auc {here()}: num_thresholds must be > 1")
+        inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        thresholds = [0.0 - _EPSILON, *inner, 1.0 + _EPSILON]
+    else:
+        thresholds = [0.0 - _EPSILON, *thresholds, 1.0 + _EPSILON]
+    with name_scope(name, "auc"):
+        labels, predictions = _matched(labels, predictions, _dt.float32)
+        cut = reshape(convert_to_tensor(thresholds, dtype=_dt.float32), [-1, 1])
+        above = M.cast(M.greater(reshape(predictions, [1, -1]), cut), _dt.float32)
+        positive = reshape(labels, [1, -1])
+        w = reshape(ones_like(predictions) if weights is None else
+                    M.cast(convert_to_tensor(weights), _dt.float32) * ones_like(predictions),
+                    [1, -1])
+        counts = {key: (_local(key, shape=[len(thresholds)]), reduce_sum(hit * w, axis=1))
+                  for key, hit in (("true_positives", above * positive),
+                                   ("false_negatives", (1.0 - above) * positive),
+                                   ("true_negatives", (1.0 - above) * (1.0 - positive)),
+                                   ("false_positives", above * (1.0 - positive)))}
+        value = _area(*[var for var, _ in counts.values()], curve, name="value")
+        updated = [assign_add(var, batch) for var, batch in counts.values()]
+        update = _area(*updated, curve, name="update_op")
+        return _collect(value, update, metrics_collections, updates_collections)
+
+
+_EPSILON = 1e-7  # (TF1's: the end thresholds lie just outside [0, 1])
+
+
+def _area(tp, fn, tn, fp, curve, name):
+    """The trapezoids' area under the curve of the counts at the thresholds."""
+    recall = M.divide(tp, tp + fn + _EPSILON)
+    if curve == "ROC":
+        x, y = M.divide(fp, fp + tn + _EPSILON), recall
+    else:
+        x, y = recall, M.divide(tp, tp + fp + _EPSILON)
+    return reduce_sum((x[:-1] - x[1:]) * (y[:-1] + y[1:]) / 2.0, name=name)
 
 
 __dir__ = _namespace.public_dir(globals())

@@ -100,3 +100,54 @@ def test_counts_are_local_restart_and_are_not_saved(feeds, tmp_path):
     sess.run(w.initializer)
     saved = sg.train.Saver().save(sess, str(tmp_path / "model"))
     assert [name for name, _ in sg.train.list_variables(saved)] == ["w"]
+
+
+def _auc_by_hand(labels, scores, weights, num_thresholds, curve):
+    eps = 1e-7
+    cuts = [0.0 - eps, *[(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)],
+            1.0 + eps]
+    tp, fn, tn, fp = (np.array([((scores > c) == s) @ ((labels == lv) * weights)
+                                for c in cuts])
+                      for s, lv in ((True, 1), (False, 1), (False, 0), (True, 0)))
+    recall = tp / (tp + fn + eps)
+    x, y = (fp / (fp + tn + eps), recall) if curve == "ROC" else (recall, tp / (tp + fp + eps))
+    return float(((x[:-1] - x[1:]) * (y[:-1] + y[1:]) / 2).sum())
+
+
+def _mann_whitney(labels, scores):
+    """The exact area under the ROC curve: the chance a positive outscores a negative."""
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    return float(((pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])).mean())
+
+
+@pytest.mark.parametrize("curve", ["ROC", "PR"])
+def test_auc_over_batches_against_its_formula_by_hand(g, curve):
+    labels = sg.placeholder(sg.int64, [None], name="labels")
+    scores = sg.placeholder(sg.float32, [None], name="scores")
+    weights = sg.placeholder(sg.float32, [None], name="weights")
+    value, update = sg.metrics.auc(labels, scores, weights, num_thresholds=50, curve=curve)
+    sess = sg.Session()
+    sess.run(sg.local_variables_initializer())
+    rng = np.random.default_rng(6)
+    seen = []
+    for _ in range(3):
+        lab = rng.integers(0, 2, 40)
+        sc = np.clip(lab * 0.3 + rng.uniform(0, 0.7, 40), 0, 1).astype(np.float32)
+        w = rng.uniform(0.5, 1.5, 40).astype(np.float32)
+        seen.append((lab, sc, w))
+        got = sess.run(update, {labels: lab, scores: sc, weights: w})
+        every = [np.concatenate(k) for k in zip(*seen)]
+        np.testing.assert_allclose(got, _auc_by_hand(*every, 50, curve), rtol=1e-5)
+    np.testing.assert_allclose(sess.run(value), got, rtol=1e-6)
+
+
+def test_auc_with_many_thresholds_nears_the_exact_area(g):
+    rng = np.random.default_rng(7)
+    lab = rng.integers(0, 2, 300)
+    sc = np.clip(lab * 0.2 + rng.uniform(0, 0.8, 300), 0, 1)
+    value, update = sg.metrics.auc(sg.constant(lab), sg.constant(sc), num_thresholds=2000)
+    sess = sg.Session()
+    sess.run(sg.local_variables_initializer())
+    assert abs(sess.run(update) - _mann_whitney(lab, sc)) < 2e-3
+    with pytest.raises(ValueError, match=r"curve must be 'ROC' or 'PR'"):
+        sg.metrics.auc(sg.constant(lab), sg.constant(sc), curve="DET")
