@@ -491,6 +491,28 @@ def uniform(gen, shape, low, high, dtype):
     return (gen.random(shape) * (high - low) + low).astype(dtype)
 
 
+def log_uniform_candidates(gen, range_max, num_sampled, unique):
+    """num_sampled ids in [0, range_max) drawn with P(k) = log((k + 2) / (k + 1)) /
+    log(range_max + 1), as TF1's log-uniform sampler (distinct ones with `unique`: drawn
+    until there are that many), then the number of draws it took; float64."""
+    log_range = np.log(range_max + 1)
+
+    def draw(n):
+        return (np.exp(gen.random(n) * log_range).astype(np.int64) - 1) % range_max
+
+    if not unique:
+        return np.append(draw(num_sampled), num_sampled).astype(np.float64)
+    seen: dict = {}
+    tries = 0
+    while len(seen) < num_sampled:
+        for k in draw(num_sampled).tolist():  # (a batch at a time, kept in draw order)
+            tries += 1
+            seen.setdefault(k, None)
+            if len(seen) == num_sampled:
+                break
+    return np.array([*seen, tries], dtype=np.float64)
+
+
 def normal(gen, shape, dtype):
     if np.dtype(dtype) in (np.float32, np.float64):
         return gen.standard_normal(shape, dtype=dtype)

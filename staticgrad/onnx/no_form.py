@@ -33,6 +33,7 @@ NO_ONNX: dict[str, str] = {
     "Assign": _ASSIGNMENT, "AssignAdd": _ASSIGNMENT, "AssignSub": _ASSIGNMENT,
     "RandomStandardNormal": _RANDOM, "RandomUniform": _RANDOM,
     "TruncatedNormal": _RANDOM + " (and ONNX has no truncated normal)",
+    "LogUniformCandidates": _RANDOM + " (and ONNX has no candidate sampler)",
     "Conv2DBackpropFilter": _GRADIENT_KERNEL, "MaxPoolGrad": _GRADIENT_KERNEL,
     "MaxPoolGradGrad": _GRADIENT_KERNEL, "AvgPoolGrad": _GRADIENT_KERNEL,
     "GatherGrad": _GRADIENT_KERNEL, "StridedSliceGrad": _GRADIENT_KERNEL,

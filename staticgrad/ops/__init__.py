@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     print_ops,
     py_func_ops,
     reduction_ops,
+    sampled_losses,
     sort_ops,
     state_ops,
     table,

@@ -24,11 +24,11 @@ from .table import register
 __all__ = sorted([
     "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv1d", "conv2d",
     "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "dropout",
-    "embedding_lookup", "l2_loss",
+    "embedding_lookup", "l2_loss", "log_uniform_candidate_sampler", "nce_loss",
     "in_top_k", "l2_normalize", "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments",
     "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
-    "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits",
-    "top_k",
+    "sampled_softmax_loss", "softmax_cross_entropy_with_logits_v2",
+    "sparse_softmax_cross_entropy_with_logits", "top_k",
 ] + list(vocabulary.namespace("nn")))
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad.nn", "tf.nn", globals())
@@ -238,5 +238,10 @@ from .nn_impl import (  # noqa: E402, F401 - composite functions, also part of s
     batch_normalization,
     dropout,
     moments,
+)
+from .sampled_losses import (  # noqa: E402, F401 - sampled losses are part of sg.nn
+    log_uniform_candidate_sampler,
+    nce_loss,
+    sampled_softmax_loss,
 )
 from .sort_ops import in_top_k, top_k  # noqa: E402, F401

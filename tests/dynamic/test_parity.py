@@ -189,6 +189,9 @@ RANDOM_CASES = [
      lambda v: abs(v.mean()) < 0.15 and abs(v.std() - 1) < 0.15),
     ("TruncatedNormal", lambda: sg.truncated_normal([500, 2], stddev=1.0),
      lambda v: np.abs(v).max() <= 2 and v.dtype == np.float32),
+    ("LogUniformCandidates",
+     lambda: sg.nn.log_uniform_candidate_sampler([[1]], 1, 20, True, 30)[0],
+     lambda v: len(set(v.tolist())) == 20 and 0 <= v.min() and v.max() < 30),
 ]
 
 
