@@ -37,34 +37,31 @@ def _progress(step, decay_steps, staircase: bool):
     return M.floor(p) if staircase else p
 
 
-def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                      name=None):
-    """learning_rate * decay_rate ** (global_step / decay_steps), the exponent floored with
-    `staircase`."""
-    with name_scope(name, "ExponentialDecay"):
-        rate, step, (steps, decay) = _common(learning_rate, global_step, "exponential_decay",
-                                             decay_steps, decay_rate)
-        return M.multiply(rate, M.pow(decay, _progress(step, steps, staircase)))
+def _stepped(scope: str, what: str, combine):
+    """A schedule of the progress global_step / decay_steps (floored with `staircase`):
+    `combine(rate, decay_rate, progress)`, TF1's signature."""
+    def schedule(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                 name=None):
+        with name_scope(name, scope):
+            rate, step, (steps, decay) = _common(learning_rate, global_step, what,
+                                                 decay_steps, decay_rate)
+            return combine(rate, decay, _progress(step, steps, staircase))
+    schedule.__name__ = schedule.__qualname__ = what
+    return schedule
 
 
-def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                      name=None):
-    """learning_rate * exp(-decay_rate * global_step / decay_steps) (floored with
-    `staircase`)."""
-    with name_scope(name, "NaturalExpDecay"):
-        rate, step, (steps, decay) = _common(learning_rate, global_step, "natural_exp_decay",
-                                             decay_steps, decay_rate)
-        return M.multiply(rate, M.exp(-decay * _progress(step, steps, staircase)))
-
-
-def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                       name=None):
-    """learning_rate / (1 + decay_rate * global_step / decay_steps) (floored with
-    `staircase`)."""
-    with name_scope(name, "InverseTimeDecay"):
-        rate, step, (steps, decay) = _common(learning_rate, global_step, "inverse_time_decay",
-                                             decay_steps, decay_rate)
-        return M.divide(rate, 1.0 + decay * _progress(step, steps, staircase))
+exponential_decay = _stepped("ExponentialDecay", "exponential_decay",
+                             lambda rate, decay, p: M.multiply(rate, M.pow(decay, p)))
+exponential_decay.__doc__ = """learning_rate * decay_rate ** (global_step / decay_steps), the
+exponent floored with `staircase`."""
+natural_exp_decay = _stepped("NaturalExpDecay", "natural_exp_decay",
+                             lambda rate, decay, p: M.multiply(rate, M.exp(-decay * p)))
+natural_exp_decay.__doc__ = """learning_rate * exp(-decay_rate * global_step / decay_steps)
+(floored with `staircase`)."""
+inverse_time_decay = _stepped("InverseTimeDecay", "inverse_time_decay",
+                              lambda rate, decay, p: M.divide(rate, 1.0 + decay * p))
+inverse_time_decay.__doc__ = """learning_rate / (1 + decay_rate * global_step / decay_steps)
+(floored with `staircase`)."""
 
 
 def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001,
