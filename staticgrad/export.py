@@ -50,6 +50,7 @@ from .backends.numpy import runtime as generated_rt
 from .backends.numpy.parts import compile_module
 from .codegen.templates import render_template
 from .graph import Tensor, get_default_session
+from .ops.py_func_ops import calls_python
 from .session import Session, generator_seed
 from .train.atomic_files import atomic_write_all
 
@@ -95,7 +96,7 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     plan = session.plan(fetches, feed_dict, dataclasses.replace(session.options,
                                                                 vector_math=False))
 
-    if "rt.call_py_func(" in plan.source:
+    if any(calls_python(op) for op in plan.line_ops.ops):  # (the plan's ops, by line)
         raise ValueError("cannot export: the graph calls a Python function of this process "
                          "(sg.py_func), which an exported module cannot carry")
     namespace = plan.fn.__globals__

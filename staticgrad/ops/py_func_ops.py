@@ -48,6 +48,11 @@ register("PyFunc", _infer, _numpy, None, differentiable=False, stateful=True,
              "under `key`) on its inputs' values; gives arrays of the dtypes `Tout`")
 
 
+def calls_python(op) -> bool:
+    """Does graph op `op` call a Python function of this process (a py_func)?"""
+    return op.type == "PyFunc"
+
+
 def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 - TF1's names
     """`func(*values of inp)` run as an op (see the module's docstring): a list of tensors
     when `Tout` is a list, else one tensor."""
