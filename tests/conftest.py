@@ -45,6 +45,15 @@ def numeric_grad(f, x, eps=1e-6):
     return grad
 
 
+def growing_loop(x):
+    """A while_loop named "grow" over x, with a cond nested in its body (doubling x once its
+    sum passes 1, else adding 1, until the sum reaches 10): regions two deep, which graph
+    files and pictures must both carry."""
+    return sg.while_loop(lambda s: sg.reduce_sum(s) < 10.0,
+                         lambda s: sg.cond(sg.reduce_sum(s) > 1.0, lambda: s * 2.0,
+                                           lambda: s + 1.0), [x], name="grow")
+
+
 def lineno():
     """The line number of the caller (where a node is being created)."""
     return inspect.currentframe().f_back.f_lineno

@@ -11,6 +11,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.graph_io import GraphFormatError
+from tests.conftest import growing_loop
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -433,9 +434,7 @@ def _loop_doc():
     g = sg.Graph()
     with g.as_default():
         x = sg.placeholder(sg.float64, [3], name="x")
-        y = sg.while_loop(lambda s: sg.reduce_sum(s) < 10.0,
-                          lambda s: sg.cond(sg.reduce_sum(s) > 1.0, lambda: s * 2.0,
-                                            lambda: s + 1.0), [x], name="grow")
+        y = growing_loop(x)
         z = sg.scan(lambda a, r: a * 0.5 + r, sg.stack([x, x * 2.0]), name="acc")
         (dx,) = sg.gradients(sg.reduce_sum(y) + sg.reduce_sum(z), [x])
         doc = sg.train.export_meta_graph()

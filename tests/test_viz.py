@@ -10,6 +10,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad import viz
+from tests.conftest import growing_loop
 
 QUOTED = r'"(?:[^"\\\n]|\\.)*"'
 ATTRS = rf"\[(?:\w+={QUOTED}(?:, \w+={QUOTED})*)?\]"
@@ -314,9 +315,7 @@ def test_the_sub_graphs_of_control_flow_are_clusters_of_their_own():
     g = sg.Graph()
     with g.as_default():
         x = sg.placeholder(sg.float64, [3], name="x")
-        y = sg.while_loop(lambda s: sg.reduce_sum(s) < 10.0,
-                          lambda s: sg.cond(sg.reduce_sum(s) > 1.0, lambda: s * 2.0,
-                                            lambda: s + 1.0), [x], name="grow")
+        y = growing_loop(x)
     dot = viz.to_dot(y)
     clusters = re.findall(r'subgraph "cluster_([^"]+)"', dot)
     assert {"grow/While:cond", "grow/While:body", "grow/While:body/grow/cond/If:then_branch",
