@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     metrics,
     random,
     runtime,
+    strings,
     train,
     viz,
 )
@@ -63,6 +64,7 @@ from .dtypes import (  # noqa: F401
     int16,
     int32,
     int64,
+    string,
     uint8,
 )
 from .export import export  # noqa: F401
@@ -199,6 +201,15 @@ from .ops.state_ops import (  # noqa: F401
     truncated_normal,
 )
 from .ops.state_ops import tuple_ as tuple  # noqa: F401, A001 - TF1's name
+from .ops.string_ops import (  # noqa: F401
+    as_string,
+    reduce_join,
+    regex_replace,
+    string_join,
+    string_strip,
+    string_to_number,
+    substr,
+)
 from .platform import app, flags  # noqa: F401
 from .platform import tf_logging as logging  # noqa: F401
 from .session import InteractiveSession, Session  # noqa: F401
@@ -237,6 +248,6 @@ _rnn.install(nn)
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.
 __all__ = _namespace.public_names(globals(), subnamespaces=(
     "app", "compat", "debugging", "dynamic", "errors", "flags", "initializers", "layers",
-    "logging", "losses", "math", "metrics", "nn", "random", "train", "runtime_fast"))
+    "logging", "losses", "math", "metrics", "nn", "random", "strings", "train", "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad", "tf", globals())

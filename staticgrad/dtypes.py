@@ -3,6 +3,10 @@
 A `DType` wraps a NumPy dtype and knows the TF1 spellings (`"float"` is float32,
 `"double"` is float64). Every tensor carries one.
 
+`string` is TF1's byte-string type: its arrays are NumPy object arrays whose every element is
+`bytes` (a `str` given by the user is encoded as UTF-8), and a fetched rank-0 string is `bytes`,
+as in TF1. `string_array` is the one door into such arrays: it checks every element.
+
 >>> as_dtype("float") is float32
 True
 """
@@ -42,6 +46,14 @@ class DType:
         return self.np.kind == "b"
 
     @property
+    def is_string(self) -> bool:
+        return self.np.kind == "O"
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.np.kind in "fiu"
+
+    @property
     def is_unsigned(self) -> bool:
         return self.np.kind == "u"
 
@@ -78,13 +90,14 @@ int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
 bool_ = DType("bool", np.bool_)
+string = DType("string", object)
 half, double = float16, float64
 
-ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
+ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string)
 _BY_NUMPY = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "bool_": bool_})
-_BY_PYTYPE = {float: float32, int: int32, bool: bool_}
+_BY_PYTYPE = {float: float32, int: int32, bool: bool_, str: string, bytes: string}
 
 
 def as_dtype(value) -> DType:
@@ -113,9 +126,13 @@ def as_dtype(value) -> DType:
 
 def infer_dtype(value) -> DType:
     """The dtype TF1 gives a Python or NumPy value: Python floats are float32, ints int32."""
+    if isinstance(value, str | bytes):
+        return string
     if isinstance(value, np.ndarray | np.generic):
-        return as_dtype(value.dtype)
+        return string if value.dtype.kind in "USO" else as_dtype(value.dtype)
     arr = np.asarray(value)
+    if arr.dtype.kind in "USO":
+        return string
     if arr.dtype.kind == "f":
         return float32
     if arr.dtype.kind in "iu":
@@ -130,6 +147,8 @@ def can_cast_value(arr: np.ndarray, dtype: DType) -> bool:
     to bool. A float array goes to an integer type only if every value is integral.
     """
     src = arr.dtype
+    if dtype.is_string or src.kind in "USO":
+        return False  # strings only through string_array, which checks every element
     if src == dtype.np:
         return True
     if dtype.is_bool:
@@ -147,3 +166,40 @@ def can_cast_value(arr: np.ndarray, dtype: DType) -> bool:
         return bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))) and can_cast_value(
             arr.astype(np.int64), dtype)
     return False
+
+
+def string_array(value) -> np.ndarray:
+    """`value` (a str, bytes, or a nested list or array of them) as a string array: a NumPy
+    object array of `bytes`, str encoded as UTF-8. TypeError naming the first element that is
+    neither str nor bytes.
+
+    >>> string_array(["a", b"b"]).tolist()
+    [b'a', b'b']
+    """
+    if isinstance(value, np.ndarray) and value.dtype.kind == "S":
+        arr = value.astype(object)  # (NumPy's fixed-width bytes drop trailing NULs already)
+    else:
+        if isinstance(value, np.ndarray) and value.dtype.kind not in "UO":
+            raise TypeError(f"an array of dtype {value.dtype} is not strings")
+        arr = np.array(value, dtype=object)
+    flat = arr.reshape(-1)
+    for i, item in enumerate(flat):
+        if type(item) is bytes:
+            continue
+        if isinstance(item, str | np.str_):
+            flat[i] = item.encode("utf-8")
+        elif isinstance(item, bytes | np.bytes_):
+            flat[i] = bytes(item)
+        else:
+            index = tuple(int(j) for j in np.unravel_index(i, arr.shape))
+            where = f" at index {list(index)}" if arr.ndim else ""
+            raise TypeError(f"{type(item).__name__} {item!r:.40}{where} is not a string "
+                            "(str or bytes)")
+    return arr
+
+
+def array_key(arr: np.ndarray) -> tuple:
+    """A hashable key for an array's dtype, shape and contents (equal keys: equal arrays,
+    0.0 and -0.0 apart). A string array is keyed by its bytes objects, not their addresses."""
+    data = tuple(arr.reshape(-1).tolist()) if arr.dtype.kind == "O" else arr.tobytes()
+    return arr.dtype.str, arr.shape, data

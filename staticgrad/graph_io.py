@@ -46,7 +46,11 @@ Attribute values carry explicit type tags, so nothing is guessed from JSON's own
                                                   the array's little-endian bytes in C order
                                                   (a hand-written file may give "values": a
                                                   nested list, in place of "data")
+    {"type": "ndarray", "dtype": "string", "shape": [2], "strings": ["<base64>", ...]}
+                                                  a string array: each element's bytes, in C
+                                                  order
     {"type": "scalar", "dtype": "float32", "data": "<base64>"}   a NumPy scalar (np.float32(1))
+    {"type": "bytes", "value": "<base64>"}        bytes (a separator)
     {"type": "region", "ops": [<op>, ...],        a sub-graph (a cond's branch, a loop's body):
      "inputs": ["x:0", ...], "outputs": [...]}    its ops, as the graph's are, then its
                                                   placeholders and results by name; it is
@@ -113,6 +117,8 @@ def encode_value(value) -> dict:
                 ("inf" if value > 0 else "-inf")}
     if isinstance(value, str):
         return {"type": "str", "value": value}
+    if isinstance(value, bytes):
+        return {"type": "bytes", "value": base64.b64encode(value).decode("ascii")}
     if isinstance(value, tuple | list):
         return {"type": type(value).__name__, "value": [encode_value(v) for v in value]}
     if isinstance(value, dict):
@@ -127,6 +133,10 @@ def encode_value(value) -> dict:
         return {"type": "region", "ops": [_op_to_dict(op) for op in value.graph.get_operations()],
                 "inputs": [t.name for t in value.inputs],
                 "outputs": [t.name for t in value.outputs]}
+    if isinstance(value, np.ndarray) and value.dtype.kind == "O":
+        return {"type": "ndarray", "dtype": "string", "shape": list(value.shape),
+                "strings": [base64.b64encode(b).decode("ascii")
+                            for b in value.reshape(-1)]}
     if isinstance(value, np.ndarray | np.generic):
         dtype = _array_dtype_name(value.dtype)
         data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
@@ -188,6 +198,8 @@ def decode_value(enc, where: str, depth: int = 0):
             return float(value)
     if tag == "str" and isinstance(value, str):
         return value
+    if tag == "bytes" and isinstance(value, str):
+        return _b64decode(value, f"{where}.value")
     if tag in ("tuple", "list") and isinstance(value, list):
         items = [decode_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
         return tuple(items) if tag == "tuple" else items
@@ -199,7 +211,7 @@ def decode_value(enc, where: str, depth: int = 0):
             d is None or isinstance(d, int) and not isinstance(d, bool) and 0 <= d < _MAX_DIM
             for d in value)):
         return TensorShape(value)
-    known = ("none", "bool", "int", "float", "str", "ellipsis", "tuple", "list", "dict",
+    known = ("none", "bool", "int", "float", "str", "bytes", "ellipsis", "tuple", "list", "dict",
              "dtype", "shape", "ndarray", "scalar", "region")
     if tag not in known:
         raise GraphFormatError(f"{where}: unknown value type {tag!r}; known: {', '.join(known)}")
@@ -224,11 +236,17 @@ def _decode_array(enc, where: str, scalar: bool):
         raise GraphFormatError(f"{where}.shape: expected a list of non-negative ints below "
                                f"2**62, got {_short(shape)}")
     count = math.prod(shape)
-    if "data" in enc:
-        try:
-            raw = base64.b64decode(enc["data"], validate=True)
-        except (binascii.Error, TypeError, ValueError):
-            raise GraphFormatError(f"{where}.data: not valid base64") from None
+    if dtype.kind == "O":
+        strings = enc.get("strings")
+        if scalar or not isinstance(strings, list) or len(strings) != count:
+            raise GraphFormatError(f"{where}: a string array of shape {shape} needs "
+                                   f"\"strings\", a list of {count} base64 texts")
+        arr = np.empty(count, dtype=object)
+        for i, text in enumerate(strings):
+            arr[i] = _b64decode(text, f"{where}.strings[{i}]")
+        arr = arr.reshape(shape)
+    elif "data" in enc:
+        raw = _b64decode(enc["data"], f"{where}.data")
         if len(raw) != count * dtype.itemsize:
             raise GraphFormatError(
                 f"{where}: shape {shape} of {dtype.name} needs {count * dtype.itemsize} bytes "
@@ -250,6 +268,13 @@ def _decode_array(enc, where: str, scalar: bool):
         return arr[()]
     arr.setflags(write=False)
     return arr
+
+
+def _b64decode(text, where: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        raise GraphFormatError(f"{where}: not valid base64") from None
 
 
 def _check_leaves(values, dtype: np.dtype, where: str) -> None:

@@ -282,7 +282,13 @@ def assert_true(condition, message, summarize, data):
 def _summary(value, summarize) -> str:
     """The first `summarize` elements of `value`, space-separated, '...' if there are more."""
     flat = np.asarray(value).ravel()
-    return " ".join(str(v) for v in flat[:summarize]) + ("..." if flat.size > summarize else "")
+    return " ".join(_text(v) for v in flat[:summarize]) + ("..." if flat.size > summarize
+                                                           else "")
+
+
+def _text(v) -> str:
+    """One element as printed: a string's text (as TF1 prints it), else str(v)."""
+    return v.decode("utf-8", "backslashreplace") if type(v) is bytes else str(v)
 
 
 _PRINTED: dict = {}  # a Print op's counter -> how many times it printed (for first_n)
@@ -291,7 +297,7 @@ _PRINTED: dict = {}  # a Print op's counter -> how many times it printed (for fi
 def _shown(value, summarize) -> str:
     """A printed tensor: `[1.0 2.0...]`, or a scalar alone."""
     return f"[{_summary(value, summarize)}]" if np.ndim(value) else \
-        str(np.asarray(value).item())
+        _text(np.asarray(value).item())
 
 
 def print_tensors(x, message, first_n, summarize, key, data):
@@ -338,7 +344,9 @@ def call_py_func(key, dtypes, args):
                          "dtypes (Tout)")
     arrays = []
     for i, (value, dtype) in enumerate(zip(out, dtypes)):
-        if isinstance(value, np.ndarray | np.generic):
+        if np.dtype(getattr(dtype, "np", dtype)).kind == "O":  # strings: each must be bytes
+            arrays.append(check_strings(value, f"output {i} of the function of py_func"))
+        elif isinstance(value, np.ndarray | np.generic):
             if value.dtype != dtype:
                 raise TypeError(f"the function of py_func gave output {i} of dtype "
                                 f"{value.dtype}, where Tout says {np.dtype(dtype)}")
@@ -529,4 +537,18 @@ from .runtime_conv import (  # noqa: E402, F401
     max_pool,
     max_pool_grad,
     max_pool_grad_grad,
+)
+from .runtime_strings import (  # noqa: E402, F401 (the string kernels, as rt.<name>)
+    as_string,
+    check_strings,
+    reduce_join,
+    regex_full_match,
+    regex_replace,
+    string_join,
+    string_length,
+    string_lower,
+    string_strip,
+    string_to_number,
+    string_upper,
+    substr,
 )

@@ -630,6 +630,13 @@ def _feed_array(t: Tensor, value) -> np.ndarray:
     if isinstance(value, Tensor | Variable):
         raise TypeError(f"the value fed for {t.name} is a tensor ({value.name}); feed "
                         "NumPy arrays, lists or numbers")
+    if t.dtype.is_string:
+        try:
+            return _dt.string_array(value)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(None, t.op, f"cannot feed {value!r:.60} for {t.name}, "
+                                                   f"which has dtype string: {e} "
+                                                   f"({t.op.where()})") from None
     try:
         arr = np.asarray(value)
     except ValueError as e:  # e.g. a ragged nested list

@@ -13,16 +13,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "staticgrad"
 # bottom to top; a module belongs to the layer of its longest matching prefix
 LAYERS = [
     ("base", ["dtypes", "shapes", "errors", "gcpause", "_namespace", "runtime", "runtime_conv",
+              "runtime_strings",
               "devices", "platform"]),
     ("graph", ["graph"]),
     ("ops", ["ops", "variables", "variable_scope", "initializers", "autodiff", "layers",
-             "losses", "debugging", "math", "random", "control_flow", "rnn", "metrics"]),
+             "losses", "debugging", "math", "random", "control_flow", "rnn", "metrics",
+             "strings"]),
     ("ir and passes", ["ir", "verify", "passes", "codegen"]),
     ("backends", ["backends"]),
     ("session", ["compiler", "config", "session"]),
     ("train, export, onnx, viz, cli, dynamic",
-     ["train", "graph_io", "graph_def", "export", "onnx", "viz", "cli", "dynamic", "compat", "demo",
-      "__main__", ""]),
+     ["train", "graph_io", "graph_def", "export", "onnx", "viz", "cli", "dynamic",
+      "compat", "demo", "__main__", ""]),
 ]
 
 

@@ -56,6 +56,8 @@ def tensor(data, dtype=None, requires_grad=False) -> Tensor:
     if array.dtype == object or array.dtype.kind not in "biuf":
         raise TypeError(f"cannot make a tensor from {type(data).__name__} {data!r}")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dtype_of(array, from_python)
+    if dt.is_string:
+        raise TypeError("the dynamic mode has no string tensors (as PyTorch has none)")
     return Tensor._make(np.array(array, dtype=dt.np), dt).requires_grad_(requires_grad)
 
 
@@ -71,6 +73,8 @@ def as_tensor(data, dtype=None) -> Tensor:
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing `array`'s memory."""
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"cannot make a tensor from an array of dtype {array.dtype}")
     return Tensor._make(array, _dt.as_dtype(array.dtype))
 
 

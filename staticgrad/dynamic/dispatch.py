@@ -56,6 +56,8 @@ def run_operation(op_type: str, inputs, attrs: dict) -> Ran:
             raise TypeError(f"{op_type} ops hold graph or session state and have no place in the "
                             f"dynamic mode ({_here()}); make tensors with dy.tensor(data, "
                             "requires_grad=...) and update them under dy.no_grad()")
+        if attrs["dtype"].is_string:
+            raise _no_strings(op_type)
         outputs = (Tensor._make(attrs["value"], attrs["dtype"]),)
     else:
         outputs = _run(op_type, opdef, inputs, attrs, arrays)
@@ -79,6 +81,8 @@ def _run(op_type, opdef, inputs, attrs, arrays) -> tuple:
         raise type(e)(f"{op_type} op at {_here()}: {e}") from None
     ctx.out_shapes = [shape for shape, _ in outs]
     ctx.out_dtypes = [dtype for _, dtype in outs]
+    if any(dtype.is_string for dtype in ctx.out_dtypes):
+        raise _no_strings(op_type)
     try:
         values = _random_kernel(opdef, ctx, arrays) if opdef.draws_random else \
             run_kernel(opdef, ctx, arrays)
@@ -93,6 +97,12 @@ def _run(op_type, opdef, inputs, attrs, arrays) -> tuple:
                                             f"kernel made {value.shape}")
         outputs.append(Tensor._make(value, dtype, version))
     return tuple(outputs)
+
+
+def _no_strings(op_type) -> TypeError:
+    return TypeError(f"{op_type} op at {_here()}: the dynamic mode has no string tensors (as "
+                     "PyTorch has none); build string work into a graph and run it in a "
+                     "Session")
 
 
 def _override(attrs: dict, op_type: str) -> bool:

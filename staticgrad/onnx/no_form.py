@@ -11,6 +11,8 @@ _ASSIGNMENT = ("assigns a variable, and ONNX models are stateless inference grap
                "dependency on an assignment also brings it in)")
 _RANDOM = ("draws from the session's random generator, whose values ONNX Runtime's "
            "RandomNormal/RandomUniform cannot reproduce; feed the draws as an input instead")
+_STRING = ("a string op: the exporter writes numeric inference graphs and maps none of ONNX's "
+           "few string operators; keep string work outside the exported graph")
 NO_ONNX: dict[str, str] = {
     "Placeholder": "a placeholder is a model input only when it is in feed_list",
     "NoOp": ("computes nothing: groups and control dependencies have no ONNX form; fetch "
@@ -44,4 +46,7 @@ NO_ONNX: dict[str, str] = {
     "PyFunc": "calls a Python function of this process, which an ONNX model cannot hold",
     "Unique": ("its outputs' length is known only when it runs; the exporter does not map "
                "it to ONNX's Unique yet: export a graph without sg.unique"),
+    **{t: _STRING for t in ("AsString", "StringJoin", "ReduceJoin", "StringLength",
+                            "StringLower", "StringUpper", "StringStrip", "Substr",
+                            "StringToNumber", "RegexReplace", "RegexFullMatch")},
 }

@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     sampled_losses,
     sort_ops,
     state_ops,
+    string_ops,
     table,
     transfer_ops,
 )

@@ -297,7 +297,7 @@ def _fill_infer(ctx):
 
 def _fill_numpy(a, ctx):
     shape = tuple(_known(ctx, 0, "the shape to fill"))
-    dt = f"np.{ctx.out_dtypes[0].name}" if not ctx.out_dtypes[0].is_bool else "np.bool_"
+    dt = DType().literal(ctx.out_dtypes[0])
     v = ctx.value(1)
     if v is not None and v == 0:
         return f"np.zeros({shape!r}, dtype={dt})"
@@ -317,7 +317,7 @@ register("Fill", _fill_infer, _fill_numpy, _fill_grad, static_inputs=(0,), arity
 def _like_numpy(fill):
     def emit(a, ctx):
         dims = ctx.out_dims()
-        dt = "np.bool_" if ctx.out_dtypes[0].is_bool else f"np.{ctx.out_dtypes[0].name}"
+        dt = DType().literal(ctx.out_dtypes[0])
         if dims is None or None in dims:
             return f"np.{fill}_like({a[0]}, dtype={dt})"
         return f"np.{fill}({tuple(dims)!r}, dtype={dt})"

@@ -249,7 +249,8 @@ class DType(AttrType):
 
     def literal(self, value) -> str:
         value = self.check(value)
-        return "np.bool_" if value.is_bool else f"np.{value.name}"
+        return ("np.bool_" if value.is_bool else "np.object_" if value.is_string
+                else f"np.{value.name}")
 
     def example(self) -> _dt.DType:
         return _dt.float32
@@ -425,6 +426,11 @@ class Array(AttrType):
             raise TypeError(f"must be a NumPy array, got {show(value)}")
         if value.dtype not in _NUMPY_DTYPES:
             raise TypeError(f"must hold one of staticgrad's dtypes, got dtype {value.dtype}")
+        if value.dtype.kind == "O":  # a string array: every element must be bytes
+            if value.flags.writeable or not all(type(b) is bytes for b in value.flat):
+                value = _dt.string_array(value)  # (a copy, TypeError at anything not a string)
+                value.setflags(write=False)
+            return value
         if type(value) is not np.ndarray or value.flags.writeable or not value.flags.owndata:
             value = np.array(value, subok=False)  # a copy no one else can write to
             value.setflags(write=False)
@@ -432,8 +438,8 @@ class Array(AttrType):
 
     def literal(self, value) -> str:
         value = self.check(value)
-        if value.ndim != 0:
-            raise TypeError("an array is a module constant, not a literal")
+        if value.ndim != 0 or value.dtype.kind == "O":
+            raise TypeError("an array or a string is a module constant, not a literal")
         return Number().literal(value[()].item())
 
     def example(self) -> np.ndarray:
@@ -533,6 +539,31 @@ class Text(AttrType):
 
     def example(self) -> str:
         return "a message"
+
+
+class Bytes(AttrType):
+    """A byte string (a separator, a fill): a str is encoded as UTF-8. Written into source
+    only as a bytes literal."""
+
+    def __init__(self, max_length: int = 10_000, **kw):
+        super().__init__(**kw)
+        self.max_length = max_length
+        self.describe = "a str or bytes"
+
+    def check(self, value) -> bytes:
+        if type(value) is str:
+            value = value.encode("utf-8")
+        if type(value) is not bytes:
+            raise TypeError(f"must be a str or bytes, got {show(value)}")
+        if len(value) > self.max_length:
+            raise ValueError(f"must be at most {self.max_length} bytes, got {len(value)}")
+        return value
+
+    def literal(self, value) -> str:
+        return repr(self.check(value))
+
+    def example(self) -> bytes:
+        return b", "
 
 
 _EINSUM_TERMS = re.compile(r"[a-zA-Z]*(,[a-zA-Z]*)*(->[a-zA-Z]*)?")

@@ -41,14 +41,23 @@ NUMBERS_KEPT = 4096
 def _constant_array(value, dtype, shape, name) -> tuple[np.ndarray, _dt.DType]:
     """`value` as a read-only array of `dtype` (inferred if None), broadcast to `shape`."""
     what = f"constant {name!r}" if name else "a constant"
+    if dtype is not None and _dt.as_dtype(dtype).is_string or dtype is None and _is_text(value):
+        try:
+            arr = _dt.string_array(value)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"cannot make {what} of dtype string from {_short_repr(value)} at "
+                            f"{format_location(user_location())}: {e}") from None
+        return _shaped(arr, shape, what), _dt.string
     try:
         arr = np.asarray(value)
     except ValueError as e:  # a ragged list
         raise ValueError(f"cannot make {what} from {_short_repr(value)} at "
                          f"{format_location(user_location())}: {e}") from None
-    if arr.dtype == object or (dtype is None and arr.dtype.kind in "USc"):
-        raise TypeError(f"cannot make {what} from {type(value).__name__} {_short_repr(value)} "
-                        f"at {format_location(user_location())}")
+    if arr.dtype == object or arr.dtype.kind in "USc":
+        of = "" if dtype is None else f" of dtype {_dt.as_dtype(dtype).name}"
+        raise TypeError(f"cannot make {what}{of} from {type(value).__name__} "
+                        f"{_short_repr(value)} at "
+                        f"{format_location(user_location())}")
     if dtype is not None:
         dtype = _dt.as_dtype(dtype)
         if not _dt.can_cast_value(arr, dtype):
@@ -58,6 +67,21 @@ def _constant_array(value, dtype, shape, name) -> tuple[np.ndarray, _dt.DType]:
     else:
         dtype = _dt.infer_dtype(value)
         arr = arr.astype(dtype.np)
+    return _shaped(arr, shape, what), dtype
+
+
+def _is_text(value) -> bool:
+    """Whether a constant's value is strings: a str or bytes, an array of them, or a list
+    whose first leaf is one."""
+    while isinstance(value, list | tuple) and value:
+        value = value[0]
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "USO"
+    return isinstance(value, str | bytes)
+
+
+def _shaped(arr: np.ndarray, shape, what: str) -> np.ndarray:
+    """A read-only copy of arr, broadcast or reshaped to `shape` if given."""
     if shape is not None:
         shape = tuple(int(d) for d in shape)
         if arr.size == 1:
@@ -69,7 +93,7 @@ def _constant_array(value, dtype, shape, name) -> tuple[np.ndarray, _dt.DType]:
                              f"many or too few elements) at {format_location(user_location())}")
     arr = np.array(arr, copy=True)
     arr.setflags(write=False)
-    return arr, dtype
+    return arr
 
 
 def _short_repr(value, limit: int = 60) -> str:
@@ -100,8 +124,8 @@ def convert_to_tensor(value, dtype=None, name=None, graph=None, dtype_hint=None)
         try:
             return constant(value, dtype=want, name=name, graph=graph)
         except TypeError:
-            if dtype is not None:
-                raise
+            if dtype is not None or _is_text(value) != _dt.as_dtype(want).is_string:
+                raise  # (text beside a number: the error names the text)
     return constant(value, name=name, graph=graph)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import runtime
+from .attr_types import DType
 from .table import NodeCtx, OpDef
 
 # A static value is computed at build time only if its result is at most this many elements.
@@ -164,5 +165,5 @@ def _shortest(v: float, sign: float, kind) -> str:
 
 
 def np_dtype(dtype: _dt.DType) -> str:
-    """`np.float32`, for generated source."""
-    return "np.bool_" if dtype.is_bool else f"np.{dtype.name}"
+    """`np.float32`, for generated source (`np.object_` for strings)."""
+    return DType().literal(dtype)

@@ -20,12 +20,12 @@ from .table import register
 from .vocabulary import Api
 
 _KIND_NAMES = {"f": "a floating", "i": "an integer", "b": "a bool", "fi": "a numeric",
-               "fib": "any", "ib": "an integer or bool"}
+               "fib": "a numeric or bool", "fibs": "any", "ib": "an integer or bool"}
 
 
 def check_kind(ctx, i: int, kinds: str) -> None:
     dt = ctx.in_dtypes[i]
-    kind = "f" if dt.is_floating else "b" if dt.is_bool else "i"
+    kind = "f" if dt.is_floating else "b" if dt.is_bool else "s" if dt.is_string else "i"
     if kind not in kinds:
         raise TypeError(f"input {i} has dtype {dt.name}, but {ctx.type} needs "
                         f"{_KIND_NAMES.get(kinds, kinds)} dtype")
@@ -182,9 +182,9 @@ selu = _unary("Selu", E("select(x0 > 0, 1.0507009873554805 * x0, "
 softsign = _unary("Softsign", E("x0 / (1 + abs(x0))"),
                   lambda op, g: [g / square(1 + abs(_x(op)))],
                   api=Api("softsign", "x / (1 + |x|)", namespaces=("nn",)))
-identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fib", view=True,
+identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fibs", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
-stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fib", view=True,
+stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fibs", view=True,
                        api=Api("stop_gradient", "x, through which no gradient flows",
                                namespaces=("sg",), dynamic=None))
 logical_not = _unary("LogicalNot", E("logical_not(x0)"), None, kinds="b", new_array=False,
@@ -258,7 +258,11 @@ register("LeakyRelu", unary_infer("f"), _leaky_relu_numpy, _leaky_relu_grad, ele
 
 
 def _cast_infer(ctx):
-    return [(ctx.in_shapes[0], ctx.attrs["dtype"])]
+    src, dst = ctx.in_dtypes[0], ctx.attrs["dtype"]
+    if src.is_string != dst.is_string and src is not dst:
+        raise TypeError(f"cannot cast {src.name} to {dst.name} (as TF1 cannot): use "
+                        + ("sg.strings.to_number" if src.is_string else "sg.as_string"))
+    return [(ctx.in_shapes[0], dst)]
 
 
 def _cast_numpy(args, ctx):
@@ -361,9 +365,9 @@ maximum = _binary("Maximum", E("maximum(x0, x1)"),
 minimum = _binary("Minimum", E("minimum(x0, x1)"), lambda op, g: _minmax_grad(op, g, less_equal),
                   api=Api("minimum", "the smaller of x and y"))
 # the comparisons: TF1's names in sg, PyTorch's (eq, lt...) in the dynamic mode
-equal = _binary("Equal", E("x0 == x1"), None, kinds="fib", out_dtype=_dt.bool_,
+equal = _binary("Equal", E("x0 == x1"), None, kinds="fibs", out_dtype=_dt.bool_,
                 api=Api("equal", "x == y (a bool)", dynamic="eq"))
-not_equal = _binary("NotEqual", E("x0 != x1"), None, kinds="fib", out_dtype=_dt.bool_,
+not_equal = _binary("NotEqual", E("x0 != x1"), None, kinds="fibs", out_dtype=_dt.bool_,
                     api=Api("not_equal", "x != y (a bool)", dynamic="ne",
                             dynamic_aliases=("not_equal",)))
 less = _binary("Less", E("x0 < x1"), None, kinds="fib", out_dtype=_dt.bool_,

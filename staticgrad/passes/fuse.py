@@ -156,6 +156,8 @@ def _domain(node: Node, policy: FusePolicy):
                                      or (policy.integers and out.dtype.is_integer)):
         return None
     for v in node.runtime_inputs():
+        if v.dtype.is_string:  # (compared one Python object at a time: nothing to block)
+            return None
         if v.shape.dims != out.shape.dims and (v.shape.num_elements() != 1
                                                or not policy.scalar_broadcasts):
             return None  # broadcasting other than of a scalar: not blockwise

@@ -17,7 +17,9 @@ beyond what the file really holds, and nothing is ever unpickled:
       has (or a deflate ratio beyond 1032:1)
     .npy magic, version or header damaged          DataLossError naming the entry
     header dtype object (pickle), structured,      DataLossError: checkpoints hold numbers;
-      string or date                                 the entry's data is never read
+      string or date                                 the entry's data is never read (a string
+                                                     variable is two numeric entries: Archive)
+    a string value's lengths and bytes disagree    DataLossError naming the value
     header shape * itemsize != the entry's size    DataLossError (checked before allocating:
       (a huge declared shape, a truncated entry)     no 3.6 TiB MemoryError)
     data bytes changed                             DataLossError: the zip CRC-32 disagrees
@@ -56,6 +58,7 @@ INDEX_VERSION = 1
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _NPY_SUFFIX = ".npy"
+_LENGTHS, _BYTES = ":lengths", ":bytes"  # a string value's two entries (see Archive)
 _NUMBER_KINDS = "biufc"         # bool, signed, unsigned, float, complex
 _MAX_DEFLATE_RATIO = 1032       # deflate cannot expand more; a bigger claim is a lie
 _UNSUPPORTED_ZIP_FLAGS = 0x61   # encrypted (bit 0), patched data (5), strong encryption (6)
@@ -73,7 +76,11 @@ class CheckpointNotFoundError(NotFoundError, ValueError):
 # -- the data file: an .npz archive of .npy entries -----------------------------------------------
 class Archive:
     """An open, checked `.npz` checkpoint. `names` lists its values (entry names without
-    ".npy"); `shape(name)` reads one header, `read(name)` one value, each checked."""
+    ".npy"); `shape(name)` reads one header, `read(name)` one value, each checked.
+
+    A string value (an object array of bytes) is two numeric entries, `<name>:lengths` (int64,
+    the value's shape: each string's length) and `<name>:bytes` (uint8: the strings one after
+    another, in C order); a graph name never holds ":", so they meet no variable's name."""
 
     def __init__(self, path: str, zf: zipfile.ZipFile, entries: dict[str, zipfile.ZipInfo]):
         self.path = path
@@ -82,15 +89,21 @@ class Archive:
 
     @property
     def names(self) -> list[str]:
-        return list(self._entries)
+        return [n[:-len(_LENGTHS)] if n.endswith(_LENGTHS) else n for n in self._entries
+                if not n.endswith(_BYTES)]
 
     def shape(self, name: str) -> tuple[int, ...]:
-        """The shape that entry `name` declares (its data is not read)."""
+        """The shape that value `name` declares (its data is not read)."""
+        if name + _LENGTHS in self._entries:
+            name += _LENGTHS
         with self._member(name) as (member, where):
             return _read_header(member, self._entries[name], where)[0]
 
     def read(self, name: str) -> np.ndarray:
-        """The value of entry `name`: a writable, C-ordered array in native byte order."""
+        """The value `name`: a writable, C-ordered array in native byte order (an object
+        array of bytes for strings)."""
+        if name + _LENGTHS in self._entries:
+            return self._read_strings(name)
         with self._member(name) as (member, where):
             shape, fortran, dtype = _read_header(member, self._entries[name], where)
             nbytes = math.prod(shape) * dtype.itemsize
@@ -103,6 +116,21 @@ class Archive:
             flat = np.frombuffer(raw, dtype=dtype)
             value = flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
             return np.array(value, dtype=dtype.newbyteorder("="), order="C")
+
+    def _read_strings(self, name: str) -> np.ndarray:
+        where = f"the strings {name!r} of checkpoint file {self.path}"
+        if name + _BYTES not in self._entries:
+            raise DataLossError(None, None, f"{where} have lengths but no {_BYTES!r} entry")
+        lengths, data = self.read(name + _LENGTHS), self.read(name + _BYTES)
+        if lengths.dtype != np.int64 or data.dtype != np.uint8 or data.ndim != 1 or \
+                (lengths.size and lengths.min() < 0) or int(lengths.sum()) != data.size:
+            raise DataLossError(None, None, f"{where}: the lengths do not add up to the bytes "
+                                            "(or have the wrong dtype)")
+        raw, out = data.tobytes(), np.empty(lengths.size, dtype=object)
+        ends = np.cumsum(lengths.reshape(-1)).tolist()
+        for i, (start, end) in enumerate(zip([0] + ends, ends)):
+            out[i] = raw[start:end]
+        return out.reshape(lengths.shape)
 
     @contextlib.contextmanager
     def _member(self, name: str):
@@ -217,8 +245,15 @@ def write_npz(f, arrays: dict[str, np.ndarray]) -> None:
     # What np.savez does, without its keyword arguments: a variable may be named "file".
     with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, value in arrays.items():
-            with zf.open(name + _NPY_SUFFIX, "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, value, allow_pickle=False)
+            if value.dtype.kind == "O":  # strings: two numeric entries (see Archive)
+                flat = value.reshape(-1).tolist()
+                parts = {_LENGTHS: np.array([len(b) for b in flat], np.int64).reshape(
+                    value.shape), _BYTES: np.frombuffer(b"".join(flat), np.uint8)}
+            else:
+                parts = {"": value}
+            for suffix, part in parts.items():
+                with zf.open(name + suffix + _NPY_SUFFIX, "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, part, allow_pickle=False)
 
 
 # -- the index: checkpoint.json -------------------------------------------------------------------

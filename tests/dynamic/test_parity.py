@@ -255,6 +255,26 @@ PRINTS = {"Print", "PrintV2"}
 PYTHON_CALLS = {"PyFunc"}
 
 
+# Ops on strings, which the dynamic mode has no tensors for (as PyTorch has none): making a
+# string, or an op that would give one, refuses with a clear error
+STRING_OPS = {"AsString", "StringJoin", "ReduceJoin", "StringLength", "StringLower",
+              "StringUpper", "StringStrip", "Substr", "StringToNumber", "RegexReplace",
+              "RegexFullMatch"}
+
+
+def test_strings_refuse_in_the_dynamic_mode_naming_the_op():
+    with dy.eager_mode():
+        with pytest.raises(TypeError, match=r"^Const op at \S*test_parity.py:\d+: the dynamic "
+                                            "mode has no string tensors"):
+            sg.constant("Hello")
+        with pytest.raises(TypeError, match=r"^AsString op at .*no string tensors"):
+            sg.as_string(dy.tensor([1.5]))
+    with pytest.raises(TypeError, match="no string tensors"):
+        dy.tensor([1.0], dtype=sg.string)
+    with pytest.raises(TypeError, match="dtype object"):
+        dy.from_numpy(np.array([b"a"], dtype=object))
+
+
 def test_prints_print_the_same_words_in_both_modes(capsys):
     g = sg.Graph()
     with g.as_default():
@@ -276,7 +296,7 @@ def test_every_registry_op_has_a_parity_row():
     offered = {t for t, api, _ in vocabulary.entries() if api.dynamic is not None}
     covered = ({c[0] for c in CASES} | {c[0] for c in NONDIFF_CASES}
                | {c[0] for c in RANDOM_CASES} | set(STATE_OPS) | offered
-               | PYTHON_CONTROL_FLOW | CHECK_OPS | PRINTS | PYTHON_CALLS)
+               | PYTHON_CONTROL_FLOW | CHECK_OPS | PRINTS | PYTHON_CALLS | STRING_OPS)
     internal = {t for t, d in REGISTRY.items() if d.internal}  # no builder: the compiler's
     missing = sorted(set(REGISTRY) - covered - internal)
     assert not missing, f"registry ops without a dynamic-mode parity row: {missing}"

@@ -1,0 +1,179 @@
+"""The string kernels generated code calls as `rt.<name>` (staticgrad.runtime re-exports them).
+
+A string tensor's value is a NumPy object array of `bytes` (staticgrad.dtypes.string). Each
+kernel takes and gives such arrays, element by element through `np.frompyfunc` (which
+broadcasts as ufuncs do), and needs only NumPy and `re`: exported programs copy these
+functions as they copy the numeric helpers.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+
+
+def _strings(fn, nin: int = 1):
+    """fn applied to each element (broadcast over `nin` arrays), as an object array; a 0-d
+    result stays a 0-d array, so a fetched scalar string is its bytes, as in TF1."""
+    ufunc = np.frompyfunc(fn, nin, 1)
+
+    def run(*xs):
+        return np.asarray(ufunc(*xs), dtype=object)
+    return run
+
+
+def as_string(x, precision, scientific, shortest, width, fill):
+    """Each number of x as text, as TF1's AsString: printf's %d, %f (%e scientific, %g
+    shortest) with `precision` digits after the point and padded to `width` with the flag
+    `fill` ('' ' ' '+' '-' '0' '#'); bools as b"true" and b"false"."""
+    x = np.asarray(x)
+    if x.dtype.kind == "b":
+        return _strings(lambda v: b"true" if v else b"false")(x)
+    spec = "%" + fill + (str(width) if width >= 0 else "")
+    if x.dtype.kind == "f":
+        spec += (f".{precision}" if precision >= 0 else "") + \
+            ("g" if shortest else "e" if scientific else "f")
+        return _strings(lambda v: (spec % float(v)).encode("ascii"))(x)
+    spec += "d"
+    return _strings(lambda v: (spec % int(v)).encode("ascii"))(x)
+
+
+def string_join(separator, *xs):
+    """The elements of xs joined by `separator`, position by position (scalars repeated)."""
+    if len(xs) == 1:
+        return np.array(xs[0], dtype=object)
+    return _strings(lambda *parts: separator.join(parts), len(xs))(*xs)
+
+
+def reduce_join(x, axis, keepdims, separator):
+    """x's strings joined along `axis` (a tuple of axes; None: all of them), as TF1 orders
+    them: the first axis listed varies fastest (None joins in row-major order)."""
+    x = np.asarray(x, dtype=object)
+    axes = tuple(range(x.ndim))[::-1] if axis is None else tuple(a % x.ndim for a in axis)
+    kept = [a for a in range(x.ndim) if a not in axes]
+    moved = np.transpose(x, kept + list(axes[::-1]))
+    rows = moved.reshape([x.shape[a] for a in kept] + [-1])
+    out = np.empty(rows.shape[:-1], dtype=object)
+    flat_rows = rows.reshape(-1, rows.shape[-1])
+    flat_out = out.reshape(-1)
+    for i, row in enumerate(flat_rows):
+        flat_out[i] = separator.join(row)
+    if keepdims:
+        out = out.reshape([1 if a in axes else x.shape[a] for a in range(x.ndim)])
+    return out
+
+
+def string_length(x, unit):
+    """The length of each string in bytes, or in UTF-8 characters (`unit` "UTF8_CHAR")."""
+    if unit == "UTF8_CHAR":
+        count = _strings(lambda s: len(s.decode("utf-8")))
+    else:
+        count = _strings(len)
+    return count(x).astype(np.int32)
+
+
+def string_lower(x, encoding):
+    """Each string in lower case: ASCII letters only (TF1's default), every letter with
+    encoding "utf-8"."""
+    if encoding:
+        return _strings(lambda s: s.decode("utf-8").lower().encode("utf-8"))(x)
+    return _strings(bytes.lower)(x)
+
+
+def string_upper(x, encoding):
+    """Each string in upper case (see string_lower)."""
+    if encoding:
+        return _strings(lambda s: s.decode("utf-8").upper().encode("utf-8"))(x)
+    return _strings(bytes.upper)(x)
+
+
+def string_strip(x):
+    """Each string without its leading and trailing whitespace."""
+    return _strings(bytes.strip)(x)
+
+
+def substr(x, pos, length, unit):
+    """The `length` bytes (or UTF-8 characters) of each string from `pos` (from the end where
+    negative), as TF1's Substr: a length past the end stops there; a position past either end
+    raises ValueError."""
+    def cut(s, p, n):
+        text = s.decode("utf-8") if unit == "UTF8_CHAR" else s
+        size = len(text)
+        if not -size <= p <= size:
+            raise ValueError(f"pos {p} out of range for string b'{s[:40]!r}' of length {size}")
+        if n < 0:
+            raise ValueError(f"the length {n} is negative")
+        start = p if p >= 0 else size + p
+        piece = text[start:start + n]
+        return piece.encode("utf-8") if unit == "UTF8_CHAR" else piece
+    return _strings(cut, 3)(x, pos, length)
+
+
+def string_to_number(x, dtype):
+    """Each string read as a number of `dtype` (ValueError naming the first that is not one,
+    in TF1's words)."""
+    out = np.empty(np.shape(x), dtype=dtype)
+    flat, target = np.asarray(x, dtype=object).reshape(-1), out.reshape(-1)
+    integral = np.dtype(dtype).kind == "i"
+    for i, s in enumerate(flat):
+        try:
+            text = s.decode("ascii").strip()
+            value = int(text) if integral else float(text)
+            if integral:
+                info = np.iinfo(dtype)
+                if not info.min <= value <= info.max:
+                    raise ValueError
+            target[i] = value
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError(f"StringToNumberOp could not correctly convert string: "
+                             f"{s[:60]!r}") from None
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(pattern: str):
+    return re.compile(pattern.encode("utf-8"))
+
+
+def _expander(rewrite: bytes):
+    r"""A function of a match giving `rewrite` with RE2's \0..\9 (groups) and \\ replaced."""
+    pieces = re.split(rb"\\([0-9\\])", rewrite)
+
+    def expand(match):
+        out = []
+        for i, piece in enumerate(pieces):
+            if i % 2 == 0:
+                out.append(piece)
+            elif piece == b"\\":
+                out.append(b"\\")
+            else:
+                out.append(match.group(int(piece)) or b"")
+        return b"".join(out)
+    return expand
+
+
+def regex_replace(x, pattern, rewrite, replace_global):
+    r"""Each string with the matches of `pattern` replaced by `rewrite` (\1 its groups,
+    \0 the whole match): all of them, or the first only unless `replace_global`."""
+    regex, expand = _regex(pattern), _expander(rewrite)
+    count = 0 if replace_global else 1
+    return _strings(lambda s: regex.sub(expand, s, count=count))(x)
+
+
+def regex_full_match(x, pattern):
+    """Whether each whole string matches `pattern` (a bool array)."""
+    regex = _regex(pattern)
+    return _strings(lambda s: regex.fullmatch(s) is not None)(x).astype(np.bool_)
+
+
+def check_strings(value, what):
+    """`value` as a string array, every element bytes (TypeError naming `what` otherwise):
+    how a string that Python code made (py_func) enters a run."""
+    arr = np.array(value, dtype=object)
+    for item in arr.reshape(-1):
+        if type(item) is not bytes:
+            raise TypeError(f"{what} holds a {type(item).__name__}, where strings must be "
+                            "bytes")
+    return arr
