@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     random,
     runtime,
     strings,
+    summary,
     train,
     viz,
 )
@@ -214,6 +215,7 @@ from .platform import app, flags  # noqa: F401
 from .platform import tf_logging as logging  # noqa: F401
 from .session import InteractiveSession, Session  # noqa: F401
 from .shapes import Dimension, TensorShape  # noqa: F401
+from .summary import Summary  # noqa: F401
 from .variable_scope import (  # noqa: F401
     AUTO_REUSE,
     VariableScope,
@@ -248,6 +250,7 @@ _rnn.install(nn)
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.
 __all__ = _namespace.public_names(globals(), subnamespaces=(
     "app", "compat", "debugging", "dynamic", "errors", "flags", "initializers", "layers",
-    "logging", "losses", "math", "metrics", "nn", "random", "strings", "train", "runtime_fast"))
+    "logging", "losses", "math", "metrics", "nn", "random", "strings", "summary", "train",
+    "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad", "tf", globals())

@@ -552,3 +552,10 @@ from .runtime_strings import (  # noqa: E402, F401 (the string kernels, as rt.<n
     string_upper,
     substr,
 )
+from .runtime_summary import (  # noqa: E402, F401 (the summary kernels, as rt.<name>)
+    merge_summary,
+    summary_histogram,
+    summary_image,
+    summary_scalar,
+    summary_text,
+)

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "staticgrad"
 # bottom to top; a module belongs to the layer of its longest matching prefix
 LAYERS = [
     ("base", ["dtypes", "shapes", "errors", "gcpause", "_namespace", "runtime", "runtime_conv",
-              "runtime_strings",
+              "runtime_strings", "runtime_summary",
               "devices", "platform"]),
     ("graph", ["graph"]),
     ("ops", ["ops", "variables", "variable_scope", "initializers", "autodiff", "layers",
@@ -23,7 +23,7 @@ LAYERS = [
     ("backends", ["backends"]),
     ("session", ["compiler", "config", "session"]),
     ("train, export, onnx, viz, cli, dynamic",
-     ["train", "graph_io", "graph_def", "export", "onnx", "viz", "cli", "dynamic",
+     ["train", "graph_io", "graph_def", "summary", "export", "onnx", "viz", "cli", "dynamic",
       "compat", "demo", "__main__", ""]),
 ]
 

@@ -46,6 +46,9 @@ NO_ONNX: dict[str, str] = {
     "PyFunc": "calls a Python function of this process, which an ONNX model cannot hold",
     "Unique": ("its outputs' length is known only when it runs; the exporter does not map "
                "it to ONNX's Unique yet: export a graph without sg.unique"),
+    **{t: ("a TensorBoard summary (bytes for an event file), which an inference graph has no "
+           "use for") for t in ("ScalarSummary", "HistogramSummary", "ImageSummary",
+                                "TensorSummaryV2", "MergeSummary")},
     **{t: _STRING for t in ("AsString", "StringJoin", "ReduceJoin", "StringLength",
                             "StringLower", "StringUpper", "StringStrip", "Substr",
                             "StringToNumber", "RegexReplace", "RegexFullMatch")},

@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     sort_ops,
     state_ops,
     string_ops,
+    summary_ops,
     table,
     transfer_ops,
 )

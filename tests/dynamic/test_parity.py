@@ -259,7 +259,8 @@ PYTHON_CALLS = {"PyFunc"}
 # string, or an op that would give one, refuses with a clear error
 STRING_OPS = {"AsString", "StringJoin", "ReduceJoin", "StringLength", "StringLower",
               "StringUpper", "StringStrip", "Substr", "StringToNumber", "RegexReplace",
-              "RegexFullMatch"}
+              "RegexFullMatch", "ScalarSummary", "HistogramSummary", "ImageSummary",
+              "TensorSummaryV2", "MergeSummary"}
 
 
 def test_strings_refuse_in_the_dynamic_mode_naming_the_op():
