@@ -186,3 +186,19 @@ def _line() -> int:
     """The caller's line number."""
     import inspect
     return inspect.currentframe().f_back.f_lineno
+
+
+def test_related_free_dims_must_agree_even_where_the_session_would_broadcast_a_1(tmp_path):
+    """The documented price of checking related sizes: x + y at batches 1 and 5 broadcasts in
+    a session; the module, which cannot tell a 1 that broadcasts from a batch gone wrong,
+    asks for one size."""
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [None, 3], name="x")
+        y = sg.placeholder(sg.float32, [None, 3], name="y")
+        with sg.Session() as sess:
+            sg.export(x + y, [x, y], tmp_path / "m.py")
+            assert sess.run(x + y, {x: np.ones((1, 3)), y: np.ones((5, 3))}).shape == (5, 3)
+    module = _import_exported(str(tmp_path / "m.py"))
+    assert_same(module.run(np.ones((5, 3)), np.ones((5, 3)))[0], np.full((5, 3), 2, np.float32))
+    with pytest.raises(ValueError, match="x:0 dimension 0 is 1, y:0 dimension 0 is 5"):
+        module.run(np.ones((1, 3)), np.ones((5, 3)))
