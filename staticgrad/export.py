@@ -31,11 +31,15 @@ its arrays where it needs one (`np.reshape(x, (-1, 3))`, `np.zeros_like(x)`), an
 accepts any size there while it checks each feed's rank, known sizes and dtype, naming the
 feed. Free sizes the graph relates (the batch of the labels and of the logits) must agree:
 `run` checks that too (`_tied_dims` finds them with the session's own shape rules). Where the
-code needs a free size when it is compiled (a random draw or a fill of a fed tensor's shape,
-the gradient of a slice or pad along a free dimension), the export raises UnimplementedError
+code needs a free size when it is compiled (a fill of a fed tensor's shape, the gradients of
+a slice, a pad or a concat along a free dimension), the export raises UnimplementedError
 naming the op, the line of the program that made it and the free dimensions it is computed
 from: give those sizes in `feed_shapes`. A session itself always compiles at the shapes it is
-fed. The rank of every feed must be known. It is compiled with
+fed. The rank of every feed must be known. Values of a free size are neither fused into
+block kernels nor freed or reused by the memory plan (both need sizes known when compiled):
+the module computes them with whole-array NumPy calls, so where a session at a large batch
+sums such a value block by block, the module's sum may differ in the last bits. It is
+compiled with
 `vector_math=False`: where the session computes exp, log, tanh or sigmoid in a float32
 fused group with runtime_fast's kernels (the `[fast]` extra), the module calls NumPy's, and its
 results may differ from the session's in the last bits (they are those of a session with

@@ -202,3 +202,28 @@ def test_related_free_dims_must_agree_even_where_the_session_would_broadcast_a_1
     assert_same(module.run(np.ones((5, 3)), np.ones((5, 3)))[0], np.full((5, 3), 2, np.float32))
     with pytest.raises(ValueError, match="x:0 dimension 0 is 1, y:0 dimension 0 is 5"):
         module.run(np.ones((1, 3)), np.ones((5, 3)))
+
+
+def test_a_random_draw_of_a_free_size_draws_what_the_session_draws(tmp_path):
+    """Dropout draws a mask of the batch's shape: the module reads it when it runs."""
+    with sg.Graph().as_default():
+        sg.set_random_seed(4)
+        x = sg.placeholder(sg.float32, [None, 4], name="x")
+        w = sg.Variable(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), name="w")
+        h = sg.nn.dropout(sg.matmul(x, w), keep_prob=0.5, seed=2)
+        noise = sg.random_normal([sg.shape(x)[0], 1], seed=3)
+        loss = sg.reduce_mean(sg.square(h + noise))
+        step = sg.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with sg.Session() as sess:
+            sess.run(w.initializer)
+            sg.export([h, loss, step], [x], tmp_path / "m.py")  # before the session draws
+            module = _import_exported(str(tmp_path / "m.py"))
+            for n in BATCHES:
+                feed = _batch(n)[0]
+                want = sess.run([h, loss, step], {x: feed})
+                got = module.run(feed)
+                assert_same(got[0], want[0])
+                assert_same(np.asarray(got[1]), want[1])
+                assert_same(module.V["w"], sess.run(w))
+    assert "rt.normal(R['random_normal/RandomStandardNormal'], tuple(" in \
+        (tmp_path / "m.py").read_text()
