@@ -1,6 +1,6 @@
 """The `staticgrad` command: export, draw and read graphs saved as JSON, and run the demo.
 
-    staticgrad export model.json --fetch probs --feed x:32,2 --checkpoint ckpt/model -o m.py
+    staticgrad export model.json --fetch probs --feed x:?,2 --checkpoint ckpt/model -o m.py
     staticgrad draw model.json -o model.svg          # .svg, .png, or .dot (needs no graphviz)
     staticgrad source model.json --fetch probs --feed x:?,2
     staticgrad demo
@@ -10,10 +10,11 @@ named as in `sess.run`: `probs:0` is a tensor; a bare op name `probs` means its 
 output (or the op itself when it has none, e.g. a training step).
 
 A feed's shape follows a colon: `x:4,3` (4 by 3), `x:?,3` (a `?` keeps the placeholder's
-own size there, which must be known), `x:` or `x:()` (a scalar); with a tensor index,
-`x:0:4,3` (so `x:4` is x's first output with shape (4,), not tensor 4). Without a shape the
-placeholder's declared shape is used; every size must then be known. Feeds are zeros of
-the placeholder's dtype where values are needed (`source`).
+own size there), `x:` or `x:()` (a scalar); with a tensor index, `x:0:4,3` (so `x:4` is x's
+first output with shape (4,), not tensor 4). Without a shape the placeholder's declared
+shape is used. `export` leaves a size that stays unknown free (the module takes any size
+there: see sg.export); `source` needs every size known. Feeds are zeros of the
+placeholder's dtype where values are needed (`source`).
 
 Every error is one line on stderr, `staticgrad: error: ...`, with exit status 1 (2 for a
 command line argparse rejects).
@@ -109,8 +110,9 @@ def _element(graph, name: str, what: str):
     return element
 
 
-def _feeds(graph, specs) -> tuple[list, list]:
-    """The fed placeholders, and their concrete shapes, from `NAME[:SHAPE]` specs."""
+def _feeds(graph, specs, free: bool = False) -> tuple[list, list]:
+    """The fed placeholders, and their shapes, from `NAME[:SHAPE]` specs: concrete, or with
+    `free` None where a size stays unknown (the rank must be known)."""
     tensors, shapes = [], []
     for spec in specs or ():
         name, shape = parse_feed(spec)
@@ -118,23 +120,26 @@ def _feeds(graph, specs) -> tuple[list, list]:
         if not hasattr(tensor, "shape") or not hasattr(tensor, "dtype"):
             raise CommandError(f"feed {name!r} names an operation without outputs, not a tensor")
         declared = tensor.shape.as_list() if tensor.shape.dims is not None else None
+        if shape is None and declared is None and free:
+            raise CommandError(f"feed {name!r} has a shape of unknown rank: give its shape, "
+                               f"e.g. {name}:?,3 (a ? is free)")
         if shape is None:
             shape = declared if declared is not None else [None]
         elif declared is not None and len(declared) != len(shape):
             raise CommandError(f"feed {spec!r} gives {len(shape)} dimension(s); {tensor.name} "
                                f"has shape {tensor.shape}")
-        concrete = []
+        sizes = []
         for i, size in enumerate(shape):
             if size is None:
                 size = declared[i] if declared is not None else None
-            if size is None:
+            if size is None and not free:
                 raise CommandError(f"feed {name!r} (shape {tensor.shape}) needs its size in "
                                    f"dimension {i}: give it as {name}:" +
                                    ",".join("N" if d is None else str(d) for d in
                                             (declared or shape)))
-            concrete.append(size)
+            sizes.append(size)
         tensors.append(tensor)
-        shapes.append(tuple(concrete))
+        shapes.append(tuple(sizes))
     return tensors, shapes
 
 
@@ -165,7 +170,7 @@ def cmd_export(args) -> None:
     import staticgrad as sg
     graph, saver = _load_graph(args.graph)
     fetches = [_element(graph, name, "fetch") for name in args.fetch]
-    feeds, shapes = _feeds(graph, args.feed)
+    feeds, shapes = _feeds(graph, args.feed, free=True)
     sess = _session(graph, saver, args.checkpoint, args.backend)
     with graph.as_default():
         path = sg.export(fetches, feeds, args.output, backend=args.backend, session=sess,
@@ -230,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("graph", metavar="GRAPH.json", help="a graph saved by export_meta_graph")
     p.add_argument("--fetch", action="append", required=True, metavar="NAME", help=fetch_help)
     p.add_argument("--feed", action="append", default=[], metavar="NAME[:SHAPE]",
-                   help=feed_help + "; the order of run()'s arguments")
+                   help=feed_help + "; a size left unknown is free (run() takes any size "
+                   "there); the order of run()'s arguments")
     p.add_argument("--checkpoint", metavar="PREFIX",
                    help="a Saver checkpoint prefix (PREFIX.npz) to restore the variables from")
     p.add_argument("-o", "--output", required=True, metavar="OUT.py", help="the module to write")

@@ -25,7 +25,21 @@ the old module keeps reading the data file it was exported with. The other order
 the old module with new data, and a running old module's `reset()` would fail instead.
 
 The code is the code `Session.run` executes, specialized to the feed shapes: they come from
-`feed_shapes` or from the placeholders' static shapes. It is compiled with
+`feed_shapes` or from the placeholders' static shapes. A size left None there (a batch
+dimension) stays free: the code is compiled at the partial shapes, reading such a size from
+its arrays where it needs one (`np.reshape(x, (-1, 3))`, `np.zeros_like(x)`), and `run`
+accepts any size there while it checks each feed's rank, known sizes and dtype, naming the
+feed. Free sizes the graph relates (the batch of the labels and of the logits) must agree:
+`run` checks that too (`_tied_dims` finds them with the session's own shape rules). Where the
+code needs a free size when it is compiled (a fill of a fed tensor's shape, the gradients of
+a slice, a pad or a concat along a free dimension), the export raises UnimplementedError
+naming the op, the line of the program that made it and the free dimensions it is computed
+from: give those sizes in `feed_shapes`. A session itself always compiles at the shapes it is
+fed. The rank of every feed must be known. Values of a free size are neither fused into
+block kernels nor freed or reused by the memory plan (both need sizes known when compiled):
+the module computes them with whole-array NumPy calls, so where a session at a large batch
+sums such a value block by block, the module's sum may differ in the last bits. It is
+compiled with
 `vector_math=False`: where the session computes exp, log, tanh or sigmoid in a float32
 fused group with runtime_fast's kernels (the `[fast]` extra), the module calls NumPy's, and its
 results may differ from the session's in the last bits (they are those of a session with
@@ -49,9 +63,13 @@ from .backends import get_backend
 from .backends.numpy import runtime as generated_rt
 from .backends.numpy.parts import compile_module
 from .codegen.templates import render_template
+from .errors import OpError, UnimplementedError
 from .graph import Tensor, get_default_session
 from .ops.py_func_ops import calls_python
+from .passes.prune import prune
+from .passes.specialize import specialize
 from .session import Session, generator_seed
+from .shapes import TensorShape
 from .train.atomic_files import atomic_write_all
 
 __all__ = ["export"]
@@ -59,7 +77,7 @@ __all__ = ["export"]
 # globals the exported module defines beside the generated code
 _MODULE_NAMES = {"np", "os", "types", "rt", "V", "R", "run", "reset", "FEEDS", "FETCHES",
                  "_compute", "_DIR", "_DATA_FILE", "_VARIABLES", "_CONSTANTS", "_SEEDS",
-                 "_EXPORT_ID", "_open_data", "_as_feed", "_data", "annotations"}
+                 "_EXPORT_ID", "_open_data", "_as_feed", "_same_sizes", "_data", "annotations"}
 
 
 def export(fetches, feed_list, path, backend: str = "numpy", session: Session | None = None,
@@ -70,11 +88,14 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     flat tuple, in the order `Session.run` visits them). `feed_list`: the tensors (or names)
     fed, in the order of `run`'s arguments. `path`: the `.py` file to write; the variable
     values go to the `.npz` beside it. `feed_shapes`: a shape per feed (a list aligned with
-    `feed_list`, or a dict keyed by tensor or name) where a placeholder's shape has unknown
-    dimensions. `session`: whose variable values to store (the default session if None).
+    `feed_list`, or a dict keyed by tensor or name), to fix sizes the placeholders leave
+    unknown or to give a rank; a size None there, or unknown in a placeholder's shape, stays
+    free: the module accepts any size there. `session`: whose variable values to store (the
+    default session if None).
 
-    >>> sg.export(y, [x], "model.py", session=sess)      # doctest: +SKIP
-    >>> import model; model.run(np.ones((2, 3), np.float32))  # doctest: +SKIP
+    >>> x = sg.placeholder(sg.float32, [None, 3])             # doctest: +SKIP
+    >>> sg.export(y, [x], "model.py", session=sess)           # doctest: +SKIP
+    >>> import model; model.run(np.ones((2, 3), np.float32))  # any batch size  # doctest: +SKIP
     """
     if get_backend(backend).name != "numpy":
         raise ValueError(f"sg.export writes a NumPy module; backend {backend!r} has no "
@@ -91,10 +112,21 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     session._check_open("export")
     feeds = [session._feed_tensor(k) for k in (feed_list or ())]
     shapes = _feed_shapes(session.graph, feeds, feed_shapes)
-    feed_dict = {t: np.zeros(s, dtype=t.dtype.np) for t, s in zip(feeds, shapes)}
+    signature = [(s, t.dtype) for t, s in zip(feeds, shapes)]
     # NumPy's ufuncs throughout, not runtime_fast's kernels: the module needs only NumPy
-    plan = session.plan(fetches, feed_dict, dataclasses.replace(session.options,
-                                                                vector_math=False))
+    options = dataclasses.replace(session.options, vector_math=False)
+    try:
+        plan = session._plan_at(fetches, feeds, signature, options)
+    except UnimplementedError as e:
+        free = _free_dims(feeds, shapes)
+        if not free or e.op is None:
+            raise
+        dims = _upstream(e.op, free, feeds)
+        raise UnimplementedError(
+            e.node_def, e.op, f"cannot export with {_describe_dims(dims, feeds)} free (None): "
+                              f"{e.message}; give {'its size' if len(dims) == 1 else 'their sizes'}"
+                              " in feed_shapes to export at a fixed size") from None
+    same_sizes = _tied_dims(plan, feeds, shapes)
 
     if any(calls_python(op) for op in plan.line_ops.ops):  # (the plan's ops, by line)
         raise ValueError("cannot export: the graph calls a Python function of this process "
@@ -129,8 +161,8 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     for name in rng_names:
         seeds.setdefault(name, None)
 
-    pieces = (stem, plan, tree, feeds, shapes, imports, helpers, rt_names, var_keys,
-              sorted(constants), seeds)
+    pieces = (stem, plan, tree, feeds, shapes, same_sizes, imports, helpers, rt_names,
+              var_keys, sorted(constants), seeds)
     export_id = _export_id(_module_source(*pieces, export_id=""), arrays)
     source = _module_source(*pieces, export_id=export_id)
     del tree, pieces
@@ -166,18 +198,93 @@ def _check_feed_shape(t, shape) -> None:
 
 
 def _feed_shapes(graph, feeds, feed_shapes) -> list[tuple]:
-    """The concrete shape of each feed: given in `feed_shapes`, or the static one."""
+    """The shape of each feed, None where a dimension is free: given in `feed_shapes` (where
+    it leaves a size None, the placeholder's own stands if known), or the static one. A
+    feed's rank must be known."""
     shapes = []
     for t, shape in zip(feeds, _given_feed_shapes(graph, feeds, feed_shapes)):
         if shape is None:
-            if not t.shape.is_fully_defined():
-                raise ValueError(f"cannot export with feed {t.name} of shape {t.shape}: its "
-                                 f"dimensions must be known; pass feed_shapes ({t.op.where()})")
+            if t.shape.ndims is None:
+                raise ValueError(f"cannot export with feed {t.name} of unknown rank: pass its "
+                                 f"shape in feed_shapes ({t.op.where()})")
             shape = t.shape.as_list()
-        shape = tuple(int(d) for d in shape)
+        shape = [None if d is None else int(d) for d in shape]
         _check_feed_shape(t, shape)
-        shapes.append(shape)
+        shapes.append(tuple(TensorShape(shape).merge_with(t.shape).as_list()))
     return shapes
+
+
+def _free_dims(feeds, shapes) -> list[tuple[int, int]]:
+    """(feed index, axis) of each free dimension, in feed order."""
+    return [(k, axis) for k, shape in enumerate(shapes) for axis, d in enumerate(shape)
+            if d is None]
+
+
+def _describe_dims(dims, feeds) -> str:
+    return ", ".join(f"{feeds[k].name} dimension {axis}" for k, axis in dims)
+
+
+def _upstream(op, free, feeds) -> list[tuple[int, int]]:
+    """The free dimensions of the feeds that `op` is computed from (all of them where it is
+    computed from none: a dimension may reach it through a sub-graph's inputs)."""
+    fed = {t: k for k, t in enumerate(feeds)}
+    seen, stack, found = set(), [op], set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for t in node.inputs:
+            if t in fed:
+                found.add(fed[t])
+            else:
+                stack.append(t.op)
+    return [d for d in free if d[0] in found] or free
+# at most this many free dimensions are related by trying each partition of them (there are
+# 203 partitions of 6)
+TIE_LIMIT = 6
+
+
+def _tied_dims(plan, feeds, shapes) -> list[list[tuple[int, int]]]:
+    """The groups of free dimensions (feed index, axis) that must be of one size, as the
+    graph's shape rules say: a session that compiles at sizes putting them apart raises
+    (labels and logits of different batch sizes); the exported module checks them. Found by
+    specializing the plan's ops (shape inference only) at sizes for each partition of the
+    free dimensions, finest first: the first that holds ties what it groups. Where none
+    holds at these sizes (a dimension must be the sum of two others, or even...), or there
+    are more than TIE_LIMIT free dimensions, none are tied: NumPy's own checks stand."""
+    free = _free_dims(feeds, shapes)
+    if len(free) < 2 or len(free) > TIE_LIMIT:
+        return []
+    ops = prune(list(plan.fetches), set(feeds))
+
+    def holds(groups) -> bool:
+        size = {d: 2 + g for g, group in enumerate(groups) for d in group}
+        sig = {t: (tuple(size.get((k, axis), d) for axis, d in enumerate(shape)), t.dtype)
+               for k, (t, shape) in enumerate(zip(feeds, shapes))}
+        try:
+            specialize(ops, sig)
+        except (OpError, ValueError, TypeError):
+            return False
+        return True
+
+    for groups in sorted(_partitions(free), key=len, reverse=True):
+        if holds(groups):
+            return [group for group in groups if len(group) > 1]
+    return []
+
+
+def _partitions(items: list) -> list[list[list]]:
+    """Every partition of `items` into groups."""
+    if not items:
+        return [[]]
+    first, rest = items[0], items[1:]
+    found = []
+    for part in _partitions(rest):
+        found.append([[first], *part])
+        for i in range(len(part)):
+            found.append(part[:i] + [[first, *part[i]]] + part[i + 1:])
+    return found
 
 
 def _references(tree) -> tuple[list[str], list[str], list[str]]:
@@ -290,8 +397,8 @@ def _export_id(source: str, arrays: dict) -> str:
     return digest.hexdigest()[:16]
 
 
-def _module_source(stem, plan, tree, feeds, shapes, imports, helpers, rt_names, var_keys,
-                   constants, seeds, export_id: str) -> str:
+def _module_source(stem, plan, tree, feeds, shapes, same_sizes, imports, helpers, rt_names,
+                   var_keys, constants, seeds, export_id: str) -> str:
     """The exported module, from codegen_templates/numpy/export.py.j2. Every value that comes
     from the graph reaches the text as a Python literal (repr of names already checked,
     numbers, tuples) or as the generated code itself."""
@@ -308,8 +415,13 @@ def _module_source(stem, plan, tree, feeds, shapes, imports, helpers, rt_names, 
         helper_lines.pop()
     return render_template(
         "numpy/export.py.j2", stem=stem, params=params,
-        feeds=[(p, t.name, t.dtype.name, str(tuple(s)), t.dtype.np.name, repr(tuple(s)),
-                repr(t.name)) for p, t, s in zip(params, feeds, shapes)],
+        feeds=[(p, t.name, t.dtype.name, str(TensorShape(s)), t.dtype.np.name,
+                repr(tuple(s)), repr(t.name)) for p, t, s in zip(params, feeds, shapes)],
+        free=any(d is None for s in shapes for d in s),
+        same_sizes=[(", ".join(f"{params[k]}.shape[{axis}]" for k, axis in group),
+                     repr([(feeds[k].name, axis) for k, axis in group]),
+                     " and ".join(f"{feeds[k].name} dimension {axis}" for k, axis in group))
+                    for group in same_sizes],
         fetches=fetch_names,
         imports=sorted({"import os", "import types"} | set(imports)
                        | ({"import threading"} if plan.locks else set())),

@@ -325,6 +325,21 @@ class Session:
 
     def _compile(self, fetch_list, feeds, arrays, key, options=None) -> _Compiled:
         """Compile (under the lock), kept in the cache under `key` unless that is None."""
+        return self._compile_at(fetch_list, feeds,
+                                [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays], key, options)
+
+    def _plan_at(self, fetches, feeds: list[Tensor], signature: list[tuple],
+                 options: CompileOptions | None = None) -> Plan:
+        """A plan (not kept) for `fetches` compiled at the feed `signature`, a (shape, dtype)
+        per feed where a shape may leave dimensions unknown (None): the generated code then
+        reads those sizes from its arrays. A session's own runs always compile at their
+        arrays' shapes; sg.export compiles at the shapes a module is to accept."""
+        self._check_open(f"plan({_describe(fetches)})")
+        leaves = []
+        _flatten(fetches, self.graph, leaves)
+        return self._compile_at(tuple(leaves), list(feeds), signature, None, options).plan
+
+    def _compile_at(self, fetch_list, feeds, signature, key, options=None) -> _Compiled:
         with self._compile_lock:
             if self._closed:
                 raise self._closed_error(f"compiling {', '.join(f.name for f in fetch_list)}")
@@ -333,22 +348,21 @@ class Session:
                 return compiled
             for f in fetch_list:
                 _resolve_fetch(f, self.graph)
-            for t, a in zip(feeds, arrays):
+            for t, (shape, _) in zip(feeds, signature):
                 if t.graph is not self.graph:
                     raise ValueError(f"cannot feed {t.name} (made by {t.op.where()}): it is "
                                      "from another graph than the session's")
-                if not t.shape.is_compatible_with(a.shape):
+                if not t.shape.is_compatible_with(shape):
                     raise InvalidArgumentError(
-                        None, t.op, f"cannot feed a value of shape {a.shape} for {t.name}, "
+                        None, t.op, f"cannot feed a value of shape {tuple(shape)} for {t.name}, "
                                     f"which has shape {t.shape} ({t.op.where()})")
             if key is not None:
-                reason = self._recompile_reason(fetch_list, feeds, arrays)
+                reason = self._recompile_reason(fetch_list, feeds, signature)
                 log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
             if self.graph._devices_used or self._config.log_device_placement:
                 place(prune(fetch_list, set(feeds)), self._backend.device_types, self._config)
-            plan = compile_plan(list(fetch_list), list(feeds),
-                                [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays],
-                                self._vars, self._rngs, options=options or self.options,
+            plan = compile_plan(list(fetch_list), list(feeds), list(signature), self._vars,
+                                self._rngs, options=options or self.options,
                                 locks=self._locks, backend=self._backend)
             self._make_generators(plan)
             compiled = _Compiled(plan)
@@ -356,8 +370,8 @@ class Session:
                 self._cache[key] = compiled
             return compiled
 
-    def _recompile_reason(self, fetch_list, feeds, arrays) -> str:
-        new = [(t.name, a.shape, str(a.dtype)) for t, a in zip(feeds, arrays)]
+    def _recompile_reason(self, fetch_list, feeds, signature) -> str:
+        new = [(t.name, tuple(shape), dtype.name) for t, (shape, dtype) in zip(feeds, signature)]
         old = self._last_feeds.get(fetch_list)
         self._last_feeds[fetch_list] = new
         if old is None:

@@ -85,18 +85,49 @@ def test_export_with_checkpoint_matches_the_session(saved, tmp_path):
 
 def test_export_without_checkpoint_uses_the_initializers(saved, tmp_path):
     folder, _ = saved
-    staticgrad("export", folder / "graph.json", "--fetch", "layer/probs", "--feed", "x:?,2",
-               "-o", tmp_path / "init.py", cwd=tmp_path, returncode=1)  # ? is unknown in x
     staticgrad("export", folder / "graph.json", "--fetch", "layer/probs", "--feed", "x:0:3,2",
                "-o", tmp_path / "init.py", cwd=tmp_path)
     sys.path.insert(0, str(tmp_path))
     try:
         import init
         probs = init.run(X[:3])[0]
+        with pytest.raises(ValueError, match=r"x:0 must have shape \(3, 2\)"):
+            init.run(X)
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("init", None)
     np.testing.assert_allclose(probs, np.full((3, 3), 1 / 3, np.float32))  # W = 0
+
+
+@pytest.mark.parametrize("feed", ["x:?,2", "x"])
+def test_export_leaves_an_unknown_size_free(saved, tmp_path, feed):
+    folder, (probs, total) = saved
+    staticgrad("export", folder / "graph.json", "--fetch", "layer/probs", "--fetch", "total",
+               "--feed", feed, "--checkpoint", folder / "ckpt" / "model",
+               "-o", tmp_path / "free.py", cwd=tmp_path)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import free
+        p, t = free.run(X)
+        np.testing.assert_array_equal(p, probs)
+        np.testing.assert_array_equal(t, total)
+        # one row alone: that row's probabilities (up to the rounding of a smaller matmul)
+        np.testing.assert_allclose(free.run(X[1:2])[0], probs[1:2], rtol=1e-6)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("free", None)
+
+
+def test_export_needs_the_rank_of_a_feed(tmp_path):
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, None, name="x")
+        sg.identity(x * 2.0, name="y")
+        sg.train.export_meta_graph(str(tmp_path / "graph.json"))
+    _, err = staticgrad("export", tmp_path / "graph.json", "--fetch", "y", "--feed", "x",
+                        "-o", tmp_path / "m.py", cwd=tmp_path, returncode=1)
+    assert "unknown rank" in one_error_line(err) and "x:?,3" in err
+    staticgrad("export", tmp_path / "graph.json", "--fetch", "y", "--feed", "x:?",
+               "-o", tmp_path / "m.py", cwd=tmp_path)
 
 
 def test_draw_dot_and_svg(saved, tmp_path):

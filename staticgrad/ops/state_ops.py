@@ -212,13 +212,16 @@ def _random_infer(ctx):
 
 def _random_numpy(fn):
     def emit(a, ctx):
-        shape = tuple(_known(ctx, 0, "the shape of a random tensor"))
+        if ctx.value(0) is None and a[0] != "None":  # a shape known when the run runs (of a
+            shape = f"tuple({a[0]})"                   # feed whose size an export left free)
+        else:
+            shape = repr(tuple(_known(ctx, 0, "the shape of a random tensor")))
         dt = ctx.lit("dtype")
         gen = f"R[{Name().literal(ctx.name)}]"
         if fn == "uniform":
             lo, hi = ctx.lit("low"), ctx.lit("high")
-            return f"rt.uniform({gen}, {shape!r}, {lo}, {hi}, {dt})"
-        return f"rt.{fn}({gen}, {shape!r}, {dt})"
+            return f"rt.uniform({gen}, {shape}, {lo}, {hi}, {dt})"
+        return f"rt.{fn}({gen}, {shape}, {dt})"
     return emit
 
 
