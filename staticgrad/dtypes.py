@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .runtime_strings import to_strings
+
 
 class DType:
     """One element type. Compare with `is` or `==`; `as_numpy_dtype` gives the NumPy type."""
@@ -171,35 +173,9 @@ def can_cast_value(arr: np.ndarray, dtype: DType) -> bool:
 def string_array(value) -> np.ndarray:
     """`value` (a str, bytes, or a nested list or array of them) as a string array: a NumPy
     object array of `bytes`, str encoded as UTF-8. TypeError naming the first element that is
-    neither str nor bytes.
+    neither str nor bytes (runtime_strings.to_strings, which exported modules carry too).
 
     >>> string_array(["a", b"b"]).tolist()
     [b'a', b'b']
     """
-    if isinstance(value, np.ndarray) and value.dtype.kind == "S":
-        arr = value.astype(object)  # (NumPy's fixed-width bytes drop trailing NULs already)
-    else:
-        if isinstance(value, np.ndarray) and value.dtype.kind not in "UO":
-            raise TypeError(f"an array of dtype {value.dtype} is not strings")
-        arr = np.array(value, dtype=object)
-    flat = arr.reshape(-1)
-    for i, item in enumerate(flat):
-        if type(item) is bytes:
-            continue
-        if isinstance(item, str | np.str_):
-            flat[i] = item.encode("utf-8")
-        elif isinstance(item, bytes | np.bytes_):
-            flat[i] = bytes(item)
-        else:
-            index = tuple(int(j) for j in np.unravel_index(i, arr.shape))
-            where = f" at index {list(index)}" if arr.ndim else ""
-            raise TypeError(f"{type(item).__name__} {item!r:.40}{where} is not a string "
-                            "(str or bytes)")
-    return arr
-
-
-def array_key(arr: np.ndarray) -> tuple:
-    """A hashable key for an array's dtype, shape and contents (equal keys: equal arrays,
-    0.0 and -0.0 apart). A string array is keyed by its bytes objects, not their addresses."""
-    data = tuple(arr.reshape(-1).tolist()) if arr.dtype.kind == "O" else arr.tobytes()
-    return arr.dtype.str, arr.shape, data
+    return to_strings(value)

@@ -15,6 +15,10 @@ variables the code reads or assigns, and the constants of the generated code). T
 - carries a copy of the staticgrad runtime helpers its code calls (the `rt.<name>` calls),
   so it imports no staticgrad.
 
+A string value (a constant or a variable of dtype string) is kept in the `.npz` as two
+numeric arrays, its strings' lengths and their bytes, which the module joins when it loads
+them: the data file holds no pickles, and the strings never become source text.
+
 The two files are a pair: the `.npz` holds an `export_id` (a hash of both files' contents) that
 the module checks whenever it reads it, so it never runs with another export's data. Both are
 written to temporary files first and renamed into place only once both are complete, the
@@ -65,9 +69,11 @@ from .backends.numpy.parts import compile_module
 from .codegen.templates import render_template
 from .errors import OpError, UnimplementedError
 from .graph import Tensor, get_default_session
+from .ops.kernels import np_dtype
 from .ops.py_func_ops import calls_python
 from .passes.prune import prune
 from .passes.specialize import specialize
+from .runtime_strings import split_strings
 from .session import Session, generator_seed
 from .shapes import TensorShape
 from .train.atomic_files import atomic_write_all
@@ -134,6 +140,11 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     namespace = plan.fn.__globals__
     tree = ast.parse(plan.source)
     var_names, rng_names, rt_names = _references(tree)
+    if any(t.dtype.is_string for t in feeds) or any(
+            v.dtype.kind == "O" for v in namespace.values() if isinstance(v, np.ndarray)) or any(
+            session.graph.get_operation_by_name(v).outputs[0].dtype.is_string
+            for v in var_names if v in session.variable_names()):
+        rt_names = sorted({*rt_names, "join_strings", "to_strings"})  # (the module's loaders)
     imports, helpers = _runtime_source(rt_names)
     constants = {k: v for k, v in namespace.items() if isinstance(v, np.ndarray)
                  and k not in ("V", "R")}
@@ -154,9 +165,9 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     for i, name in enumerate(var_names):
         if name in initialized:
             var_keys[name] = f"v{i}"
-            arrays[f"v{i}"] = session.read_variable(name)
+            _store(arrays, f"v{i}", session.read_variable(name))
     for name, value in constants.items():
-        arrays[f"c_{name}"] = value
+        _store(arrays, f"c_{name}", value)
     seeds = {op.name: generator_seed(op.attrs["seed"]) for op in plan.random_ops}
     for name in rng_names:
         seeds.setdefault(name, None)
@@ -172,6 +183,15 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     atomic_write_all([(os.path.join(folder, filename), lambda f: f.write(source.encode())),
                       (os.path.join(folder, stem + ".npz"), lambda f: np.savez(f, **arrays))])
     return os.path.join(folder, filename)
+
+
+def _store(arrays: dict, key: str, value: np.ndarray) -> None:
+    """value into the data file's arrays under key; a string value as two numeric arrays,
+    `key:lengths` and `key:bytes` (the file holds no pickles), which the module joins."""
+    if value.dtype.kind == "O":
+        arrays[key + ":lengths"], arrays[key + ":bytes"] = split_strings(value)
+    else:
+        arrays[key] = value
 
 
 # -- the pieces -----------------------------------------------------------------------------------
@@ -415,7 +435,7 @@ def _module_source(stem, plan, tree, feeds, shapes, same_sizes, imports, helpers
         helper_lines.pop()
     return render_template(
         "numpy/export.py.j2", stem=stem, params=params,
-        feeds=[(p, t.name, t.dtype.name, str(TensorShape(s)), t.dtype.np.name,
+        feeds=[(p, t.name, t.dtype.name, str(TensorShape(s)), np_dtype(t.dtype)[len("np."):],
                 repr(tuple(s)), repr(t.name)) for p, t, s in zip(params, feeds, shapes)],
         free=any(d is None for s in shapes for d in s),
         same_sizes=[(", ".join(f"{params[k]}.shape[{axis}]" for k, axis in group),

@@ -345,7 +345,7 @@ def call_py_func(key, dtypes, args):
     arrays = []
     for i, (value, dtype) in enumerate(zip(out, dtypes)):
         if np.dtype(getattr(dtype, "np", dtype)).kind == "O":  # strings: each must be bytes
-            arrays.append(check_strings(value, f"output {i} of the function of py_func"))
+            arrays.append(to_strings(value, f"output {i} of the function of py_func"))
         elif isinstance(value, np.ndarray | np.generic):
             if value.dtype != dtype:
                 raise TypeError(f"the function of py_func gave output {i} of dtype "
@@ -540,7 +540,7 @@ from .runtime_conv import (  # noqa: E402, F401
 )
 from .runtime_strings import (  # noqa: E402, F401 (the string kernels, as rt.<name>)
     as_string,
-    check_strings,
+    join_strings,
     reduce_join,
     regex_full_match,
     regex_replace,
@@ -551,6 +551,7 @@ from .runtime_strings import (  # noqa: E402, F401 (the string kernels, as rt.<n
     string_to_number,
     string_upper,
     substr,
+    to_strings,
 )
 from .runtime_summary import (  # noqa: E402, F401 (the summary kernels, as rt.<name>)
     merge_summary,

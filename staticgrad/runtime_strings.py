@@ -168,12 +168,50 @@ def regex_full_match(x, pattern):
     return _strings(lambda s: regex.fullmatch(s) is not None)(x).astype(np.bool_)
 
 
-def check_strings(value, what):
-    """`value` as a string array, every element bytes (TypeError naming `what` otherwise):
-    how a string that Python code made (py_func) enters a run."""
-    arr = np.array(value, dtype=object)
-    for item in arr.reshape(-1):
-        if type(item) is not bytes:
-            raise TypeError(f"{what} holds a {type(item).__name__}, where strings must be "
-                            "bytes")
+def to_strings(value, what: str = ""):
+    """`value` (a str, bytes, or a nested list or array of them) as a string value: an object
+    array of `bytes`, str encoded as UTF-8. TypeError naming `what` and the first element
+    that is neither."""
+    if isinstance(value, np.ndarray) and value.dtype.kind == "S":
+        arr = value.astype(object)  # (NumPy's fixed-width bytes drop trailing NULs already)
+    else:
+        if isinstance(value, np.ndarray) and value.dtype.kind not in "UO":
+            raise TypeError(f"{what}{': ' if what else ''}an array of dtype {value.dtype} is "
+                            "not strings")
+        arr = np.array(value, dtype=object)
+    flat = arr.reshape(-1)
+    for i, item in enumerate(flat):
+        if type(item) is bytes:
+            continue
+        if isinstance(item, str | np.str_):
+            flat[i] = item.encode("utf-8")
+        elif isinstance(item, bytes | np.bytes_):
+            flat[i] = bytes(item)
+        else:
+            index = [int(j) for j in np.unravel_index(i, arr.shape)]
+            at = f" at index {index}" if arr.ndim else ""
+            raise TypeError(f"{what}{': ' if what else ''}{type(item).__name__} {item!r:.40}"
+                            f"{at} is not a string (str or bytes)")
     return arr
+
+
+def split_strings(value):
+    """A string value as two numeric arrays, for files that hold numbers only (checkpoints,
+    exported modules' .npz): each string's length (int64, the value's shape) and the strings'
+    bytes one after another, in C order (uint8)."""
+    flat = np.asarray(value, dtype=object).reshape(-1).tolist()
+    lengths = np.array([len(b) for b in flat], np.int64).reshape(np.shape(value))
+    return lengths, np.frombuffer(b"".join(flat), np.uint8)
+
+
+def join_strings(lengths, data):
+    """The string value `split_strings` gave these two arrays for; ValueError where they do
+    not fit together (negative lengths, or not adding up to the bytes)."""
+    if lengths.dtype != np.int64 or data.dtype != np.uint8 or data.ndim != 1 or \
+            (lengths.size and lengths.min() < 0) or int(lengths.sum()) != data.size:
+        raise ValueError("the lengths do not add up to the bytes (or have the wrong dtype)")
+    raw, out = data.tobytes(), np.empty(lengths.size, dtype=object)
+    ends = np.cumsum(lengths.reshape(-1)).tolist()
+    for i, (start, end) in enumerate(zip([0] + ends, ends)):
+        out[i] = raw[start:end]
+    return out.reshape(lengths.shape)

@@ -50,6 +50,7 @@ import zlib
 import numpy as np
 
 from ..errors import DataLossError, NotFoundError, PermissionDeniedError
+from ..runtime_strings import join_strings, split_strings
 
 INDEX_FILENAME = "checkpoint.json"
 DATA_SUFFIX = ".npz"
@@ -121,16 +122,10 @@ class Archive:
         where = f"the strings {name!r} of checkpoint file {self.path}"
         if name + _BYTES not in self._entries:
             raise DataLossError(None, None, f"{where} have lengths but no {_BYTES!r} entry")
-        lengths, data = self.read(name + _LENGTHS), self.read(name + _BYTES)
-        if lengths.dtype != np.int64 or data.dtype != np.uint8 or data.ndim != 1 or \
-                (lengths.size and lengths.min() < 0) or int(lengths.sum()) != data.size:
-            raise DataLossError(None, None, f"{where}: the lengths do not add up to the bytes "
-                                            "(or have the wrong dtype)")
-        raw, out = data.tobytes(), np.empty(lengths.size, dtype=object)
-        ends = np.cumsum(lengths.reshape(-1)).tolist()
-        for i, (start, end) in enumerate(zip([0] + ends, ends)):
-            out[i] = raw[start:end]
-        return out.reshape(lengths.shape)
+        try:
+            return join_strings(self.read(name + _LENGTHS), self.read(name + _BYTES))
+        except ValueError as e:
+            raise DataLossError(None, None, f"{where}: {e}") from None
 
     @contextlib.contextmanager
     def _member(self, name: str):
@@ -246,9 +241,7 @@ def write_npz(f, arrays: dict[str, np.ndarray]) -> None:
     with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, value in arrays.items():
             if value.dtype.kind == "O":  # strings: two numeric entries (see Archive)
-                flat = value.reshape(-1).tolist()
-                parts = {_LENGTHS: np.array([len(b) for b in flat], np.int64).reshape(
-                    value.shape), _BYTES: np.frombuffer(b"".join(flat), np.uint8)}
+                parts = dict(zip((_LENGTHS, _BYTES), split_strings(value)))
             else:
                 parts = {"": value}
             for suffix, part in parts.items():

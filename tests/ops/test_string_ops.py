@@ -259,6 +259,6 @@ def test_print_shows_string_text_and_py_func_returns_strings(g, capfd):
     assert _run([shown, upper], {x: ["ab", "c"]})[1].tolist() == [b"AB", b"C"]
     assert capfd.readouterr().err == "words: [ab c]é!\n"
     bad = sg.py_func(lambda a: np.array([1, 2], object), [x], sg.string)
-    with pytest.raises(InvalidArgumentError, match="output 0 of the function of py_func holds"
-                                                   " a int"):
+    with pytest.raises(InvalidArgumentError, match=r"output 0 of the function of py_func: int 1 "
+                                                   r"at index \[0\] is not a string"):
         _run(bad, {x: ["ab", "c"]})
