@@ -144,6 +144,7 @@ from .ops.debug_ops import (  # noqa: F401
     verify_tensor_all_finite,
 )
 from .ops.einsum_ops import einsum  # noqa: F401
+from .ops.indexed_slices import IndexedSlices, IndexedSlicesValue  # noqa: F401
 from .ops.indexing_ops import eye, gather, lin_space, linspace, one_hot, range, slice  # noqa: F401
 from .ops.join_ops import concat, pad, split, stack, tile, unstack  # noqa: F401
 from .ops.math_impl import (  # noqa: F401
@@ -198,6 +199,9 @@ from .ops.state_ops import (  # noqa: F401
     placeholder_with_default,
     random_normal,
     random_uniform,
+    scatter_add,
+    scatter_sub,
+    scatter_update,
     set_random_seed,
     truncated_normal,
 )

@@ -25,7 +25,8 @@ from .ops.array_ops import ones_like, reshape, shape_of, sum_to, zeros_like
 from .ops.attr_types import ABSENT, InProcess, Int
 from .ops.conversion import convert_to_tensor
 from .ops.creation import apply, run_rule
-from .ops.join_ops import stack
+from .ops.indexed_slices import IndexedSlices, to_dense
+from .ops.join_ops import concat, stack
 from .ops.table import register
 from .variables import Variable
 
@@ -102,8 +103,22 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     `grad_ys` weights each y (the vector of a vector-Jacobian product). The result is aligned
     with xs: None where no path connects (or zeros with unconnected_gradients="zero").
 
+    A gradient that is zero except on some rows (that of a gather along axis 0, an embedding
+    lookup) is an `IndexedSlices`, as in TF1 (ops/indexed_slices.py).
+
     >>> dw, = sg.gradients(loss, [w])      # doctest: +SKIP
     """
+    return _gradients(ys, xs, grad_ys, name, stop_gradients, unconnected_gradients, True)
+
+
+def dense_gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
+                    unconnected_gradients="none"):
+    """`gradients`, each a tensor (an IndexedSlices made dense): what the compiler's own
+    derivations (a loop's gradient, a Jacobian) build on."""
+    return _gradients(ys, xs, grad_ys, name, stop_gradients, unconnected_gradients, False)
+
+
+def _gradients(ys, xs, grad_ys, name, stop_gradients, unconnected_gradients, sparse: bool):
     if unconnected_gradients not in ("none", "zero"):
         raise ValueError(f"unconnected_gradients must be 'none' or 'zero', "
                          f"got {unconnected_gradients!r}")
@@ -157,9 +172,10 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                 g = None if stops and t in stops else _sum(grads.get(t))
                 if g is None:
                     continue
-                out_grads = [g]
+                out_grads = [g if type(g) is Tensor else _dense(g)]
             else:
-                out_grads = [None if t in stops else _sum(grads.get(t)) for t in op.outputs]
+                out_grads = [None if t in stops else _dense(_sum(grads.get(t)))
+                             for t in op.outputs]
                 if all([g is None for g in out_grads]):
                     continue
             # only inputs that lead back to an x need a gradient (not x * 1.0001's constant)
@@ -169,7 +185,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             outer = thread.name_stack
             thread.name_stack = graph.unique_name(f"{op.name}_grad")
             try:
-                in_grads = backward_step(op, out_grads, None, wanted)
+                in_grads = backward_step(op, out_grads, None, wanted, sparse)
             finally:
                 thread.name_stack = outer
             if in_grads is None:
@@ -194,14 +210,16 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
 _NO_CONTEXT = contextlib.nullcontext()  # reusable: it holds no state
 
 
-def backward_step(op, out_grads: list, scope=None, wanted=None) -> list | None:
+def backward_step(op, out_grads: list, scope=None, wanted=None,
+                  sparse: bool = False) -> list | None:
     """One op's step of a reverse pass: its gradient rule applied to the gradients of its
     outputs, checked and with broadcasting summed away (`_checked`); None if the op is not
     differentiable. `scope` (a context manager) is entered around the rule; `wanted` (one
     bool per input) may name the inputs whose gradients are needed, the others giving None.
 
     Shared by `gradients` (op: a graph Operation, building nodes) and the dynamic mode's tape
-    (op: a recorded node, run at once), so both use the same rules and checks.
+    (op: a recorded node, run at once), so both use the same rules and checks. A rule's
+    IndexedSlices stays one with `sparse`, else it is made dense.
     """
     rule, differentiable = _rule_for(op)
     if not differentiable:
@@ -215,24 +233,37 @@ def backward_step(op, out_grads: list, scope=None, wanted=None) -> list | None:
     # wrapping a built-in one (op.opdef.grad) gets every gradient from it
     if is_package_code(rule):
         if scope is None:
-            return _checked(op, run_rule(rule, op, out_grads, wanted), wanted)
+            return _checked(op, run_rule(rule, op, out_grads, wanted), wanted, sparse)
         with scope:
-            return _checked(op, run_rule(rule, op, out_grads, wanted), wanted)
+            return _checked(op, run_rule(rule, op, out_grads, wanted), wanted, sparse)
     with scope if scope is not None else _NO_CONTEXT, pinned_location(None):
-        return _checked(op, run_rule(rule, op, out_grads, None), wanted)
+        return _checked(op, run_rule(rule, op, out_grads, None), wanted, sparse)
 
 
 def _sum(parts):
     """Several gradients into one tensor are summed once, by one AddN node; the list is
-    replaced by the sum so that a second read reuses it."""
+    replaced by the sum so that a second read reuses it. IndexedSlices alone add up to one
+    IndexedSlices (their rows and indices joined, as TF1's); beside a dense gradient, they
+    are made dense."""
     if not parts:
         return None
     if len(parts) > 1:
-        parts[:] = [M.add_n(parts)]
+        if all(type(p) is IndexedSlices for p in parts):
+            parts[:] = [IndexedSlices(concat([p.values for p in parts], 0),
+                                      concat([p.indices for p in parts], 0),
+                                      parts[0].dense_shape)]
+        else:
+            parts[:] = [M.add_n([_dense(p) for p in parts])]
     return parts[0]
 
 
-def _checked(op: Operation, in_grads: list, wanted=None) -> list:
+def _dense(g):
+    """g as a tensor: an IndexedSlices made dense (without TF1's warning: the reverse pass
+    itself asks for it), anything else as it is."""
+    return to_dense(g, warn=False) if type(g) is IndexedSlices else g
+
+
+def _checked(op: Operation, in_grads: list, wanted=None, sparse: bool = False) -> list:
     """Verify a rule's result: one gradient per input, each with the input's dtype and a
     shape compatible with it (after summing away broadcasting)."""
     if len(in_grads) != len(op.inputs):
@@ -244,6 +275,14 @@ def _checked(op: Operation, in_grads: list, wanted=None) -> list:
         if g is None or (wanted is not None and not wanted[i]) or not x.dtype.is_floating:
             out.append(None)
             continue
+        if type(g) is IndexedSlices:
+            if g.dtype is not x.dtype:
+                raise TypeError(f"the gradient rule of {op.where()} returned {g!r} of dtype "
+                                f"{g.dtype.name} for input {i} of dtype {x.dtype.name}")
+            if sparse:
+                out.append(g)
+                continue
+            g = to_dense(g, warn=False)
         if type(g) is not Tensor:
             g = convert_to_tensor(g, dtype_hint=x.dtype)
         if broadcasts:
@@ -342,7 +381,8 @@ def jacobian(y, x, name="jacobian"):
     n = y.shape.num_elements()
     with y.graph.name_scope(name):
         flat = reshape(y, [n])
-        rows = [gradients(flat[i], x, unconnected_gradients="zero")[0] for i in range(n)]
+        rows = [dense_gradients(flat[i], x, unconnected_gradients="zero")[0]
+                for i in range(n)]
         return reshape(stack(rows), list(y.shape.dims) + list(x.shape.dims))
 
 
@@ -350,7 +390,7 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gr
              aggregation_method=None):
     """For each x, the Hessian of sum(ys): shape x.shape + x.shape."""
     xs = _as_tensors(xs, "xs")
-    grads = gradients(ys, xs, unconnected_gradients="zero")
+    grads = dense_gradients(ys, xs, unconnected_gradients="zero")
     with xs[0].graph.name_scope(name):
         return [jacobian(g, x) for g, x in zip(grads, xs)]
 

@@ -90,6 +90,26 @@ def update_in_place(ufunc, var, delta):
     return ufunc(var, delta, out=var)
 
 
+def scatter(ufunc, var, indices, updates, in_place):
+    """var with the rows of `updates` combined into its rows `indices` by ufunc (np.add,
+    np.subtract; None sets them): ScatterAdd, ScatterSub, ScatterUpdate. Into var's own array
+    with `in_place` (the compiler found no other value holding it) where var can take it and
+    no floating-point error could raise; into a copy otherwise. An index outside the rows is
+    an IndexError naming it, before anything is written."""
+    indices = np.asarray(indices)
+    rows = var.shape[0]
+    if indices.size and (indices.min() < 0 or indices.max() >= rows):
+        bad = indices[(indices < 0) | (indices >= rows)].reshape(-1)[0]
+        raise IndexError(f"indices holds {bad}, which is not in [0, {rows})")
+    if not (in_place and var.flags.writeable and not _fp_errors_may_raise()):
+        var = np.array(var)
+    if ufunc is None:
+        var[indices] = updates
+    else:
+        ufunc.at(var, indices, updates)
+    return var
+
+
 def _fp_errors_may_raise() -> bool:
     """Could a floating-point error in a ufunc raise here: NumPy set to raise, to call or log
     to a handler (which may raise), or to warn where a warnings filter turns RuntimeWarning

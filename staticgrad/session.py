@@ -40,6 +40,7 @@ from .graph import (
     _sessions,
     get_default_graph,
 )
+from .ops.indexed_slices import IndexedSlices, IndexedSlicesValue
 from .passes.prune import prune
 from .variables import Variable
 
@@ -75,6 +76,12 @@ def _flatten(fetches, graph, out: list):
         parts = [_flatten(v, graph, out) for v in fetches]
         kind = type(fetches)
         return lambda vals: kind(p(vals) for p in parts)
+    if isinstance(fetches, IndexedSlices):  # (TF1's IndexedSlicesValue of three arrays)
+        parts = [_flatten(t, graph, out) for t in (fetches.values, fetches.indices)]
+        shape = None if fetches.dense_shape is None else _flatten(fetches.dense_shape, graph,
+                                                                   out)
+        return lambda vals: IndexedSlicesValue(parts[0](vals), parts[1](vals),
+                                               None if shape is None else shape(vals))
     if fetches is None:
         raise TypeError("fetch argument None is not a tensor, an operation or a name")
     raise TypeError(f"fetch argument {fetches!r} of type {type(fetches).__name__} is not a "

@@ -30,7 +30,7 @@ the same (recomputing would trade that memory for time, which this does not offe
 
 from __future__ import annotations
 
-from ..autodiff import gradients
+from ..autodiff import dense_gradients as gradients
 from ..graph import Operation, Tensor, get_default_graph
 from ..ops.array_ops import zeros_like
 from ..ops.conversion import constant

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autodiff import gradients
+from ..autodiff import dense_gradients as gradients
 from ..errors import format_location, user_location
 from ..graph import Operation, Tensor, get_default_graph, name_scope
 from ..ops.array_ops import zeros_like

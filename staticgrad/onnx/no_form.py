@@ -33,6 +33,7 @@ NO_ONNX: dict[str, str] = {
     "LinSpace": ("ONNX has no linspace; a linspace of values known when the graph is built "
                  "(at most 1024 of them) is stored as a constant"),
     "Assign": _ASSIGNMENT, "AssignAdd": _ASSIGNMENT, "AssignSub": _ASSIGNMENT,
+    "ScatterAdd": _ASSIGNMENT, "ScatterSub": _ASSIGNMENT, "ScatterUpdate": _ASSIGNMENT,
     "RandomStandardNormal": _RANDOM, "RandomUniform": _RANDOM,
     "TruncatedNormal": _RANDOM + " (and ONNX has no truncated normal)",
     "LogUniformCandidates": _RANDOM + " (and ONNX has no candidate sampler)",

@@ -5,8 +5,9 @@
 An embedding table may be one tensor or a list of shards (TF1's partitioned variables):
 with `partition_strategy="mod"` row r is in shard r % n at position r // n; with "div" the
 shards hold consecutive rows. The shards' row counts must be known when the graph is built.
-The gradient of a lookup is dense here (TF1 gives IndexedSlices): the table's gradient has
-the table's shape, zero away from the rows looked up.
+The gradient of a lookup in one table is TF1's IndexedSlices (ops/indexed_slices.py): the
+rows looked up, which the optimizers apply as a sparse update; a sharded table's is dense
+(the shards are joined into one table first).
 """
 
 from __future__ import annotations

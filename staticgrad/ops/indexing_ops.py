@@ -18,6 +18,7 @@ from .array_ops import _known, _norm_axis, _shape_arg, shape_of
 from .attr_types import MAX_RANK, Axis, DType, IndexSpec, Int, Number
 from .conversion import convert_to_tensor, is_tensor_like
 from .creation import apply1
+from .indexed_slices import IndexedSlices
 from .table import register
 
 
@@ -258,9 +259,21 @@ def _gather_infer(ctx):
 
 
 def _gather_grad(op, g):
+    """Along axis 0, TF1's IndexedSlices: g's rows, at the indices (flattened, with g's
+    leading dims), of a tensor of params' shape; along another axis, the dense gradient."""
     params, indices = op.inputs
-    grad = apply1("GatherGrad", [g, indices, shape_of(params)], {"axis": op.attrs["axis"]})
-    return [grad, None]
+    axis, rank = op.attrs["axis"], params.shape.ndims
+    if rank is None or axis % rank != 0:
+        grad = apply1("GatherGrad", [g, indices, shape_of(params)], {"axis": axis})
+        return [grad, None]
+    if indices.shape.ndims != 1:
+        from .array_ops import reshape
+        from .join_ops import concat
+        row = params.shape.dims[1:]
+        g = reshape(g, [-1, *row] if None not in row else
+                    concat([[-1], shape_of(params)[1:]], 0))
+        indices = reshape(indices, [-1])
+    return [IndexedSlices(g, indices, shape_of(params)), None]
 
 
 # an index outside [0, n) is an error, as in TF1 (np.take alone would wrap -1 around)

@@ -125,6 +125,67 @@ for _type, _kind in (("Assign", "set"), ("AssignAdd", "add"), ("AssignSub", "sub
                     "use_locking": Bool(default=False)})
 
 
+def _scatter_infer(ctx):
+    ref, indices, updates = ctx.in_shapes
+    if not ctx.in_dtypes[1].is_integer:
+        raise TypeError(f"indices must be integers, got {ctx.in_dtypes[1].name}")
+    if ctx.in_dtypes[0] is not ctx.in_dtypes[2]:
+        raise TypeError(f"cannot scatter {ctx.in_dtypes[2].name} updates into a "
+                        f"{ctx.in_dtypes[0].name} variable")
+    if ref.ndims == 0:
+        raise ValueError(f"cannot scatter into variable {ctx.attrs['var']}: it is a scalar")
+    if ref.dims is not None and indices.dims is not None:
+        want = TensorShape([*indices.dims, *ref.dims[1:]])
+        if not updates.is_compatible_with(want):
+            raise ValueError(f"updates of shape {updates} for indices of shape {indices} into "
+                             f"variable {ctx.attrs['var']} of shape {ref}: they need shape "
+                             f"{want}")
+    return [(ref, ctx.in_dtypes[0])]
+
+
+def _scatter_numpy(kind):
+    ufunc = {"add": "np.add", "sub": "np.subtract", "update": "None"}[kind]
+
+    def emit(a, ctx):
+        target = f"V[{ctx.lit('var')}]"
+        return Store(target, f"rt.scatter({ufunc}, {target}, {a[1]}, {a[2]}, False)",
+                     reads_target=True,
+                     in_place=f"rt.scatter({ufunc}, {target}, {a[1]}, {a[2]}, True)")
+    return emit
+
+
+for _type, _kind in (("ScatterAdd", "add"), ("ScatterSub", "sub"), ("ScatterUpdate", "update")):
+    register(_type, _scatter_infer, _scatter_numpy(_kind), differentiable=False,
+             stateful=True, shape_inputs=(0,), arity=3,
+             attrs={"var": Name(), "use_locking": Bool(default=False)})
+
+
+def _scatter(op_type, ref, indices, updates, use_locking, name):
+    t, var = _variable_ref(ref)
+    indices = convert_to_tensor(indices, dtype_hint=_dt.int32)
+    return apply1(op_type, [t, indices, _value_for(var, updates, t.dtype)],
+                  {"var": var, "use_locking": bool(use_locking)}, name=name or op_type)
+
+
+def scatter_add(ref, indices, updates, use_locking=False, name=None):
+    """Add each row of `updates` to row `indices[i]` of variable `ref` (a repeated index adds
+    each time); the op's output is the new value. Writes the rows in place, where no other
+    value of the run holds the variable's array."""
+    return _scatter("ScatterAdd", ref, indices, updates, use_locking, name)
+
+
+def scatter_sub(ref, indices, updates, use_locking=False, name=None):
+    """Subtract each row of `updates` from row `indices[i]` of variable `ref` (see
+    scatter_add): an optimizer's sparse step."""
+    return _scatter("ScatterSub", ref, indices, updates, use_locking, name)
+
+
+def scatter_update(ref, indices, updates, use_locking=False, name=None):
+    """Set row `indices[i]` of variable `ref` to row i of `updates` (for a repeated index,
+    one of its rows)."""
+    return _scatter("ScatterUpdate", ref, indices, updates, use_locking, name)
+
+
 def _variable_ref(ref):
     """(value tensor, variable name) of a Variable or of its value tensor."""
     t = convert_to_tensor(ref)  # (a Variable gives its tensor: _as_graph_element)

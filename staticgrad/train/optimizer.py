@@ -19,9 +19,13 @@ from .. import dtypes as _dt
 from ..autodiff import gradients
 from ..errors import format_location
 from ..graph import GraphKeys, Tensor, get_default_graph
-from ..ops.array_ops import zeros
+from ..ops.array_ops import shape, zeros
 from ..ops.conversion import convert_to_tensor, is_tensor_like
+from ..ops.creation import apply1
+from ..ops.indexed_slices import IndexedSlices, to_dense
+from ..ops.join_ops import concat
 from ..ops.math_ops import cast
+from ..ops.sort_ops import unique
 from ..ops.state_ops import assign_add, group
 from ..variables import Variable, trainable_variables
 
@@ -98,7 +102,9 @@ class Optimizer:
                 raise TypeError(f"apply_gradients needs (gradient, variable) pairs; {v!r} is "
                                 "not a variable")
             if g is not None:
-                g = convert_to_tensor(g)
+                sparse = isinstance(g, IndexedSlices)
+                if not sparse:
+                    g = convert_to_tensor(g)
                 where = f"gradient {g.name} ({g.op.where()}), variable {v.name} ({v.op.where()})"
                 if not v.dtype.is_floating:
                     raise TypeError(f"cannot optimize variable {v.name} of dtype "
@@ -106,9 +112,11 @@ class Optimizer:
                 if g.dtype is not v.dtype:
                     raise TypeError(f"the gradient's dtype {g.dtype.name} does not match the "
                                     f"variable's {v.dtype.name}: {where}")
-                if not g.shape.is_compatible_with(v.shape):
-                    raise ValueError(f"the gradient's shape {g.shape} does not match the "
-                                     f"variable's {v.shape}: {where}")
+                shape = g.values.shape[1:] if sparse else g.shape
+                if not shape.is_compatible_with(v.shape[1:] if sparse else v.shape):
+                    raise ValueError(f"the gradient's {'rows have' if sparse else ''} shape "
+                                     f"{shape} does not match the variable's {v.shape}: "
+                                     f"{where}")
             pairs.append((g, v))
         var_list = [v for g, v in pairs if g is not None]
         if not var_list:
@@ -125,7 +133,9 @@ class Optimizer:
                 for g, v in pairs:
                     if g is not None:
                         with graph.name_scope("update_" + v.op.name):
-                            updates.append(self._apply_dense(g, v))
+                            updates.append(self._apply_sparse(g, v)
+                                           if isinstance(g, IndexedSlices)
+                                           else self._apply_dense(g, v))
                 if global_step is None:
                     train_op = self._finish(updates, scope[:-1] + "/")
                 else:
@@ -143,6 +153,22 @@ class Optimizer:
 
     def _apply_dense(self, grad, var):
         raise NotImplementedError
+
+    def _apply_sparse(self, grad, var):
+        """The update for an IndexedSlices gradient: by default the dense update of its dense
+        tensor (TF1's rule for Adam: its moments decay everywhere); a sparse rule where the
+        optimizer has one, which touches only the rows (GradientDescent, Momentum, Adagrad)."""
+        return self._apply_dense(to_dense(grad, warn=False), var)
+
+    @staticmethod
+    def _deduplicated(grad: IndexedSlices):
+        """(rows, indices) of `grad` with each index once, its rows summed (what a rule that
+        reads and writes a row, such as Momentum's, needs)."""
+        found = unique(grad.indices)
+        rows = apply1("GatherGrad", [grad.values, found.idx, concat(
+            [shape(found.y, out_type=grad.dense_shape.dtype)[:1], grad.dense_shape[1:]], 0)],
+            {"axis": 0}, name="SumRows")
+        return rows, found.y
 
     def _finish(self, update_ops, name_scope):
         return group(*update_ops, name=name_scope)

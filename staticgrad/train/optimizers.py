@@ -1,5 +1,10 @@
 """The TF1 optimizers, each update written from its published rule (TF1's training_ops).
 
+An IndexedSlices gradient (an embedding's) is applied to its rows only by GradientDescent
+(`scatter_sub`), Momentum and Adagrad (their slots' rows too, each index once, its rows
+summed), as TF1's sparse kernels do; the others apply its dense tensor (for Adam, TF1's own
+rule: its moments decay everywhere at each step).
+
 With learning rate `lr` and gradient `g`, per variable `w`:
 
 - GradientDescent: `w -= lr * g`
@@ -27,9 +32,10 @@ from __future__ import annotations
 
 from ..ops.array_ops import fill, ones
 from ..ops.conversion import convert_to_tensor
+from ..ops.indexing_ops import gather
 from ..ops.math_ops import cast, clip_by_value, rsqrt, sqrt, square
 from ..ops.math_ops import pow as power
-from ..ops.state_ops import assign, assign_sub, group
+from ..ops.state_ops import assign, assign_sub, group, scatter_sub, scatter_update
 from .optimizer import Optimizer
 
 
@@ -43,6 +49,11 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
         return assign_sub(var, lr * grad, use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad, var):
+        lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
+        return scatter_sub(var, grad.indices, lr * grad.values,
+                           use_locking=self._use_locking).op
 
 
 class MomentumOptimizer(Optimizer):
@@ -66,6 +77,17 @@ class MomentumOptimizer(Optimizer):
         a = assign(accum, accum * mu + grad, use_locking=self._use_locking)
         step = grad * lr + a * mu * lr if self._use_nesterov else a * lr
         return assign_sub(var, step, use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad, var):
+        lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
+        mu = self._hyper("momentum", self._momentum, var.dtype)
+        accum = self.get_slot(var, "momentum")
+        g, rows = self._deduplicated(grad)
+        a = gather(accum, rows) * mu + g  # (only the rows of the gradient, as TF1's)
+        a_t = scatter_update(accum, rows, a, use_locking=self._use_locking)
+        step = g * lr + a * mu * lr if self._use_nesterov else a * lr
+        with var.graph.control_dependencies([a_t.op]):
+            return scatter_sub(var, rows, step, use_locking=self._use_locking).op
 
 
 class AdamOptimizer(Optimizer):
@@ -172,6 +194,16 @@ class AdagradOptimizer(Optimizer):
         acc = self.get_slot(var, "accumulator")
         acc_t = assign(acc, acc + square(grad), use_locking=self._use_locking)
         return assign_sub(var, lr * grad * rsqrt(acc_t), use_locking=self._use_locking).op
+
+    def _apply_sparse(self, grad, var):
+        lr = self._hyper("learning_rate", self._lr, var.dtype)
+        acc = self.get_slot(var, "accumulator")
+        g, rows = self._deduplicated(grad)
+        acc_rows = gather(acc, rows) + square(g)  # (only the rows of the gradient, as TF1's)
+        acc_t = scatter_update(acc, rows, acc_rows, use_locking=self._use_locking)
+        with var.graph.control_dependencies([acc_t.op]):
+            return scatter_sub(var, rows, lr * g * rsqrt(acc_rows),
+                               use_locking=self._use_locking).op
 
 
 class AdadeltaOptimizer(Optimizer):

@@ -19,7 +19,7 @@ import staticgrad.dynamic as dy
 from staticgrad.dynamic.tape import AccumulateGrad
 from staticgrad.ops import vocabulary
 from staticgrad.ops.table import REGISTRY
-from tests.ops.test_gradients import CASES, RNG, any_, pos
+from tests.ops.test_gradients import CASES, RNG, any_, dense_gradients, pos
 
 F = sg.float64
 RTOL, ATOL = 1e-9, 1e-12  # the same kernels; the compiler may reassociate a little
@@ -48,12 +48,12 @@ def _static(fn, values, weights, vs):
         xs = [sg.placeholder(F, v.shape, name=f"x{i}") for i, v in enumerate(values)]
         y = fn(*xs)
         loss = sg.reduce_sum(y * weights)
-        grads = sg.gradients(loss, xs)
+        grads = dense_gradients(loss, xs)
         fetches = {"y": y, "grads": [gr for gr in grads if gr is not None]}
         if vs is not None:
             inner = sg.add_n([sg.reduce_sum(gr * v) for gr, v in zip(grads, vs)
                               if gr is not None])
-            fetches["second"] = sg.gradients(inner, xs, unconnected_gradients="zero")
+            fetches["second"] = dense_gradients(inner, xs, unconnected_gradients="zero")
         out = sg.Session(graph=g).run(fetches, dict(zip(xs, values)))
     got = iter(out["grads"])
     out["grads"] = [None if gr is None else next(got) for gr in grads]
@@ -161,7 +161,7 @@ def test_non_differentiable_ops_agree(case):
         y_static = fn(*phs)
         assert op_type in {op.type for op in g.get_operations()}
         floating = y_static.dtype.is_floating
-        grads = sg.gradients(sg.reduce_sum(y_static), phs) if floating else []
+        grads = dense_gradients(sg.reduce_sum(y_static), phs) if floating else []
         fetch = [y_static] + [gr for gr in grads if gr is not None]
         want = sg.Session(graph=g).run(fetch, dict(zip(phs, values)))
     xs = [dy.tensor(v, requires_grad=True) for v in values]
@@ -220,6 +220,9 @@ STATE_OPS = {
     "Assign": lambda: sg.assign(dy.tensor([1.0]), [2.0]),
     "AssignAdd": lambda: sg.assign_add(dy.tensor([1.0]), [2.0]),
     "AssignSub": lambda: sg.assign_sub(dy.tensor([1.0]), [2.0]),
+    "ScatterAdd": lambda: sg.scatter_add(dy.tensor([1.0]), [0], [2.0]),
+    "ScatterSub": lambda: sg.scatter_sub(dy.tensor([1.0]), [0], [2.0]),
+    "ScatterUpdate": lambda: sg.scatter_update(dy.tensor([1.0]), [0], [2.0]),
     "NoOp": lambda: sg.no_op(),
 }
 

@@ -223,6 +223,7 @@ def test_an_index_computed_when_the_graph_runs_picks_as_numpy_does(index):
         out = index(x, i, j)
         assert out.shape.as_list() == list(index(xv, 0, 0).shape)
         (dx,) = sg.gradients(sg.reduce_sum(out * out), [x])
+        dx = sg.convert_to_tensor(dx)  # (x[i]: a gather, whose gradient is IndexedSlices)
         sess = sg.Session()
         for iv, jv in ((1, 2), (-1, -3), (3, 0)):  # (negative: from the end, as TF1)
             got, grad = sess.run([out, dx], {x: xv, i: iv, j: jv})

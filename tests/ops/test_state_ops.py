@@ -124,3 +124,48 @@ def test_random_with_shape_list_of_tensors():
         r = sg.random_uniform([sg.shape(p)[0], 5])
     assert r.shape.ndims == 2
     assert sg.Session(graph=g).run(r, {p: np.zeros((4, 3))}).shape == (4, 5)
+
+
+# -- scatter_add, scatter_sub, scatter_update ----------------------------------------------------
+@pytest.mark.parametrize("rows", [5, 5000])  # (5000 x 4 float64: large enough to go in place)
+def test_scatters_change_only_their_rows_and_add_repeated_ones(rows):
+    g = sg.Graph()
+    with g.as_default():
+        start = np.arange(rows * 4, dtype=np.float64).reshape(rows, 4)
+        v = sg.Variable(start, name="v")
+        ids = sg.placeholder(sg.int32, [None])
+        upd = sg.placeholder(sg.float64, [None, 4])
+        add, sub = sg.scatter_add(v, ids, upd), sg.scatter_sub(v, ids, upd)
+        put = sg.scatter_update(v, ids, upd)
+        sess = sg.Session()
+        sess.run(sg.global_variables_initializer())
+        feed = {ids: [1, 3, 1], upd: np.arange(12.0).reshape(3, 4)}
+        want = start.copy()
+        np.add.at(want, [1, 3, 1], feed[upd])
+        np.testing.assert_array_equal(sess.run(add, feed), want)
+        np.subtract.at(want, [1, 3, 1], feed[upd])
+        sess.run(sub.op, feed)
+        np.testing.assert_array_equal(sess.run(v), want)
+        sess.run(put.op, {ids: [0, 2], upd: np.ones((2, 4))})
+        want[[0, 2]] = 1.0
+        np.testing.assert_array_equal(sess.run(v), want)
+        in_place = ", True)" in sess.source(sub.op, feed)
+        assert in_place == (rows == 5000)
+
+
+def test_scatters_check_their_shapes_and_indices():
+    g = sg.Graph()
+    with g.as_default():
+        v = sg.Variable(np.zeros((3, 2)), name="v")
+        with pytest.raises(ValueError, match=r"ScatterAdd .*need shape \(2, 2\)"):
+            sg.scatter_add(v, [0, 1], [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+        with pytest.raises(TypeError, match="can only assign to a variable"):
+            sg.scatter_sub(sg.constant([[1.0]]), [0], [[1.0]])
+        sess = sg.Session()
+        sess.run(sg.global_variables_initializer())
+        for bad in (3, -1):
+            with pytest.raises(sg.errors.InvalidArgumentError,
+                               match=rf"ScatterSub .*indices holds {bad}, which is not in "
+                                     r"\[0, 3\)"):
+                sess.run(sg.scatter_sub(v, [0, bad], np.ones((2, 2))))
+        np.testing.assert_array_equal(sess.run(v), np.zeros((3, 2)))  # nothing written

@@ -313,3 +313,75 @@ def test_ftrl_refuses_what_tf1_refuses():
         sg.train.FtrlOptimizer(0.1, learning_rate_power=0.5)
     with pytest.raises(ValueError, match=r"l1_regularization_strength must be >= 0"):
         sg.train.FtrlOptimizer(0.1, l1_regularization_strength=-1.0)
+
+
+# -- sparse updates: an embedding's IndexedSlices gradient ----------------------------------------
+TABLE0 = RNG.normal(size=(8, 3))
+LOOKUPS = [[1, 4, 1], [4, 6], [0, 1, 1, 7]]  # rows that vary from step to step, some repeated
+
+
+def _sparse_by_hand(rule):
+    """The table after training sum(rows**2) with `rule`, which gets each step's deduplicated
+    rows (summed gradients) and updates only them, as TF1's sparse kernels do."""
+    table, state = TABLE0.copy(), {}
+    for ids in LOOKUPS:
+        grad = np.zeros_like(table)
+        np.add.at(grad, ids, 2 * table[ids])
+        rows = sorted(set(ids))
+        rule(table, rows, grad[rows], state)
+    return table
+
+
+def _momentum_rows(lr, mu, nesterov=False):
+    def rule(table, rows, g, state):
+        a = state.setdefault("a", np.zeros_like(table))
+        a[rows] = mu * a[rows] + g
+        table[rows] -= lr * g + lr * mu * a[rows] if nesterov else lr * a[rows]
+    return rule
+
+
+def _adagrad_rows(lr, initial):
+    def rule(table, rows, g, state):
+        acc = state.setdefault("acc", np.full_like(table, initial))
+        acc[rows] += g * g
+        table[rows] -= lr * g / np.sqrt(acc[rows])
+    return rule
+
+
+def _train_lookups(make):
+    g = sg.Graph()
+    with g.as_default():
+        table = sg.Variable(TABLE0, name="table")
+        ids = sg.placeholder(sg.int32, [None])
+        loss = sg.reduce_sum(sg.square(sg.nn.embedding_lookup(table, ids)))
+        (grad, _), = make().compute_gradients(loss)
+        assert isinstance(grad, sg.IndexedSlices)
+        step = make().apply_gradients([(grad, table)])
+        sess = sg.Session()
+        sess.run(sg.global_variables_initializer())
+        for lookup in LOOKUPS:
+            sess.run(step, {ids: lookup})
+        return sess.run(table)
+
+
+@pytest.mark.parametrize("make, rule", [
+    (lambda: sg.train.GradientDescentOptimizer(0.1),
+     lambda table, rows, g, state: table.__setitem__(rows, table[rows] - 0.1 * g)),
+    (lambda: sg.train.MomentumOptimizer(0.1, 0.9), _momentum_rows(0.1, 0.9)),
+    (lambda: sg.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+     _momentum_rows(0.1, 0.9, nesterov=True)),
+    (lambda: sg.train.AdagradOptimizer(0.2, 0.5), _adagrad_rows(0.2, 0.5)),
+], ids=["sgd", "momentum", "nesterov", "adagrad"])
+def test_sparse_updates_touch_only_the_looked_up_rows_as_tf1s_kernels(make, rule):
+    np.testing.assert_allclose(_train_lookups(make), _sparse_by_hand(rule), rtol=1e-12)
+
+
+def test_adam_applies_an_indexed_slices_gradient_as_its_dense_tensor():
+    got = _train_lookups(lambda: sg.train.AdamOptimizer(0.1))
+    table, m, v = TABLE0.copy(), np.zeros_like(TABLE0), np.zeros_like(TABLE0)
+    for t, ids in enumerate(LOOKUPS, 1):
+        grad = np.zeros_like(table)
+        np.add.at(grad, ids, 2 * table[ids])
+        m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad * grad
+        table -= 0.1 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(got, table, rtol=1e-10)

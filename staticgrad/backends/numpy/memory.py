@@ -15,10 +15,11 @@ constant), nothing else refers to it (every consumer is an op whose result is a 
 node, and it has the result's exact shape and dtype. Which ops can write into `out=` is
 their own out= form (lowering.OUT_FORMS).
 
-A variable's update (AssignAdd, AssignSub: an optimizer's step) writes into the variable's
-own array, as `w -= lr * g` does by hand, when no value of this program that may be that
-array (an earlier assignment's result or value, a view of a read: a transpose, a reshape...)
-is read after the update or fetched: then no value of the run can see the difference.
+A variable's update (AssignAdd, AssignSub: an optimizer's step; ScatterAdd, ScatterSub,
+ScatterUpdate: a sparse one, which writes only its rows) writes into the variable's own
+array, as `w -= lr * g` does by hand, when no value of this program that may be that array
+(an earlier assignment's result or value, a view of a read: a transpose, a reshape...) is
+read after the update or fetched: then no value of the run can see the difference.
 Between runs nobody else holds a variable's array: the session copies what it is given
 (`Variable.load`) and what it hands out (fetches), and an Assign stores a copy unless its
 value is a new array that nothing else reads (backends/numpy/render.py). What can see it: a
@@ -78,7 +79,7 @@ def _with_plan(program: Program, memory: MemoryPlan) -> Program:
     return dataclasses.replace(program, plan={**program.plan, "memory": memory})
 
 
-_UPDATES = ("AssignAdd", "AssignSub")
+_UPDATES = ("AssignAdd", "AssignSub", "ScatterAdd", "ScatterSub", "ScatterUpdate")
 
 
 def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozenset:
