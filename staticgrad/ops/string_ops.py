@@ -250,7 +250,7 @@ def _regex_infer(out_dtype):
         _check_strings(ctx)
         try:
             re.compile(ctx.attrs["pattern"].encode("utf-8"))
-        except re.error as e:
+        except (re.error, UnicodeEncodeError) as e:  # (a lone surrogate: not UTF-8)
             raise ValueError(f"the pattern {ctx.attrs['pattern']!r:.60} is not a regular "
                              f"expression: {e}") from None
         return [(ctx.in_shapes[0], out_dtype or _dt.string)]

@@ -262,3 +262,13 @@ def test_print_shows_string_text_and_py_func_returns_strings(g, capfd):
     with pytest.raises(InvalidArgumentError, match=r"output 0 of the function of py_func: int 1 "
                                                    r"at index \[0\] is not a string"):
         _run(bad, {x: ["ab", "c"]})
+
+
+def test_text_utf8_cannot_encode_is_a_clear_error_naming_the_op(g):
+    # A lone surrogate (json.loads gives one for "\ud800") once raised "function takes
+    # exactly 5 arguments": a UnicodeEncodeError re-raised with one argument.
+    words = sg.placeholder(sg.string, [None])
+    with pytest.raises(ValueError, match=r"StringJoin op .*separator.*UTF-8"):
+        sg.string_join([words, words], separator="\ud800")
+    with pytest.raises(ValueError, match=r"RegexReplace op .*not a regular expression"):
+        sg.regex_replace(words, "a\ud800", "b")
