@@ -207,8 +207,11 @@ def split_strings(value):
 def join_strings(lengths, data):
     """The string value `split_strings` gave these two arrays for; ValueError where they do
     not fit together (negative lengths, or not adding up to the bytes)."""
+    # (each length at most the bytes' count first: an int64 sum of larger ones can wrap
+    # around to the count, and the strings would be cut from the wrong places)
     if lengths.dtype != np.int64 or data.dtype != np.uint8 or data.ndim != 1 or \
-            (lengths.size and lengths.min() < 0) or int(lengths.sum()) != data.size:
+            (lengths.size and (lengths.min() < 0 or lengths.max() > data.size)) or \
+            int(lengths.sum()) != data.size:
         raise ValueError("the lengths do not add up to the bytes (or have the wrong dtype)")
     raw, out = data.tobytes(), np.empty(lengths.size, dtype=object)
     ends = np.cumsum(lengths.reshape(-1)).tolist()
