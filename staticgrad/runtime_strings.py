@@ -9,6 +9,7 @@ functions as they copy the numeric helpers.
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 import numpy as np
@@ -54,9 +55,9 @@ def reduce_join(x, axis, keepdims, separator):
     axes = tuple(range(x.ndim))[::-1] if axis is None else tuple(a % x.ndim for a in axis)
     kept = [a for a in range(x.ndim) if a not in axes]
     moved = np.transpose(x, kept + list(axes[::-1]))
-    rows = moved.reshape([x.shape[a] for a in kept] + [-1])
-    out = np.empty(rows.shape[:-1], dtype=object)
-    flat_rows = rows.reshape(-1, rows.shape[-1])
+    outer = [x.shape[a] for a in kept]  # (sizes, not -1: NumPy cannot infer one beside a 0)
+    out = np.empty(outer, dtype=object)
+    flat_rows = moved.reshape(math.prod(outer), math.prod(x.shape[a] for a in axes))
     flat_out = out.reshape(-1)
     for i, row in enumerate(flat_rows):
         flat_out[i] = separator.join(row)

@@ -127,6 +127,8 @@ def _reduce_join_infer(ctx):
         if not -rank <= a < rank:
             raise ValueError(f"axis {a} is out of range for a tensor of rank {rank}")
     joined = {a % rank for a in axes}
+    if len(joined) < len(axes):
+        raise ValueError(f"axis {list(axes)} names an axis twice (rank {rank})")
     keep = ctx.attrs["keep_dims"]
     out = [1 if i in joined else d for i, d in enumerate(dims) if keep or i not in joined]
     return [(TensorShape(out), _dt.string)]

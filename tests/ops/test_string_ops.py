@@ -272,3 +272,16 @@ def test_text_utf8_cannot_encode_is_a_clear_error_naming_the_op(g):
         sg.string_join([words, words], separator="\ud800")
     with pytest.raises(ValueError, match=r"RegexReplace op .*not a regular expression"):
         sg.regex_replace(words, "a\ud800", "b")
+
+
+def test_reduce_join_of_nothing_is_empty_strings_and_an_axis_named_twice_is_refused(g):
+    # Both were NumPy's errors when the run ran ("cannot reshape array of size 0", "axes
+    # don't match array").
+    words = sg.placeholder(sg.string, [None, None])
+    none = np.empty((0, 2), dtype=object)
+    assert _run(sg.reduce_join(words), {words: none}) == b""
+    assert _run(sg.reduce_join(words, 0), {words: none}).tolist() == [b"", b""]
+    assert _run(sg.reduce_join(words, 1), {words: none}).tolist() == []
+    assert _run(sg.reduce_join(words, 1, keep_dims=True), {words: none}).shape == (0, 1)
+    with pytest.raises(ValueError, match=r"ReduceJoin op .*axis \[0, -2\] names an axis twice"):
+        sg.reduce_join(words, [0, -2])
