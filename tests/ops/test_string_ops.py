@@ -285,3 +285,22 @@ def test_reduce_join_of_nothing_is_empty_strings_and_an_axis_named_twice_is_refu
     assert _run(sg.reduce_join(words, 1, keep_dims=True), {words: none}).shape == (0, 1)
     with pytest.raises(ValueError, match=r"ReduceJoin op .*axis \[0, -2\] names an axis twice"):
         sg.reduce_join(words, [0, -2])
+
+
+def test_zeros_like_of_strings_is_empty_strings_and_number_fills_refuse_strings(g):
+    # zeros_like and ones_like once filled a string tensor with the ints 0 and 1, a pad
+    # padded it with 0, and scatter_nd failed adding bytes to 0 when the run ran.
+    words = sg.placeholder(sg.string, [None])
+    feed = {words: ["a", "b"]}
+    blank = sg.zeros_like(words)
+    assert blank.dtype is sg.string
+    assert _run(sg.string_join([blank, words]), feed).tolist() == [b"a", b"b"]
+    assert _run(sg.zeros_like(sg.constant(["x", "y", "z"]))).tolist() == [b""] * 3
+    with pytest.raises(TypeError, match="OnesLike op .*ones of dtype string"):
+        sg.ones_like(words)
+    with pytest.raises(TypeError, match="Pad op .*constant pad of strings"):
+        sg.pad(words, [[1, 1]])
+    assert _run(sg.pad(words, [[1, 1]], mode="REFLECT"), feed).tolist() == [b"b", b"a", b"b",
+                                                                             b"a"]
+    with pytest.raises(TypeError, match="ScatterNd op .*not strings"):
+        sg.scatter_nd([[0]], sg.constant(["z"]), [2])
