@@ -184,8 +184,12 @@ def to_strings(value, what: str = ""):
     for i, item in enumerate(flat):
         if type(item) is bytes:
             continue
-        if isinstance(item, str | np.str_):
-            flat[i] = item.encode("utf-8")
+        if isinstance(item, str):  # (str's own encode: a subclass's may give anything)
+            try:
+                flat[i] = str.encode(item, "utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError(f"{what}{': ' if what else ''}{item!r:.40} is not text "
+                                 f"UTF-8 can encode ({e.reason})") from None
         elif isinstance(item, bytes | np.bytes_):
             flat[i] = bytes(item)
         else:

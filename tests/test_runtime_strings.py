@@ -5,7 +5,7 @@ tests/ops/test_string_ops.py."""
 import numpy as np
 import pytest
 
-from staticgrad.runtime_strings import join_strings, split_strings
+from staticgrad.runtime_strings import join_strings, split_strings, to_strings
 
 
 def test_split_and_join_give_back_the_strings():
@@ -22,3 +22,13 @@ def test_split_and_join_give_back_the_strings():
 def test_lengths_that_do_not_fit_the_bytes_are_refused(lengths):
     with pytest.raises(ValueError, match="do not add up"):
         join_strings(np.array(lengths, np.int64), np.frombuffer(b"abc", np.uint8))
+
+
+def test_to_strings_encodes_str_itself_and_names_what_utf8_cannot_encode():
+    class Sly(str):
+        def encode(self, *args):
+            return 5
+
+    assert to_strings([Sly("a"), np.str_("b")]).tolist() == [b"a", b"b"]
+    with pytest.raises(ValueError, match=r"words:0: 'x\\ud800' is not text UTF-8 can encode"):
+        to_strings(["x\ud800"], "words:0")
