@@ -450,6 +450,8 @@ def top_k(x, k):
     backwards."""
     x = np.asarray(x)
     n = x.shape[-1]
+    if k > n:  # (a last dimension free when compiled: the slice below would give fewer)
+        raise ValueError(f"k ({k}) is more than the last dimension ({n})")
     order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
     indices = (n - 1 - order).astype(np.int32)
     return np.take_along_axis(x, indices, axis=-1), indices

@@ -9,6 +9,7 @@ functions as they copy the numeric helpers.
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 import numpy as np
@@ -54,9 +55,9 @@ def reduce_join(x, axis, keepdims, separator):
     axes = tuple(range(x.ndim))[::-1] if axis is None else tuple(a % x.ndim for a in axis)
     kept = [a for a in range(x.ndim) if a not in axes]
     moved = np.transpose(x, kept + list(axes[::-1]))
-    rows = moved.reshape([x.shape[a] for a in kept] + [-1])
-    out = np.empty(rows.shape[:-1], dtype=object)
-    flat_rows = rows.reshape(-1, rows.shape[-1])
+    outer = [x.shape[a] for a in kept]  # (sizes, not -1: NumPy cannot infer one beside a 0)
+    out = np.empty(outer, dtype=object)
+    flat_rows = moved.reshape(math.prod(outer), math.prod(x.shape[a] for a in axes))
     flat_out = out.reshape(-1)
     for i, row in enumerate(flat_rows):
         flat_out[i] = separator.join(row)
@@ -183,8 +184,12 @@ def to_strings(value, what: str = ""):
     for i, item in enumerate(flat):
         if type(item) is bytes:
             continue
-        if isinstance(item, str | np.str_):
-            flat[i] = item.encode("utf-8")
+        if isinstance(item, str):  # (str's own encode: a subclass's may give anything)
+            try:
+                flat[i] = str.encode(item, "utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError(f"{what}{': ' if what else ''}{item!r:.40} is not text "
+                                 f"UTF-8 can encode ({e.reason})") from None
         elif isinstance(item, bytes | np.bytes_):
             flat[i] = bytes(item)
         else:
@@ -207,8 +212,11 @@ def split_strings(value):
 def join_strings(lengths, data):
     """The string value `split_strings` gave these two arrays for; ValueError where they do
     not fit together (negative lengths, or not adding up to the bytes)."""
+    # (each length at most the bytes' count first: an int64 sum of larger ones can wrap
+    # around to the count, and the strings would be cut from the wrong places)
     if lengths.dtype != np.int64 or data.dtype != np.uint8 or data.ndim != 1 or \
-            (lengths.size and lengths.min() < 0) or int(lengths.sum()) != data.size:
+            (lengths.size and (lengths.min() < 0 or lengths.max() > data.size)) or \
+            int(lengths.sum()) != data.size:
         raise ValueError("the lengths do not add up to the bytes (or have the wrong dtype)")
     raw, out = data.tobytes(), np.empty(lengths.size, dtype=object)
     ends = np.cumsum(lengths.reshape(-1)).tolist()

@@ -339,3 +339,35 @@ def test_the_export_id_depends_on_the_contents_only(tmp_path, scaling_model):
     assert first._EXPORT_ID == again._EXPORT_ID != changed._EXPORT_ID
     with pytest.raises(RuntimeError, match="export again"):
         first.reset()  # the data file now belongs to another export
+
+
+def test_a_string_feed_keeps_trailing_nuls_and_names_the_feed_when_not_strings(tmp_path):
+    # run() once made the feed a NumPy array first: fixed-width text, which drops a trailing
+    # NUL ("a\0" fed as "a") where a session keeps it, and a ragged list was NumPy's own error.
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.string, [None], name="words")
+        y = sg.string_join([x, sg.constant("!")])
+        with sg.Session() as sess:
+            sg.export(y, [x], tmp_path / "nuls.py")
+            module = _import_exported(str(tmp_path / "nuls.py"))
+            for feed in (["a\x00", "b"], [b"a\x00", b"b"]):
+                assert module.run(feed)[0].tolist() == sess.run(y, {x: feed}).tolist() == \
+                    [b"a\x00!", b"b!"]
+            with pytest.raises(TypeError, match=r"words:0: list \['a'\] at index \[0\] is not"):
+                module.run([["a"], "b"])
+
+
+def test_an_integer_feed_out_of_the_placeholders_range_is_refused_as_a_session_refuses(
+        tmp_path):
+    # run() once cast int64 to int32 whenever NumPy calls it the same kind, wrapping 2**40
+    # around to 0 where a session refuses the feed.
+    with sg.Graph().as_default():
+        i = sg.placeholder(sg.int32, [None], name="ids")
+        with sg.Session() as sess:
+            sg.export(i * 2, [i], tmp_path / "ints.py")
+            module = _import_exported(str(tmp_path / "ints.py"))
+            ok = np.array([2**30 - 1, -(2**30)])
+            assert module.run(ok)[0].tolist() == sess.run(i * 2, {i: ok}).tolist()
+            for ids in ([2**40, 1], [-(2**31) - 1]):
+                with pytest.raises(TypeError, match="ids:0 of dtype int32 without losing"):
+                    module.run(np.array(ids, np.int64))

@@ -227,3 +227,20 @@ def test_a_random_draw_of_a_free_size_draws_what_the_session_draws(tmp_path):
                 assert_same(module.V["w"], sess.run(w))
     assert "rt.normal(R['random_normal/RandomStandardNormal'], tuple(" in \
         (tmp_path / "m.py").read_text()
+
+
+def test_top_k_over_a_free_dimension_smaller_than_k_is_refused_as_a_session_refuses(
+        tmp_path):
+    # The module once sliced the k largest of a row of 1 and gave 1, where a session refuses.
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [3, None], name="x")
+        top = sg.nn.top_k(x, 2).values
+        with sg.Session() as sess:
+            sg.export(top, [x], tmp_path / "top.py")
+            module = _import_exported(str(tmp_path / "top.py"))
+            feed = np.arange(6, dtype=np.float32).reshape(3, 2)
+            assert_same(module.run(feed)[0], sess.run(top, {x: feed}))
+            with pytest.raises(sg.errors.InvalidArgumentError, match="k .2. is more"):
+                sess.run(top, {x: feed[:, :1]})
+            with pytest.raises(ValueError, match=r"k \(2\) is more than the last dimension"):
+                module.run(feed[:, :1])

@@ -318,6 +318,9 @@ def _like_numpy(fill):
     def emit(a, ctx):
         dims = ctx.out_dims()
         dt = DType().literal(ctx.out_dtypes[0])
+        if ctx.out_dtypes[0].is_string:  # (zeros only: empty strings, as TF1's)
+            shape = f"np.shape({a[0]})" if dims is None or None in dims else repr(tuple(dims))
+            return f"np.full({shape}, b'', dtype={dt})"
         if dims is None or None in dims:
             return f"np.{fill}_like({a[0]}, dtype={dt})"
         return f"np.{fill}({tuple(dims)!r}, dtype={dt})"
@@ -325,7 +328,10 @@ def _like_numpy(fill):
 
 
 def _like_infer(ctx):
-    return [(ctx.in_shapes[0], ctx.attrs["dtype"] or ctx.in_dtypes[0])]
+    dtype = ctx.attrs["dtype"] or ctx.in_dtypes[0]
+    if dtype.is_string and ctx.type == "OnesLike":
+        raise TypeError("ones of dtype string do not exist (TF1 has none either)")
+    return [(ctx.in_shapes[0], dtype)]
 
 
 register("ZerosLike", _like_infer, _like_numpy("zeros"), differentiable=False,

@@ -552,7 +552,11 @@ class Bytes(AttrType):
 
     def check(self, value) -> bytes:
         if type(value) is str:
-            value = value.encode("utf-8")
+            try:
+                value = value.encode("utf-8")
+            except UnicodeEncodeError as e:  # (a lone surrogate: not text UTF-8 can hold)
+                raise ValueError(f"must be text UTF-8 can encode, got {show(value)} "
+                                 f"({e.reason} at index {e.start})") from None
         if type(value) is not bytes:
             raise TypeError(f"must be a str or bytes, got {show(value)}")
         if len(value) > self.max_length:

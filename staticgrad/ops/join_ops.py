@@ -268,6 +268,9 @@ def tile(input, multiples, name=None):  # noqa: A002
 
 # -- pad -----------------------------------------------------------------------------------------
 def _pad_infer(ctx):
+    if ctx.in_dtypes[0].is_string and ctx.attrs["mode"] == "CONSTANT":
+        raise TypeError("a constant pad of strings is not offered (its constant_values is "
+                        "a number); pad with mode REFLECT or SYMMETRIC, or sg.concat")
     dims = ctx.dims(0)
     pads = ctx.value(1)
     if dims is None or pads is None:

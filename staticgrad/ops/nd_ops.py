@@ -53,6 +53,8 @@ register("GatherNd", _gather_nd_infer, "rt.gather_nd({0}, {1})", _gather_nd_grad
 
 
 def _scatter_nd_infer(ctx):
+    if ctx.in_dtypes[1].is_string:
+        raise TypeError("scatter_nd adds its updates to zeros: it takes numbers, not strings")
     k, batch = _index_depth(ctx, 0)
     shape = ctx.value(2)
     if shape is None:

@@ -127,6 +127,8 @@ def _reduce_join_infer(ctx):
         if not -rank <= a < rank:
             raise ValueError(f"axis {a} is out of range for a tensor of rank {rank}")
     joined = {a % rank for a in axes}
+    if len(joined) < len(axes):
+        raise ValueError(f"axis {list(axes)} names an axis twice (rank {rank})")
     keep = ctx.attrs["keep_dims"]
     out = [1 if i in joined else d for i, d in enumerate(dims) if keep or i not in joined]
     return [(TensorShape(out), _dt.string)]
@@ -250,7 +252,7 @@ def _regex_infer(out_dtype):
         _check_strings(ctx)
         try:
             re.compile(ctx.attrs["pattern"].encode("utf-8"))
-        except re.error as e:
+        except (re.error, UnicodeEncodeError) as e:  # (a lone surrogate: not UTF-8)
             raise ValueError(f"the pattern {ctx.attrs['pattern']!r:.60} is not a regular "
                              f"expression: {e}") from None
         return [(ctx.in_shapes[0], out_dtype or _dt.string)]

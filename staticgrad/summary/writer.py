@@ -30,7 +30,10 @@ class FileWriter:
     def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None,
                  filename_suffix=None, session=None):
         runtime_summary.require("sg.summary.FileWriter")
-        self._args = (str(logdir), max_queue, flush_secs, filename_suffix or "")
+        if not isinstance(logdir, str | bytes | os.PathLike) or not os.fspath(logdir):
+            raise TypeError(f"FileWriter takes a folder (a non-empty str or path), got "
+                            f"{logdir!r:.60}")  # (str() made b"logs" the folder "b'logs'")
+        self._args = (os.fsdecode(logdir), max_queue, flush_secs, filename_suffix or "")
         self._writer = self._new_writer()
         self._closed = False
         if graph is not None or graph_def is not None:
@@ -47,7 +50,11 @@ class FileWriter:
             summary = summary[()]
         if isinstance(summary, bytes):
             proto = Summary()
-            proto.ParseFromString(summary)
+            try:
+                proto.ParseFromString(summary)
+            except Exception as e:  # noqa: BLE001 - protobuf's DecodeError, by implementation
+                raise ValueError(f"add_summary: {summary[:40]!r} is not a serialized Summary "
+                                 f"(the bytes a summary op fetches): {e}") from None
         elif isinstance(summary, Summary):
             proto = summary
         else:

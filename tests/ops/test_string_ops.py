@@ -262,3 +262,45 @@ def test_print_shows_string_text_and_py_func_returns_strings(g, capfd):
     with pytest.raises(InvalidArgumentError, match=r"output 0 of the function of py_func: int 1 "
                                                    r"at index \[0\] is not a string"):
         _run(bad, {x: ["ab", "c"]})
+
+
+def test_text_utf8_cannot_encode_is_a_clear_error_naming_the_op(g):
+    # A lone surrogate (json.loads gives one for "\ud800") once raised "function takes
+    # exactly 5 arguments": a UnicodeEncodeError re-raised with one argument.
+    words = sg.placeholder(sg.string, [None])
+    with pytest.raises(ValueError, match=r"StringJoin op .*separator.*UTF-8"):
+        sg.string_join([words, words], separator="\ud800")
+    with pytest.raises(ValueError, match=r"RegexReplace op .*not a regular expression"):
+        sg.regex_replace(words, "a\ud800", "b")
+
+
+def test_reduce_join_of_nothing_is_empty_strings_and_an_axis_named_twice_is_refused(g):
+    # Both were NumPy's errors when the run ran ("cannot reshape array of size 0", "axes
+    # don't match array").
+    words = sg.placeholder(sg.string, [None, None])
+    none = np.empty((0, 2), dtype=object)
+    assert _run(sg.reduce_join(words), {words: none}) == b""
+    assert _run(sg.reduce_join(words, 0), {words: none}).tolist() == [b"", b""]
+    assert _run(sg.reduce_join(words, 1), {words: none}).tolist() == []
+    assert _run(sg.reduce_join(words, 1, keep_dims=True), {words: none}).shape == (0, 1)
+    with pytest.raises(ValueError, match=r"ReduceJoin op .*axis \[0, -2\] names an axis twice"):
+        sg.reduce_join(words, [0, -2])
+
+
+def test_zeros_like_of_strings_is_empty_strings_and_number_fills_refuse_strings(g):
+    # zeros_like and ones_like once filled a string tensor with the ints 0 and 1, a pad
+    # padded it with 0, and scatter_nd failed adding bytes to 0 when the run ran.
+    words = sg.placeholder(sg.string, [None])
+    feed = {words: ["a", "b"]}
+    blank = sg.zeros_like(words)
+    assert blank.dtype is sg.string
+    assert _run(sg.string_join([blank, words]), feed).tolist() == [b"a", b"b"]
+    assert _run(sg.zeros_like(sg.constant(["x", "y", "z"]))).tolist() == [b""] * 3
+    with pytest.raises(TypeError, match="OnesLike op .*ones of dtype string"):
+        sg.ones_like(words)
+    with pytest.raises(TypeError, match="Pad op .*constant pad of strings"):
+        sg.pad(words, [[1, 1]])
+    assert _run(sg.pad(words, [[1, 1]], mode="REFLECT"), feed).tolist() == [b"b", b"a", b"b",
+                                                                             b"a"]
+    with pytest.raises(TypeError, match="ScatterNd op .*not strings"):
+        sg.scatter_nd([[0]], sg.constant(["z"]), [2])

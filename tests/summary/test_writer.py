@@ -107,3 +107,21 @@ def test_a_closed_writer_refuses_and_reopens_into_a_new_file(g, tmp_path):
     assert len(list(tmp_path.iterdir())) == 2
     with pytest.raises(TypeError, match="serialized Summary"):
         sg.summary.FileWriter(tmp_path).add_summary(1.5)
+
+
+def test_a_logdir_that_is_not_a_folder_name_is_refused_and_bytes_are_a_path(g, tmp_path,
+                                                                           monkeypatch):
+    # str() of the logdir once made None the folder "None" and b"logs" the folder "b'logs'".
+    monkeypatch.chdir(tmp_path)
+    for logdir in (None, 3, ""):
+        with pytest.raises(TypeError, match="FileWriter takes a folder"):
+            sg.summary.FileWriter(logdir)
+    with sg.summary.FileWriter(b"logs") as writer:
+        assert writer.get_logdir() == "logs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]
+
+
+def test_add_summary_of_bytes_that_are_not_a_summary_says_so(g, tmp_path):
+    with sg.summary.FileWriter(str(tmp_path)) as writer:
+        with pytest.raises(ValueError, match=r"add_summary: b'\\xff\\xff' is not a serialized"):
+            writer.add_summary(b"\xff\xff", 1)

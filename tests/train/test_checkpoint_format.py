@@ -363,3 +363,22 @@ def test_a_planted_index_cannot_make_a_save_delete_files_elsewhere(g, tmp_path):
         saver.save(sess, str(run / "model"), global_step=step)
     assert victim.read_bytes() == b"precious"
     assert sorted(os.listdir(run)) == ["checkpoint.json", "model-3.npz"]
+
+
+def test_string_lengths_whose_sum_wraps_around_are_data_loss(g, tmp_path):
+    # Four lengths of about 2**62 add up, in int64, to the 3 bytes the file holds; they were
+    # read as strings cut from the wrong places instead of as damage.
+    sg.Variable(["ab", "c", "d", "e"], name="words")
+    saver = sg.train.Saver()
+    sess = sg.Session()
+    sess.run(sg.global_variables_initializer())
+    path = saver.save(sess, str(tmp_path / "m"))
+    lengths = np.array([2**62, 2**62, 2**62, 2**62 + 3], np.int64)
+    with zipfile.ZipFile(path + ".npz", "w") as zf:
+        for name, value in (("words:lengths", lengths),
+                            ("words:bytes", np.frombuffer(b"abc", np.uint8))):
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, value)
+            zf.writestr(name + ".npy", buffer.getvalue())
+    with pytest.raises(sg.errors.DataLossError, match="'words'.*do not add up"):
+        saver.restore(sg.Session(), path)
