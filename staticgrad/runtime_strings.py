@@ -103,7 +103,7 @@ def substr(x, pos, length, unit):
         text = s.decode("utf-8") if unit == "UTF8_CHAR" else s
         size = len(text)
         if not -size <= p <= size:
-            raise ValueError(f"pos {p} out of range for string b'{s[:40]!r}' of length {size}")
+            raise ValueError(f"pos {p} out of range for string {s[:40]!r} of length {size}")
         if n < 0:
             raise ValueError(f"the length {n} is negative")
         start = p if p >= 0 else size + p
@@ -121,6 +121,8 @@ def string_to_number(x, dtype):
     for i, s in enumerate(flat):
         try:
             text = s.decode("ascii").strip()
+            if "_" in text:  # (Python reads 1_000; TF1 does not)
+                raise ValueError
             value = int(text) if integral else float(text)
             if integral:
                 info = np.iinfo(dtype)

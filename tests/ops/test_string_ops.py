@@ -178,6 +178,8 @@ def test_to_number_reads_numbers_and_names_a_string_that_is_not_one(g):
         _run(sg.string_to_number(x), {x: ["1", "1x"]})
     with pytest.raises(InvalidArgumentError, match="could not correctly convert"):
         _run(sg.string_to_number(x, sg.int32), {x: ["99999999999"]})
+    with pytest.raises(InvalidArgumentError, match="could not correctly convert string: b'1_0'"):
+        _run(sg.string_to_number(x, sg.int32), {x: ["1_0"]})
     with pytest.raises(TypeError, match="out_type must be one of"):
         sg.string_to_number(x, sg.bool)
 
