@@ -103,6 +103,24 @@ def test_placeholder_with_default():
     assert p.shape.as_list() == [None]
 
 
+def test_what_reads_a_scalar_placeholder_with_default_takes_the_fed_value():
+    """A scalar default was folded into what reads it when the graph was built, so a fed
+    value was ignored past the first op: batch normalization's moving averages, whose rate is
+    where(training, 1 - momentum, 0), never moved with `training` a fed
+    placeholder_with_default(False, [])."""
+    g = sg.Graph()
+    with g.as_default():
+        training = sg.placeholder_with_default(False, [])
+        rate = sg.where(training, sg.constant(0.25), sg.zeros_like(sg.constant(0.25)))
+        v = sg.Variable([4.0, 8.0])
+        step = sg.assign_sub(v, v * rate)
+    sess = sg.Session(graph=g)
+    sess.run(v.initializer)
+    np.testing.assert_array_equal(sess.run(step), [4.0, 8.0])
+    np.testing.assert_array_equal(sess.run(step, {training: True}), [3.0, 6.0])
+    np.testing.assert_array_equal(sess.run(v * rate, {training: True}), [0.75, 1.5])
+
+
 def test_tuple_gates_all_tensors():
     g = sg.Graph()
     with g.as_default():
