@@ -95,10 +95,11 @@ def train():
     saver = tf.train.Saver()
 
     def feed_dict(train):
-        if train or FLAGS.fake_data:
+        """A training batch with dropout, or the test images without."""
+        if train:
             xs, ys = mnist.train.next_batch(100)
             k = FLAGS.dropout
-        if not train:
+        else:
             xs, ys = mnist.test.images, mnist.test.labels
             k = 1.0
         return {x: xs, y_: ys, keep_prob: k}
