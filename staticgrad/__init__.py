@@ -215,7 +215,7 @@ from .ops.string_ops import (  # noqa: F401
     string_to_number,
     substr,
 )
-from .platform import app, flags  # noqa: F401
+from .platform import app, flags, gfile  # noqa: F401
 from .platform import tf_logging as logging  # noqa: F401
 from .session import InteractiveSession, Session  # noqa: F401
 from .shapes import Dimension, TensorShape  # noqa: F401
@@ -253,7 +253,7 @@ _rnn.install(nn)
 # The public API: every name bound above, less the package's own modules (which the import
 # system binds here too: sg.compiler, sg.ops...) other than these namespaces.
 __all__ = _namespace.public_names(globals(), subnamespaces=(
-    "app", "compat", "debugging", "dynamic", "errors", "flags", "initializers", "layers",
+    "app", "compat", "debugging", "dynamic", "errors", "flags", "gfile", "initializers", "layers",
     "logging", "losses", "math", "metrics", "nn", "random", "strings", "summary", "train",
     "runtime_fast"))
 __dir__ = _namespace.public_dir(globals())

@@ -128,8 +128,14 @@ def _const_value(ctx):
     return [ctx.attrs["value"]]
 
 
+def _fed_value(ctx):
+    # a placeholder_with_default holds its default only until it is fed: what reads it is
+    # never folded to a constant when the graph is built (as TF1's constant_value gives None)
+    return None
+
+
 STATIC_SOURCES = {"Shape": _shape_value, "Size": _size_value, "Rank": _rank_value,
-                  "Const": _const_value}
+                  "Const": _const_value, "PlaceholderWithDefault": _fed_value}
 
 
 def scalar_literal(value) -> str | None:

@@ -34,9 +34,14 @@ def test_training_normalizes_by_the_batch_and_moves_the_averages(g):
     np.testing.assert_allclose(moving[1], 0.9 + 0.1 * var.ravel(), rtol=1e-10)
 
 
-def test_inference_uses_the_moving_averages_and_a_tensor_chooses(g):
+@pytest.mark.parametrize("make_training", [
+    lambda: sg.placeholder(sg.bool, [], name="training"),
+    # TF1's usual switch; its scalar default was once folded into the update's rate (0)
+    lambda: sg.placeholder_with_default(False, [], name="training")],
+    ids=["placeholder", "placeholder_with_default"])
+def test_inference_uses_the_moving_averages_and_a_tensor_chooses(g, make_training):
     x = sg.placeholder(sg.float64, [None, 3], name="x")
-    training = sg.placeholder(sg.bool, [], name="training")
+    training = make_training()
     y = sg.layers.batch_normalization(x, training=training, momentum=0.5)
     frozen = sg.layers.batch_normalization(x, training=False, name="frozen")
     updates = sg.get_collection(sg.GraphKeys.UPDATE_OPS)

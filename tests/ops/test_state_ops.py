@@ -103,6 +103,38 @@ def test_placeholder_with_default():
     assert p.shape.as_list() == [None]
 
 
+def test_what_reads_a_scalar_placeholder_with_default_takes_the_fed_value():
+    """A scalar default was folded into what reads it when the graph was built, so a fed
+    value was ignored past the first op: batch normalization's moving averages, whose rate is
+    where(training, 1 - momentum, 0), never moved with `training` a fed
+    placeholder_with_default(False, [])."""
+    g = sg.Graph()
+    with g.as_default():
+        training = sg.placeholder_with_default(False, [])
+        rate = sg.where(training, sg.constant(0.25), sg.zeros_like(sg.constant(0.25)))
+        v = sg.Variable([4.0, 8.0])
+        step = sg.assign_sub(v, v * rate)
+    sess = sg.Session(graph=g)
+    sess.run(v.initializer)
+    np.testing.assert_array_equal(sess.run(step), [4.0, 8.0])
+    np.testing.assert_array_equal(sess.run(step, {training: True}), [3.0, 6.0])
+    np.testing.assert_array_equal(sess.run(v * rate, {training: True}), [0.75, 1.5])
+
+
+def test_a_fed_keep_prob_with_a_default_drops_units():
+    """TF1's idiom keep_prob = placeholder_with_default(1.0, []): fed 0.5 while training, it
+    must drop units (its default was folded in, and dropout never dropped any)."""
+    g = sg.Graph()
+    with g.as_default():
+        keep_prob = sg.placeholder_with_default(1.0, [])
+        y = sg.nn.dropout(sg.ones([4000]), keep_prob, seed=1)
+    sess = sg.Session(graph=g)
+    np.testing.assert_array_equal(sess.run(y), np.ones(4000))
+    dropped = sess.run(y, {keep_prob: 0.5})
+    assert set(np.unique(dropped)) == {0.0, 2.0}
+    assert 0.45 < np.mean(dropped == 0) < 0.55
+
+
 def test_tuple_gates_all_tensors():
     g = sg.Graph()
     with g.as_default():
