@@ -41,7 +41,7 @@ from .autodiff import (  # noqa: F401
 from .backends import available_backends  # noqa: F401
 from .backends.numpy import fast as runtime_fast  # noqa: F401 (sg.runtime_fast.why_not())
 from .compiler import CompileOptions  # noqa: F401
-from .config import ConfigProto, GPUOptions  # noqa: F401
+from .config import ConfigProto, GPUOptions, RunMetadata, RunOptions  # noqa: F401
 from .control_flow import (  # noqa: F401
     TensorArray,
     case,

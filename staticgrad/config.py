@@ -91,6 +91,42 @@ class ConfigProto(_Message):
                "operation_timeout_in_ms": (int, 0), "isolate_session_state": (bool, False)}
 
 
+class RunOptions(_Message):
+    """TF1's tf.RunOptions: accepted and checked by `Session.run`. No trace is taken: the
+    generated code runs as one function, and the RunMetadata it fills stays empty.
+
+    >>> options = sg.RunOptions(trace_level=sg.RunOptions.FULL_TRACE)  # doctest: +SKIP
+    """
+
+    NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
+    _fields = {"trace_level": (int, 0), "timeout_in_ms": (int, 0),
+               "output_partition_graphs": (bool, False),
+               "report_tensor_allocations_upon_oom": (bool, False)}
+
+
+class RunMetadata(_Message):
+    """TF1's tf.RunMetadata: what `Session.run(..., run_metadata=)` reports. Here it stays
+    empty (no per-op step statistics); `SummaryWriter.add_run_metadata` writes it as the
+    empty protocol buffer it is, so TensorBoard lists the tagged run.
+
+    >>> metadata = sg.RunMetadata()                                      # doctest: +SKIP
+    """
+
+    _fields = {}
+
+    def SerializeToString(self) -> bytes:  # noqa: N802 - protobuf's name
+        return b""
+
+
+def check_run_arguments(options, run_metadata) -> None:
+    """TypeError unless `Session.run`'s options and run_metadata are what TF1 takes."""
+    if options is not None and not isinstance(options, RunOptions):
+        raise TypeError(f"options must be an sg.RunOptions, got {type(options).__name__}")
+    if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
+        raise TypeError(f"run_metadata must be an sg.RunMetadata, got "
+                        f"{type(run_metadata).__name__}")
+
+
 def check_config(config) -> ConfigProto:
     """A session's `config` argument as a ConfigProto (the defaults for None)."""
     if config is None:

@@ -23,7 +23,7 @@ from . import compiler, runtime
 from . import dtypes as _dt
 from .backends import get_backend
 from .compiler import CompileOptions, Plan, compile_plan, failing_op
-from .config import check_config, place
+from .config import check_config, check_run_arguments, place
 from .errors import (
     CancelledError,
     FailedPreconditionError,
@@ -235,9 +235,13 @@ class Session:
         given `feed_dict` ({tensor or name: value}); results come back in the same structure.
 
         The cache key is (fetches, then each fed tensor with its value's shape and dtype).
+        `options` (an sg.RunOptions) and `run_metadata` (an sg.RunMetadata) are checked and
+        take no trace (config.py).
         """
         if self._closed:
             raise self._closed_error(f"run({_describe(fetches)})")
+        if options is not None or run_metadata is not None:
+            check_run_arguments(options, run_metadata)
         if type(fetches) is Tensor:
             key, rebuild = [fetches], None
         else:

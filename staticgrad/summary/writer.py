@@ -76,6 +76,20 @@ class FileWriter:
         event = event_pb2.Event(graph_def=proto.SerializeToString())
         self._open().add_event(event, None if global_step is None else int(global_step))
 
+    def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """Write `run_metadata` (an sg.RunMetadata, empty here: see config.py) under `tag`,
+        which TensorBoard's graph tab lists among the session runs."""
+        from tensorboardX.proto import event_pb2
+
+        from ..config import RunMetadata
+        if not isinstance(run_metadata, RunMetadata):
+            raise TypeError(f"add_run_metadata takes an sg.RunMetadata, got "
+                            f"{type(run_metadata).__name__}")
+        tagged = event_pb2.TaggedRunMetadata(tag=str(tag),
+                                             run_metadata=run_metadata.SerializeToString())
+        self._open().add_event(event_pb2.Event(tagged_run_metadata=tagged),
+                               None if global_step is None else int(global_step))
+
     def add_event(self, event):
         """Write an `Event` protocol buffer (tensorboardX's) as it is."""
         self._open().add_event(event)
