@@ -109,7 +109,10 @@ class Tensor:
         shape = "<unknown>" if self._shape.dims is None else str(self._shape)
         return f'<Tensor "{self.name}" shape={shape} dtype={self.dtype.name}>'
 
-    __str__ = __repr__
+    def __str__(self) -> str:  # what print shows, as TF1's: Tensor("Add:0", shape=(?, 10), ...)
+        shape = "<unknown>" if self._shape.dims is None else str(self._shape)
+        return f'Tensor("{self.name}", shape={shape}, dtype={self.dtype.name})'
+
 
     def __bool__(self):
         raise TypeError(f"using tensor {self.name} as a Python bool is not allowed: its value is "

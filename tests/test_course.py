@@ -92,7 +92,7 @@ def test_seed000_weights_chain(outputs):
     assert "a second L.backward(): Trying to backward through the graph a second time" in dynamic
     static = output(outputs, "seed000_weights_chain_static")
     assert numbers_after(r"the gradients, run again:", static) == [-36, -28, -8, -20]
-    assert "L, declared: <Tensor" in static
+    assert "L, declared: Tensor(\"Sub:0\", shape=(1,), dtype=float32)" in static
 
 
 def test_seed000_retain_grad(outputs):
@@ -205,13 +205,13 @@ def test_seed004_custom_function_backward_runs_when_each_way_says(outputs):
                        "backward called with grad_output = tensor([1.])",
                        "x.grad, w.grad, b.grad: None tensor([1.]) tensor([1.])"]
     static = lines(outputs, "seed004_custom_function_static")
-    assert static[0].startswith("backward called with grad_output = <Tensor")  # at build time
+    assert static[0].startswith("backward called with grad_output = Tensor(")  # at build time
     assert static[1:] == ["z = [0.75]", "dz/dw, dz/db: [1.] [1.]"]
 
 
 def test_seed004_higher_order(outputs):
     assert "dy/dx = tensor(108., grad_fn=" in output(outputs, "seed004_higher_order_dynamic")
-    assert "dy/dx = <Tensor" in output(outputs, "seed004_higher_order_static")
+    assert "dy/dx = Tensor(" in output(outputs, "seed004_higher_order_static")
 
 
 def table_rows(out, way):

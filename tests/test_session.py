@@ -849,6 +849,8 @@ def test_repr(g):
     assert repr(sg.placeholder(sg.float64)) == \
         '<Tensor "Placeholder_1:0" shape=<unknown> dtype=float64>'
     assert repr(sg.constant(1.0)) == '<Tensor "Const:0" shape=() dtype=float32>'
+    # print shows TF1's form
+    assert str(s) == 'Tensor("Add:0", shape=(?, 10), dtype=float32)'
     assert str(s.shape) == "(?, 10)" and s.shape.as_list() == [None, 10]
     assert s.get_shape() == sg.TensorShape([None, 10])
 

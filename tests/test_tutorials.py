@@ -83,10 +83,6 @@ def test_hello_world_prints_what_tf1_prints(hello):
     assert err == ""  # no placement log unless asked
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "str(tensor) is staticgrad's repr, <Tensor \"Const:0\" shape=() dtype=string>, where TF1 "
-    "prints Tensor(\"Const:0\", shape=(), dtype=string) (and its repr is <tf.Tensor 'Const:0' "
-    "shape=() dtype=string>); repro: print(tf.constant('Hello, TensorFlow!'))"))
 def test_hello_world_prints_a_tensor_as_tf1(hello):
     out, _ = hello
     assert out.split("\n", 1)[0] == 'Tensor("Const:0", shape=(), dtype=string)'
