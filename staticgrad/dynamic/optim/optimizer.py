@@ -43,7 +43,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {_type_name(params)}")
-        groups = list(params)
+        groups = _ordered(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
@@ -62,12 +62,8 @@ class Optimizer:
         params = param_group["params"]
         if isinstance(params, Tensor):
             params = [params]
-        elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs. "
-                            "Please use a list instead.")
         else:
-            params = list(params)
+            params = _ordered(params)
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize dynamic tensors, but one of the "
@@ -183,6 +179,14 @@ def _state_value(param: Tensor, name: str, value):
     if name != "step" and value.is_floating_point():
         return value.detach().to(param.dtype).clone()
     return value.detach().clone()
+
+
+def _ordered(params) -> list:
+    if isinstance(params, set):
+        raise TypeError("optimizer parameters need to be organized in ordered collections, but "
+                        "the ordering of tensors in sets will change between runs. Please use a "
+                        "list instead.")
+    return list(params)
 
 
 def _type_name(value) -> str:
