@@ -42,7 +42,8 @@ Modules: `mode` (grad mode, the eager context), `tensor` (the Tensor), `dispatch
 op), `tape` (nodes; `tape_nodes_created()` counts them), `autograd` (backward, grad,
 Function), `creation` (making tensors), `functions` (PyTorch-named ops), `trace` (dynamic to
 static), `printing` (PyTorch's repr), `nn.functional`, `optim` (SGD, Adam, AdamW, RMSprop,
-Adagrad; `optim.lr_scheduler`).
+Adagrad; `optim.lr_scheduler`), `serialization` (save, load: tensors and state dicts in an .npz
+that is never unpickled).
 """
 
 from .. import _namespace
@@ -154,6 +155,7 @@ from .mode import (  # noqa: F401
     no_grad,
     set_grad_enabled,
 )
+from .serialization import load, save  # noqa: F401
 from .tape import nodes_created as tape_nodes_created  # noqa: F401
 from .tensor import RemovableHandle, Size, Tensor, TracerWarning  # noqa: F401
 from .trace import Traced, trace  # noqa: F401
