@@ -43,11 +43,11 @@ op), `tape` (nodes; `tape_nodes_created()` counts them), `autograd` (backward, g
 Function), `creation` (making tensors), `functions` (PyTorch-named ops), `trace` (dynamic to
 static), `printing` (PyTorch's repr), `nn.functional`, `optim` (SGD, Adam, AdamW, RMSprop,
 Adagrad; `optim.lr_scheduler`), `serialization` (save, load: tensors and state dicts in an .npz
-that is never unpickled).
+that is never unpickled), `utils.data` (Dataset, TensorDataset, DataLoader, random_split).
 """
 
 from .. import _namespace
-from . import autograd, nn, optim  # noqa: F401
+from . import autograd, nn, optim, utils  # noqa: F401
 from . import functions as _functions
 from .autograd import Function, backward, grad  # noqa: F401
 from .creation import (  # noqa: F401
@@ -92,6 +92,7 @@ from .creation import (  # noqa: F401
     zeros,
     zeros_like,
 )
+from .dispatch import Generator  # noqa: F401
 from .functions import (  # noqa: F401
     add,
     all,
@@ -160,12 +161,12 @@ from .tape import nodes_created as tape_nodes_created  # noqa: F401
 from .tensor import RemovableHandle, Size, Tensor, TracerWarning  # noqa: F401
 from .trace import Traced, trace  # noqa: F401
 
-# the names imported above, and the namespaces autograd, nn and optim (PyTorch's
-# torch.autograd, torch.nn and torch.optim); the other modules (tape, dispatch...) are not
-# part of it
+# the names imported above, and the namespaces autograd, nn, optim and utils (PyTorch's
+# torch.autograd, torch.nn, torch.optim and torch.utils); the other modules (tape,
+# dispatch...) are not part of it
 # the elementwise functions the op vocabulary offers here (dy.tanh...): ops/vocabulary.py
 globals().update(_functions.ELEMENTWISE)
 
-__all__ = _namespace.public_names(globals(), subnamespaces=("autograd", "nn", "optim"))
+__all__ = _namespace.public_names(globals(), subnamespaces=("autograd", "nn", "optim", "utils"))
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad.dynamic", "torch", globals())
