@@ -88,6 +88,10 @@ def test_zero_grad_sets_none_or_zeros_in_place():
     opt.zero_grad()
     assert w.grad is None
     opt.zero_grad()  # (nothing to do)
+    (w * w * w).sum().backward(create_graph=True)  # a gradient in a graph: cut, then zeroed
+    assert w.grad.grad_fn is not None
+    opt.zero_grad(set_to_none=False)
+    assert w.grad.grad_fn is None and not w.grad.requires_grad and w.grad.tolist() == [0, 0]
 
 
 def test_step_runs_the_closure_with_grad_on_and_returns_its_loss():
