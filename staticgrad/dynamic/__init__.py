@@ -41,11 +41,13 @@ make constants from Python values (`sg.zeros`, a list of labels) need `eager_mod
 Modules: `mode` (grad mode, the eager context), `tensor` (the Tensor), `dispatch` (running an
 op), `tape` (nodes; `tape_nodes_created()` counts them), `autograd` (backward, grad,
 Function), `creation` (making tensors), `functions` (PyTorch-named ops), `trace` (dynamic to
-static), `printing` (PyTorch's repr), `nn.functional`.
+static), `printing` (PyTorch's repr), `nn.functional`, `optim` (SGD, Adam, AdamW, RMSprop,
+Adagrad; `optim.lr_scheduler`), `serialization` (save, load: tensors and state dicts in an .npz
+that is never unpickled), `utils.data` (Dataset, TensorDataset, DataLoader, random_split).
 """
 
 from .. import _namespace
-from . import autograd, nn  # noqa: F401
+from . import autograd, nn, optim, utils  # noqa: F401
 from . import functions as _functions
 from .autograd import Function, backward, grad  # noqa: F401
 from .creation import (  # noqa: F401
@@ -90,6 +92,7 @@ from .creation import (  # noqa: F401
     zeros,
     zeros_like,
 )
+from .dispatch import Generator  # noqa: F401
 from .functions import (  # noqa: F401
     add,
     all,
@@ -153,15 +156,17 @@ from .mode import (  # noqa: F401
     no_grad,
     set_grad_enabled,
 )
+from .serialization import load, save  # noqa: F401
 from .tape import nodes_created as tape_nodes_created  # noqa: F401
 from .tensor import RemovableHandle, Size, Tensor, TracerWarning  # noqa: F401
 from .trace import Traced, trace  # noqa: F401
 
-# the names imported above, and the namespaces autograd and nn (PyTorch's torch.autograd and
-# torch.nn); the other modules (tape, dispatch...) are not part of it
+# the names imported above, and the namespaces autograd, nn, optim and utils (PyTorch's
+# torch.autograd, torch.nn, torch.optim and torch.utils); the other modules (tape,
+# dispatch...) are not part of it
 # the elementwise functions the op vocabulary offers here (dy.tanh...): ops/vocabulary.py
 globals().update(_functions.ELEMENTWISE)
 
-__all__ = _namespace.public_names(globals(), subnamespaces=("autograd", "nn"))
+__all__ = _namespace.public_names(globals(), subnamespaces=("autograd", "nn", "optim", "utils"))
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad.dynamic", "torch", globals())

@@ -175,7 +175,7 @@ def linspace(start, end, steps, dtype=None, requires_grad=False) -> Tensor:
 def manual_seed(seed) -> None:
     """Seed the generator of rand, randn, randint, dropout... (any int: a negative seed is
     taken modulo 2**64, as PyTorch takes it)."""
-    GENERATOR.rng = np.random.default_rng(builtins.int(seed) % (1 << 64))
+    GENERATOR.manual_seed(seed)
 
 
 def _random(op_type, size, dtype, requires_grad, **attrs) -> Tensor:

@@ -130,10 +130,21 @@ def _foreign_input(op_type, i, t) -> Exception:
 
 # -- random ops ----------------------------------------------------------------------------------
 class Generator:
-    """The one NumPy generator that dynamic-mode random ops draw from (`manual_seed`)."""
+    """A source of random numbers (PyTorch's `torch.Generator`): a NumPy generator, freshly
+    seeded from the OS until `manual_seed`. `GENERATOR` is the one that dynamic-mode random
+    ops draw from (`dy.manual_seed` seeds it); a DataLoader may be given its own.
+
+    >>> g = dy.Generator().manual_seed(0)      # doctest: +SKIP
+    """
 
     def __init__(self):
         self.rng = np.random.default_rng()
+
+    def manual_seed(self, seed) -> Generator:
+        """Seed this generator (any int: a negative seed is taken modulo 2**64, as PyTorch
+        takes it); returns it."""
+        self.rng = np.random.default_rng(int(seed) % (1 << 64))
+        return self
 
     def __getitem__(self, op_name):  # the `R[name]` of a random op's NumPy expression
         return self.rng
