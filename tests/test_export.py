@@ -201,7 +201,8 @@ def test_string_graph_with_a_string_variable(tmp_path):
         sg.export([joined, step], [x], str(tmp_path / "strings.py"), session=sess)
         want = [sess.run([joined, step], {x: feeds[0]}) for _ in range(2)]
     with np.load(tmp_path / "strings.npz", allow_pickle=False) as data:
-        assert "c_Const:bytes" in data.files  # numbers only: no pickle in the data file
+        assert any(k.startswith("c_") and k.endswith(":bytes") for k in data.files)  # (numbers
+        #                                                  only: no pickle in the data file)
     got = run_exported(tmp_path, "strings", feeds, runs=2)
     for r in range(2):
         for i in range(2):

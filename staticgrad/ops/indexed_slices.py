@@ -20,6 +20,7 @@ import collections
 import math
 import warnings
 
+from ..errors import user_location
 from .creation import apply1
 
 # TF1 warns when a conversion to dense makes more elements than this
@@ -85,14 +86,17 @@ def to_dense(slices: IndexedSlices, warn: bool = True, name=None):
                          "unknown")
     if warn:
         dims = static_dense_shape(slices)
+        message = None
         if dims is None:
-            warnings.warn("Converting sparse IndexedSlices to a dense Tensor of unknown shape. "
-                          "This may consume a large amount of memory.", UserWarning,
-                          stacklevel=3)
+            message = ("Converting sparse IndexedSlices to a dense Tensor of unknown shape. "
+                       "This may consume a large amount of memory.")
         elif math.prod(dims) > LARGE_SPARSE_NUM_ELEMENTS:
-            warnings.warn(f"Converting sparse IndexedSlices({slices.name}) to a dense Tensor "
-                          f"with {math.prod(dims)} elements. This may consume a large amount "
-                          "of memory.", UserWarning, stacklevel=3)
+            message = (f"Converting sparse IndexedSlices({slices.name}) to a dense Tensor "
+                       f"with {math.prod(dims)} elements. This may consume a large amount of "
+                       "memory.")
+        if message is not None:  # (shown at the user's line that asked for it)
+            filename, lineno = user_location()
+            warnings.warn_explicit(message, UserWarning, filename, lineno)
     return apply1("GatherGrad", [slices.values, slices.indices, slices.dense_shape],
                   {"axis": 0}, name=name or "IndexedSlicesToDense")
 

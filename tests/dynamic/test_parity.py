@@ -19,7 +19,8 @@ import staticgrad.dynamic as dy
 from staticgrad.dynamic.tape import AccumulateGrad
 from staticgrad.ops import vocabulary
 from staticgrad.ops.table import REGISTRY
-from tests.ops.test_gradients import CASES, RNG, any_, dense_gradients, pos
+from tests.conftest import dense_gradients
+from tests.ops.test_gradients import CASES, RNG, any_, pos
 
 F = sg.float64
 RTOL, ATOL = 1e-9, 1e-12  # the same kernels; the compiler may reassociate a little

@@ -12,6 +12,7 @@ import pytest
 import staticgrad as sg
 from staticgrad.ops.creation import apply, apply1
 from staticgrad.ops.table import REGISTRY
+from tests.conftest import dense_gradients
 from tests.ops.test_vocabulary import gradient_rows
 
 F = sg.float64
@@ -304,13 +305,6 @@ TOLERANCES = {"Cast": dict(eps=1e-2, rtol=1e-4, atol=1e-5)}
 def _case_id(case):
     op_type, _, makers, _ = case
     return f"{op_type}-" + "x".join(str(list(shape)) for _, shape in makers)
-
-
-def dense_gradients(ys, xs, **kwargs):
-    """sg.gradients, each made dense (a gather's IndexedSlices too): what the checks compare
-    with finite differences."""
-    return [sg.convert_to_tensor(g) if isinstance(g, sg.IndexedSlices) else g
-            for g in sg.gradients(ys, xs, **kwargs)]
 
 
 def _build(case):
