@@ -1,6 +1,7 @@
-"""`BatchNorm1d`, `BatchNorm2d`: PyTorch's batch normalization, with running statistics
-(momentum, or a cumulative average when momentum=None; the variance kept unbiased), batch
-statistics in training mode and the running ones in eval mode.
+"""`BatchNorm1d`, `BatchNorm2d`: PyTorch's batch normalization (with the keyword-only `bias`
+and the repr of recent PyTorch), with running statistics (momentum, or a cumulative average
+when momentum=None; the variance kept unbiased), batch statistics in training mode and the
+running ones in eval mode.
 
 >>> bn = nn.BatchNorm2d(16); y = bn(x); bn.running_mean          # doctest: +SKIP
 """
@@ -20,14 +21,17 @@ class _BatchNorm(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias: bool = True):
         super().__init__()
         _check_device(device)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = _empty(num_features, dtype=dtype)
-            self.bias = _empty(num_features, dtype=dtype)
+            if bias:
+                self.bias = _empty(num_features, dtype=dtype)
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -49,8 +53,9 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
+        if self.weight is not None:
             init.ones_(self.weight)
+        if self.bias is not None:
             init.zeros_(self.bias)
 
     def forward(self, input):  # noqa: A002
@@ -71,7 +76,8 @@ class _BatchNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

@@ -88,7 +88,8 @@ def test_checks_and_repr():
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         nn.BatchNorm1d(3)(dy.zeros(1, 3))
     assert repr(nn.BatchNorm2d(3)) == \
-        "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+        \
+        "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
     bn = nn.BatchNorm1d(4)
     assert bn.weight.tolist() == [1.0] * 4 and bn.bias.tolist() == [0.0] * 4
     assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var",
