@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ... import _namespace
 from ..mode import no_grad
 from ..tensor import Tensor
 
@@ -16,6 +17,8 @@ __all__ = [
     "calculate_gain", "constant_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
     "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
 ]
+__dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.dynamic.nn.init", "torch.nn.init", globals())
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "sigmoid")

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 
+from ... import _namespace
 from .. import creation
 from .. import functions as _f
 from ..mode import no_grad
 from ..tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__dir__ = _namespace.public_dir(globals())
+__getattr__ = _namespace.missing_name("staticgrad.dynamic.nn.utils", "torch.nn.utils", globals())
 
 
 def _grads(parameters) -> list:
