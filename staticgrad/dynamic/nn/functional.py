@@ -375,8 +375,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
     if weight is not None:
         weights = weights * _f.sum(one_hot_rows * weight, dim=-1)
     loss = _f.reshape(-picked * weights, out_shape)
-    return _reduce(loss, reduction, weights if weight is not None or bool(ignored.any())
-                   else None)
+    return _reduce(loss, reduction, weights)  # (the mean: over the targets not ignored)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
@@ -409,9 +408,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         kept = _f._as(labels != ignore_index, input.dtype)
         smooth = _f.reshape(-_f.mean(scores, dim=-1) * kept, out_shape)
         loss = nll * (1 - label_smoothing) + smooth * label_smoothing
-        return _reduce(loss, reduction, None if not bool((labels == ignore_index).any())
-                       else kept)
-    if weight is None and input.dim() == 2 and not bool((target == ignore_index).any()):
+        return _reduce(loss, reduction, kept)
+    # the fused op when no target is ignored: a look at the labels' values that records
+    # nothing (a trace keeps the path its labels took, as it keeps any Python branch)
+    if weight is None and input.dim() == 2 and not np.any(target._data == ignore_index):
         loss = _f._op("SparseSoftmaxCrossEntropyWithLogits", [target, input])
         return _reduce(loss, reduction)
     return nll_loss(_f.log_softmax(input, 1 if input.dim() > 1 else 0), target, weight, None,
