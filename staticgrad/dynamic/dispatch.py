@@ -48,7 +48,7 @@ def run_operation(op_type: str, inputs, attrs: dict) -> Ran:
         raise type(e)(f"{op_type} op at {_here()}: {e}") from None
     arrays = []
     for i, t in enumerate(inputs):
-        if type(t) is not Tensor:
+        if type(t) is not Tensor and not isinstance(t, Tensor):
             raise _foreign_input(op_type, i, t)
         arrays.append(t._data)
     if not opdef.computes or (opdef.stateful and not opdef.draws_random):
@@ -118,10 +118,7 @@ def _here() -> str:
 
 
 def _foreign_input(op_type, i, t) -> Exception:
-    if isinstance(t, Tensor):  # a subclass: treated as foreign on purpose, never silently
-        kind = type(t).__name__
-    else:
-        kind = getattr(t, "name", type(t).__name__)
+    kind = getattr(t, "name", type(t).__name__)
     return TypeError(f"input {i} of {op_type} ({_here()}) is {kind}, not a dynamic tensor: the "
                      "dynamic mode runs ops on dynamic tensors only (dy.tensor(...)); call "
                      "graph-API functions that make constants under dy.eager_mode(), and run "
