@@ -10,6 +10,8 @@ from __future__ import annotations
 import warnings
 from collections import OrderedDict
 
+import numpy as np
+
 from ..graph import Graph, GraphKeys
 from ..ops.conversion import constant
 from ..ops.creation import create_operation
@@ -35,6 +37,7 @@ class Tracer:
         self.state: set[int] = set()  # ids of the inputs and of the parameters read
         self.module_state: dict[int, tuple[Tensor, Variable]] = {}  # a module's, by id
         self.module_written: dict[int, None] = {}  # ids of those written, in order
+        self.module_initial: dict[int, np.ndarray] = {}  # their values before the run
 
     def add_module_state(self, module: Module) -> OrderedDict:
         """Make a graph variable of each parameter and buffer of `module`, named by its
@@ -42,11 +45,17 @@ class Tracer:
         return them by name; the traced ops read these variables, and in-place writes of them
         (BatchNorm's running statistics) become assignments (`updates`)."""
         found = OrderedDict()
-        named = [*module.named_parameters(), *module.named_buffers()]
+        named = module.state_dict(keep_vars=True)  # (a tied tensor: under each of its names)
+        named.update((name, t) for name, t in module.named_buffers() if name not in named)
         with self.graph.as_default():
-            for name, t in named:
-                var = Variable(t._data.copy(), name=name,
+            for name, t in named.items():
+                if id(t) in self.module_state:
+                    found[name] = self.module_state[id(t)][1]
+                    continue
+                initial = t._data.copy()
+                var = Variable(initial, name=name,
                                trainable=t.requires_grad and t.is_floating_point())
+                self.module_initial[id(t)] = initial
                 found[name] = var
                 self.module_state[id(t)] = (t, var)
                 if var.trainable:
@@ -72,6 +81,18 @@ class Tracer:
                 self.graph.add_to_collection(GraphKeys.UPDATE_OPS, update)
                 updates.append(update)
         return updates
+
+    def restore_module_state(self) -> None:
+        """Put back the module tensors that the run wrote, as they were before it: tracing
+        leaves the module where the graph's variables start."""
+        for key in self.module_written:
+            t, _ = self.module_state[key]
+            initial = self.module_initial[key]
+            if t._data.shape == initial.shape and t._data.dtype == initial.dtype:
+                np.copyto(t._data, initial)  # in place: views of it see it too
+            else:  # (`t.data = ...` gave it another array)
+                t._data = initial.copy()
+            t._version[0] += 1
 
     def bind(self, t: Tensor, graph_tensor) -> None:
         self.tensors[id(t)] = graph_tensor
@@ -297,7 +318,8 @@ def trace(fn, *example_inputs, module: Module | None = None) -> Traced:
     (`traced.state["fc1.weight"]`), initialized from its value; the buffers' in-place updates
     in the run (BatchNorm's running statistics, in training mode) become assignments that run
     with the graph (`traced.updates`), so the graph's state advances as the module's does.
-    The module is traced in the mode it is in (`train()` or `eval()`). `traced.train_step`
+    The module is traced in the mode it is in (`train()` or `eval()`); the buffers the run
+    wrote are put back afterwards, so module and graph start from the same state. `train_step`
     compiles a training step; `model.load_state_dict(traced.state_dict())` copies the trained
     values back into the module.
 
@@ -343,12 +365,16 @@ def trace(fn, *example_inputs, module: Module | None = None) -> Traced:
         tracer.state.add(id(x))
     STATE.tracer = tracer
     try:
-        result = fn(*examples)
+        try:
+            result = fn(*examples)
+        finally:
+            STATE.tracer = None
+        outputs = _map_outputs(result, tracer)
+        updates = tracer.state_updates()
     finally:
-        STATE.tracer = None
-    outputs = _map_outputs(result, tracer)
+        tracer.restore_module_state()
     return Traced(fn, graph, inputs, outputs, tracer.variables, module=module, state=state,
-                  updates=tracer.state_updates(), parameters=tracer.parameters)
+                  updates=updates, parameters=tracer.parameters)
 
 
 def _map_outputs(value, tracer):

@@ -215,3 +215,152 @@ def test_in_place_updates_of_tensors_made_in_the_function_do_not_warn(recwarn):
     traced = dy.trace(f, dy.tensor([1.0]))
     assert not [w for w in recwarn if issubclass(w.category, dy.TracerWarning)]
     np.testing.assert_allclose(traced(np.array([0.0], np.float32)), [22.0])
+
+
+# -- modules: their state as graph variables, and training steps (issue 26) -----------------
+
+def _mlp(seed=0, batch_norm=True):
+    dy.manual_seed(seed)
+    layers = [dy.nn.Linear(4, 8)] + ([dy.nn.BatchNorm1d(8)] if batch_norm else []) \
+        + [dy.nn.ReLU(), dy.nn.Linear(8, 3)]
+    return dy.nn.Sequential(*layers).double()
+
+
+def _batches(n=4, size=16):
+    rng = np.random.default_rng(1)
+    return [(dy.tensor(rng.normal(size=(size, 4))), dy.tensor(rng.integers(0, 3, size)))
+            for _ in range(n)]
+
+
+def _assert_same_state(traced, model, tol=1e-10):
+    got, want = traced.state_dict(), model.state_dict()
+    assert list(got) == list(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name].numpy(), rtol=tol, atol=tol,
+                                   err_msg=name)
+
+
+def test_a_traced_module_has_its_state_as_named_variables():
+    model = _mlp().eval()
+    x = dy.tensor(RNG.normal(size=(5, 4)))
+    traced = dy.trace(model, x)
+    assert list(traced.state) == list(model.state_dict())
+    assert traced.state["0.weight"].name == "0.weight:0"
+    assert traced.variables == [traced.state[name] for name, _ in model.named_parameters()]
+    assert not traced.state["1.running_mean"].trainable and not traced.updates  # (eval mode)
+    new = RNG.normal(size=(5, 4))
+    np.testing.assert_allclose(traced(new), model(dy.tensor(new)).detach().numpy(), rtol=1e-12)
+    _assert_same_state(traced, model, tol=0)
+    assert "9 module tensors" in repr(traced) and "Sequential" in repr(traced)
+
+
+def test_buffer_updates_advance_the_graph_as_they_advance_the_module():
+    model = _mlp()
+    before = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    traced = dy.trace(model, _batches()[0][0])
+    for name, value in model.state_dict().items():  # tracing left the module as it was
+        np.testing.assert_array_equal(value.numpy(), before[name], err_msg=name)
+    assert [op.name for op in traced.updates] == ["update_1.num_batches_tracked",
+                                                  "update_1.running_mean",
+                                                  "update_1.running_var"]
+    assert traced.graph.get_collection(sg.GraphKeys.UPDATE_OPS) == traced.updates
+    for x, _ in _batches(3):
+        np.testing.assert_allclose(traced(x), model(x).detach().numpy(), rtol=1e-12)
+    _assert_same_state(traced, model, tol=1e-12)
+    assert traced.state_dict()["1.num_batches_tracked"] == 3
+
+
+@pytest.mark.parametrize("make_optimizer", [
+    lambda params: dy.optim.SGD(params, lr=0.1),
+    lambda params: dy.optim.SGD(params, lr=0.1, momentum=0.9),
+    lambda params: dy.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True),
+    lambda params: dy.optim.SGD([{"params": params[:2], "lr": 0.2}, {"params": params[2:]}],
+                                lr=0.1),
+], ids=["sgd", "momentum", "nesterov", "groups"])
+def test_n_traced_training_steps_give_the_eager_loops_parameters(make_optimizer):
+    criterion = dy.nn.CrossEntropyLoss()
+    eager, graphed = _mlp(), _mlp()
+    batches = _batches() * 3
+    optimizer = make_optimizer(list(eager.parameters()))
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = criterion(eager(x), y)
+        loss.backward()
+        optimizer.step()
+    traced = dy.trace(lambda x, y: criterion(graphed(x), y), *batches[0], module=graphed)
+    step = traced.train_step(make_optimizer(list(graphed.parameters())))
+    for x, y in batches:
+        graph_loss = step(x, y)
+    assert graph_loss == pytest.approx(loss.item(), rel=1e-10)
+    _assert_same_state(traced, eager)
+    graphed.load_state_dict(traced.state_dict())  # the trained values back into the module
+    for (name, a), b in zip(eager.named_parameters(), graphed.parameters()):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-10,
+                                   atol=1e-10, err_msg=name)
+
+
+def test_a_graph_optimizer_and_a_function_of_parameters_train_too():
+    w = dy.tensor(RNG.normal(size=(4, 3)), requires_grad=True)
+    batches = _batches(3)
+    traced = dy.trace(lambda x, y: F.cross_entropy(x @ w, y), *batches[0])
+    step = traced.train_step(sg.train.GradientDescentOptimizer(0.5))
+    optimizer = dy.optim.SGD([w], lr=0.5)
+    for x, y in batches:
+        step(x, y)
+        optimizer.zero_grad()
+        F.cross_entropy(x @ w, y).backward()
+        optimizer.step()
+    np.testing.assert_allclose(traced.session.read_variable(traced.variables[0]),
+                               w.detach().numpy(), rtol=1e-10)
+    assert traced.state_dict() == {}  # no module: no module state
+
+
+def test_momentum_an_eager_optimizer_holds_carries_into_the_graph():
+    criterion = dy.nn.CrossEntropyLoss()
+    model, twin = _mlp(batch_norm=False), _mlp(batch_norm=False)
+    batches = _batches()
+    optimizer = dy.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for x, y in batches[:2]:  # two eager steps: the optimizer holds momentum buffers
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    traced = dy.trace(lambda x, y: criterion(model(x), y), *batches[0], module=model)
+    step = traced.train_step(optimizer)
+    twin.load_state_dict(model.state_dict())
+    for x, y in batches[2:]:  # then two graph steps, and the same two eagerly
+        step(x, y)
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    _assert_same_state(traced, model)
+
+
+def test_load_state_dict_puts_the_modules_values_into_the_graph():
+    model = _mlp().eval()
+    x = dy.tensor(RNG.normal(size=(5, 4)))
+    traced = dy.trace(model, x)
+    with dy.no_grad():
+        model[0].weight.mul_(2)
+    traced.load_state_dict(model.state_dict())
+    np.testing.assert_allclose(traced(x), model(x).detach().numpy(), rtol=1e-12)
+    with pytest.raises(KeyError, match="no variable for"):
+        traced.load_state_dict({"fc9.weight": np.zeros(1)})
+
+
+def test_train_step_errors():
+    model = _mlp(batch_norm=False)
+    x, y = _batches(1)[0]
+    traced = dy.trace(lambda x, y: F.cross_entropy(model(x), y), x, y, module=model)
+    with pytest.raises(NotImplementedError, match="Adam"):
+        traced.train_step(dy.optim.Adam(model.parameters()))
+    with pytest.raises(NotImplementedError, match="weight_decay"):
+        traced.train_step(dy.optim.SGD(model.parameters(), lr=0.1, weight_decay=0.1))
+    with pytest.raises(ValueError, match="none of the optimizer's parameters"):
+        traced.train_step(dy.optim.SGD([dy.ones(1, requires_grad=True)], lr=0.1))
+    with pytest.raises(TypeError, match="sg.train optimizer or a dy.optim one"):
+        traced.train_step("sgd")
+    pair = dy.trace(lambda x: (model(x).sum(), model(x)), x, module=model)
+    with pytest.raises(TypeError, match="loss="):
+        pair.train_step(dy.optim.SGD(model.parameters(), lr=0.1))
+    loss = pair.train_step(dy.optim.SGD(model.parameters(), lr=0.1), loss=pair.outputs[0])(x)
+    assert np.ndim(loss) == 0
