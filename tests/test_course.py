@@ -343,3 +343,26 @@ def test_the_control_flow_pairs_print_the_same_numbers(pair):
     else:
         assert "variables: rnn/basic_rnn_cell/kernel (5, 3), rnn/basic_rnn_cell/bias (3,)" \
             in static
+
+
+# From module to static graph (issue 26): one nn.Module trained eagerly and as a traced graph
+def test_module_to_graph_trains_the_same_both_ways_and_measures_the_speed_up():
+    out = run_script("examples/course/module_to_graph.py", "--rounds", "3")
+    assert "(fc1): Linear(in_features=16, out_features=64, bias=True)" in out
+    assert "variables ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias', 'out.weight', " \
+        "'out.bias']" in out
+    losses = [(float(a), float(b)) for a, b in
+              re.findall(r"epoch +\d+: last batch loss eager (\S+), graph (\S+)", out)]
+    assert len(losses) == 3 and losses[-1][0] < losses[0][0]  # it learns
+    for eager, graph in losses:
+        assert graph == pytest.approx(eager, rel=1e-5)
+    assert numbers_after(r"after 48 steps: max \|eager - graph\| over the parameters =",
+                         out)[0] < 1e-5
+    eager_accuracy, graph_accuracy = numbers_after(r"^accuracy:", out)
+    assert graph_accuracy == pytest.approx(eager_accuracy, abs=1e-3) and eager_accuracy > 0.5
+    m = re.search(r"median of 2 epochs, interleaved\): eager ([\d.]+), graph ([\d.]+); speed-up "
+                  r"graph / eager = (\S+)x", out)
+    assert m, out
+    eager_rate, graph_rate, ratio = float(m[1]), float(m[2]), float(m[3])
+    assert eager_rate > 0 and graph_rate > 0  # no timing asserted: only that it adds up
+    assert ratio == pytest.approx(graph_rate / eager_rate, rel=0.02)
