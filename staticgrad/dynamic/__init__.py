@@ -41,12 +41,12 @@ make constants from Python values (`sg.zeros`, a list of labels) need `eager_mod
 Modules: `mode` (grad mode, the eager context), `tensor` (the Tensor), `dispatch` (running an
 op), `tape` (nodes; `tape_nodes_created()` counts them), `autograd` (backward, grad,
 Function), `creation` (making tensors), `functions` (PyTorch-named ops), `trace` (dynamic to
-static), `printing` (PyTorch's repr), `optim` (SGD, Adam, AdamW, RMSprop, Adagrad;
-`optim.lr_scheduler`), `serialization` (save, load: tensors and state dicts in an .npz that is
-never unpickled), `utils.data` (Dataset, TensorDataset, DataLoader, random_split), and `nn`
-(PyTorch's torch.nn: `Module` and `Parameter`, layers, activations and losses as modules,
-`init`, `utils.clip_grad_norm_`, `functional`; layers run the registry's ops, so their
-gradients are the shared rules'):
+static: functions and modules, and `Traced.train_step`), `printing` (PyTorch's repr), `optim`
+(SGD, Adam, AdamW, RMSprop, Adagrad; `optim.lr_scheduler`), `serialization` (save, load:
+tensors and state dicts in an .npz that is never unpickled), `utils.data` (Dataset,
+TensorDataset, DataLoader, random_split), and `nn` (PyTorch's torch.nn: `Module` and
+`Parameter`, layers, activations and losses as modules, `init`, `utils.clip_grad_norm_`,
+`functional`; layers run the registry's ops, so their gradients are the shared rules'):
 
     model = dy.nn.Sequential(dy.nn.Linear(784, 512), dy.nn.ReLU(), dy.nn.Linear(512, 10))
     loss = dy.nn.CrossEntropyLoss()(model(x), labels)
