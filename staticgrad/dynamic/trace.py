@@ -37,7 +37,7 @@ class Tracer:
         self.state: set[int] = set()  # ids of the inputs and of the parameters read
         self.module_state: dict[int, tuple[Tensor, Variable]] = {}  # a module's, by id
         self.module_written: dict[int, None] = {}  # ids of those written, in order
-        self.module_initial: dict[int, np.ndarray] = {}  # their values before the run
+        self.module_initial: dict[int, tuple] = {}  # (array, its values, dtype, shape) before
 
     def add_module_state(self, module: Module) -> OrderedDict:
         """Make a graph variable of each parameter and buffer of `module`, named by its
@@ -55,7 +55,7 @@ class Tracer:
                 initial = t._data.copy()
                 var = Variable(initial, name=name,
                                trainable=t.requires_grad and t.is_floating_point())
-                self.module_initial[id(t)] = initial
+                self.module_initial[id(t)] = (t._data, initial, t.dtype, t._shape)
                 found[name] = var
                 self.module_state[id(t)] = (t, var)
                 if var.trainable:
@@ -87,11 +87,9 @@ class Tracer:
         leaves the module where the graph's variables start."""
         for key in self.module_written:
             t, _ = self.module_state[key]
-            initial = self.module_initial[key]
-            if t._data.shape == initial.shape and t._data.dtype == initial.dtype:
-                np.copyto(t._data, initial)  # in place: views of it see it too
-            else:  # (`t.data = ...` gave it another array)
-                t._data = initial.copy()
+            array, initial, t.dtype, t._shape = self.module_initial[key]
+            np.copyto(array, initial)  # in place: tensors sharing the array see it too
+            t._data = array  # (`t.data = ...` gave it another array: the module's comes back)
             t._version[0] += 1
 
     def bind(self, t: Tensor, graph_tensor) -> None:

@@ -364,3 +364,26 @@ def test_train_step_errors():
         pair.train_step(dy.optim.SGD(model.parameters(), lr=0.1))
     loss = pair.train_step(dy.optim.SGD(model.parameters(), lr=0.1), loss=pair.outputs[0])(x)
     assert np.ndim(loss) == 0
+
+
+def test_tied_tensors_are_one_variable_and_a_failed_trace_leaves_the_module_as_it_was():
+    linear = dy.nn.Linear(3, 3).double()
+    model = dy.nn.Sequential(linear, dy.nn.BatchNorm1d(3).double(), linear)
+    traced = dy.trace(model, dy.tensor(RNG.normal(size=(4, 3))))
+    assert traced.state["0.weight"] is traced.state["2.weight"]
+    assert len(traced.variables) == 4  # the linear's two, BatchNorm's two
+    model.load_state_dict(traced.state_dict())  # every name, the tied ones too
+
+    bn = model[1]
+    mean, shared = bn.running_mean.numpy().copy(), bn.running_mean.detach()
+
+    def fails(x):
+        model(x)
+        bn.running_var.data = dy.ones(3, dtype=dy.float64) * 7  # another array ...
+        raise ValueError("after the buffers were written")
+
+    with pytest.raises(ValueError, match="after the buffers"):
+        dy.trace(fails, dy.tensor(RNG.normal(size=(4, 3))), module=model)
+    np.testing.assert_array_equal(shared.numpy(), mean)  # ... and the module's is back
+    np.testing.assert_array_equal(bn.running_var.numpy(), np.ones(3))
+    assert bn.num_batches_tracked.item() == 0  # neither trace's run counted
