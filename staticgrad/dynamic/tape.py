@@ -146,7 +146,8 @@ class Node:
                 outs.append((t._data.shape, t.dtype))
         self._checks = checks
         # where the user recorded it, for the error of a second backward once freed
-        self._recorded_at = user_location() if checks else None
+        # (skipping this __init__, record and dispatch.run_operation: always staticgrad's)
+        self._recorded_at = user_location(skip_frames=3) if checks else None
         self._freed = False
         self._inputs = None    # the inputs as rules see them, made when first asked for
         self._ctx = None       # a custom Function's ctx (freed with the node)
@@ -290,13 +291,24 @@ def _plan(opdef, attrs, n_in: int, n_out: int) -> tuple:
 
 
 _PLANS: dict[tuple, tuple] = {}
+# (op type, number of inputs, of outputs) -> (node class, keep_in, keep_out), for ops with
+# neither a custom Function's name nor a gradient override
+_KINDS: dict[tuple, tuple] = {}
 
 
 def record(op_type, opdef, inputs, attrs, outputs) -> Node:
     """Add a node for an op that just ran; its floating outputs now require grad."""
-    keep_in, keep_out = _plan(opdef, attrs, len(inputs), len(outputs))
-    node = node_class(backward_name(op_type, attrs))(op_type, opdef, inputs, attrs, outputs,
-                                                     keep_in, keep_out)
+    if attrs and ("function" in attrs or "_gradient_op_type" in attrs):
+        cls = node_class(backward_name(op_type, attrs))
+        keep_in, keep_out = _plan(opdef, attrs, len(inputs), len(outputs))
+    else:  # the common case, looked up once per op type and arity
+        key = (op_type, len(inputs), len(outputs))
+        kind = _KINDS.get(key)
+        if kind is None:
+            kind = _KINDS[key] = (node_class(backward_name(op_type, attrs)),
+                                  *_plan(opdef, attrs, key[1], key[2]))
+        cls, keep_in, keep_out = kind
+    node = cls(op_type, opdef, inputs, attrs, outputs, keep_in, keep_out)
     for i, t in enumerate(outputs):
         if t.dtype.is_floating:
             t.op, t.value_index, t._requires_grad = node, i, True
