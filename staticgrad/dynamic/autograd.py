@@ -11,7 +11,7 @@ The walk (`_walk`) is the graph side's `gradients` replayed on recorded nodes:
 
 Rules run in the eager context, so they compute at once; with grad mode on only when
 `create_graph=True`, in which case they are recorded too and their results can be
-differentiated again. Without `retain_graph=True` each node is freed once it has run.
+differentiated again. Without `retain_graph=True` each node frees what it kept once it has run.
 
 >>> loss.backward()                                         # doctest: +SKIP
 >>> dx, = dy.autograd.grad(y, x, create_graph=True)         # doctest: +SKIP

@@ -5,9 +5,13 @@ A node is what the op's gradient rule needs, shaped like a graph `Operation` (`t
 and where the gradients go: `next_functions`, one `(node, output index)` per input, with an
 `AccumulateGrad` for a leaf that requires grad and `(None, 0)` for an input that does not.
 
-A node keeps its inputs and its outputs' values (what a rule may read) until backward frees
-it; it refers to its output tensors weakly (they refer to it as their `grad_fn`), and
-re-wraps a saved value when an output tensor is gone but a rule asks for it.
+A node keeps the inputs and outputs that its op's rule reads (`OpDef.saves`, as PyTorch's
+nodes keep what their backward formula reads) and only the shape and dtype of the others,
+which the rule sees as stand-ins (`stand_in`: zero-stride arrays of NaN). It refers to its
+kept outputs weakly (they refer to it as their `grad_fn`) and keeps their values, re-wrapping
+one when the tensor is gone but the rule asks for it. A backward without retain_graph frees
+what each node it runs kept; running such a node again raises PyTorch's error, with the
+op and the user's line that recorded it. A node that kept nothing can run again.
 
 Nodes are instances of a class per kind, named as PyTorch names them (`MulBackward0`,
 `SumBackward1`, `AccumulateGrad`), so `type(y.grad_fn).__name__` reads as it does there.
@@ -106,9 +110,12 @@ def accumulator(leaf: Tensor) -> AccumulateGrad:
     return acc
 
 
+_NO_EDGE = (None, 0)
+
+
 def _edge(t: Tensor) -> tuple:
     if not t._requires_grad:
-        return (None, 0)
+        return _NO_EDGE
     if t.op is NO_NODE:
         return (accumulator(t), 0)
     return (t.op, t.value_index)
@@ -126,17 +133,20 @@ class Node:
         self.type = op_type
         self.opdef = opdef
         self.attrs = attrs
-        self.next_functions = tuple([_edge(t) for t in inputs])
         self.seq = next(_SEQUENCE)  # creation order: a topological order of the tape
         self.n_outputs = len(outputs)
         checks = []  # (version counter, its value now, slot) of each value kept
+        edges = []
         self._in = ins = []  # per input: the tensor if kept, else (shape, dtype)
         for i, t in enumerate(inputs):
+            # (one loop for both, as this runs once per recorded op)
+            edges.append(_edge(t) if t._requires_grad else _NO_EDGE)
             if keep_in[i]:
                 ins.append(t)
                 checks.append((t._version, t._version[0], i))
             else:
                 ins.append((t._data.shape, t.dtype))
+        self.next_functions = tuple(edges)
         self._out = outs = []  # per output: [weakref, value, dtype, counter] if kept, else meta
         for i, t in enumerate(outputs):
             if keep_out[i]:
