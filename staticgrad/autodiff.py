@@ -436,7 +436,7 @@ def _custom_grad_of(op, *grads):
     return result + var_grads + [None] * n
 
 
-register("CustomGradient", _custom_infer, _custom_numpy, _custom_grad, view=True,
+register("CustomGradient", _custom_infer, _custom_numpy, _custom_grad, saves=(), view=True,
          attrs={"n_out": Int(lo=1),
                 "grad_fn": InProcess("a Python function", callable, example=print),
                 "variables": InProcess("a list of variables", _variable_list, example=[]),

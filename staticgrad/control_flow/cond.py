@@ -108,7 +108,7 @@ def _if_region_results(attrs, in_shapes, results, loose=False):
     return then_shapes
 
 
-register("If", _if_infer, None, _if_grad, attrs={"then_branch": BRANCH,
+register("If", _if_infer, None, _if_grad, saves=("x*", "y*"), attrs={"then_branch": BRANCH,
                                                  "else_branch": BRANCH},
          arity=(1, None), region_attrs=("then_branch", "else_branch"),
          grad_takes_none=True, region_feeds=_if_region_feeds,

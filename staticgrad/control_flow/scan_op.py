@@ -110,7 +110,7 @@ def _scan_region_results(attrs, in_shapes, results, loose=False):
     return [s for s, _ in _outputs(attrs, carries, elems, body_shapes)]
 
 
-register("Scan", _scan_infer, None, scan_grad,
+register("Scan", _scan_infer, None, scan_grad, saves=("x*", "y*"),
          attrs={"body": BRANCH, "carries": Int(lo=0), "elems": Int(lo=1), "reverse": Bool()},
          arity=(1, None), region_attrs=("body",),
          grad_takes_none=True, region_feeds=_scan_region_feeds,

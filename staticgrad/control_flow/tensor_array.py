@@ -76,7 +76,7 @@ def _write_grad(op: Operation, dy):
 
 
 register("TensorArrayWrite", _write_infer, "rt.tensor_array_write({0}, {1}, {2}, {grow})",
-         _write_grad, attrs={"grow": Bool()}, arity=3, new_array=True,
+         _write_grad, saves=("x0", "x1"), attrs={"grow": Bool()}, arity=3, new_array=True,
          doc="a copy of a TensorArray's buffer (input 0) with row `index` (input 1) set to "
              "`value` (input 2); with `grow` (dynamic_size), grown with rows of zeros to "
              "hold it, as a TensorArray's write")
@@ -101,7 +101,7 @@ def _write_grad_grad(op: Operation, d_flow, d_value):
 
 
 register("TensorArrayWriteGrad", _write_grad_infer,
-         "rt.tensor_array_write_grad({0}, {1}, {2})", _write_grad_grad, arity=3,
+         "rt.tensor_array_write_grad({0}, {1}, {2})", _write_grad_grad, saves=("x2",), arity=3,
          attrs={"grow": Bool()},
          doc="the gradients of a TensorArrayWrite for its buffer and its value, from the "
              "gradient `dy` (input 0) of its result; input 1 is the buffer written into "

@@ -202,7 +202,7 @@ def _while_grad(op: Operation, *grads):
     return full
 
 
-register("While", _while_infer, None, _while_grad,
+register("While", _while_infer, None, _while_grad, saves=("x*", "y*"),
          attrs={"cond": BRANCH, "body": BRANCH, "loop_vars": Int(lo=1),
                 "relaxed": Ints(), "max_iterations": Int(lo=-1, hi=_MAX_STEPS, default=-1)},
          arity=(1, None), region_attrs=("cond", "body"),
@@ -310,7 +310,7 @@ def _loop_as_scan(cond: Branch, body: Branch, inputs: list[Tensor], n: int, step
     return out[1:1 + n]
 
 
-register("WhileGrad", _while_grad_infer, None, _while_grad_grad,
+register("WhileGrad", _while_grad_infer, None, _while_grad_grad, saves=("x*", "y*"),
          attrs={"cond": BRANCH, "body": BRANCH, "body_grad": BRANCH, "loop_vars": Int(lo=1),
                 "relaxed": Ints(), "wanted": Ints(),
                 "max_iterations": Int(lo=-1, hi=_MAX_STEPS, default=-1)},

@@ -5,7 +5,7 @@
     w = dy.tensor([2.0, 5.0], requires_grad=True)
     x = dy.tensor([4.0, 4.0])
     loss = (10 - (w * x).sum()) ** 2          # each op runs at once, recorded on a tape
-    loss.backward()                           # walks the tape back; frees it
+    loss.backward()                           # walks the tape back, freeing it
     print(w.grad)                             # tensor([144., 144.]); accumulates until zeroed
     with dy.no_grad():
         w -= 0.01 * w.grad
@@ -21,12 +21,13 @@ there is no second set of derivatives. Rules call the graph API (`M.where`, `zer
 and in the eager context those calls compute too, recording themselves when
 `create_graph=True`: higher derivatives come for free, as they do on the graph side.
 
+As PyTorch's, a tape node keeps only what its op's gradient rule reads (each op declares it:
+`OpDef.saves`; `x + 1` keeps nothing, `exp` its output), and a backward without
+retain_graph frees each node it runs through: a second one fails only where a node needs a
+value it freed (through `(x * x).sum()`, not `(x + 1).sum()`), naming the op and the line
+that recorded it.
+
 Where it differs from PyTorch (known, kept for simplicity):
-- memory: a tape node keeps all of its op's inputs and outputs until backward() frees it,
-  where PyTorch saves only what each op's backward formula reads (`x + 1` saves nothing,
-  `exp` its output); twenty chained `h + 1.0` on 1 MB arrays hold about 20 MB here.
-- a second backward() through a freed node always raises, even where PyTorch's node saved
-  nothing (`(x + 1).sum()`); pass retain_graph=True.
 - gradients at ties are the graph side's rules: max(dim) and maximum share a tie equally
   (PyTorch picks the returned index, or 0.5 for maximum); d(x**0)/dx at 0 is nan.
 - var() of one element is 0 (PyTorch: nan); NumPy's RuntimeWarnings (log(0)...) show.

@@ -11,7 +11,7 @@ The walk (`_walk`) is the graph side's `gradients` replayed on recorded nodes:
 
 Rules run in the eager context, so they compute at once; with grad mode on only when
 `create_graph=True`, in which case they are recorded too and their results can be
-differentiated again. Without `retain_graph=True` each node is freed once it has run.
+differentiated again. Without `retain_graph=True` each node frees what it kept once it has run.
 
 >>> loss.backward()                                         # doctest: +SKIP
 >>> dx, = dy.autograd.grad(y, x, create_graph=True)         # doctest: +SKIP
@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _namespace
 from ..autodiff import _sum, backward_step
+from ..errors import user_location
 from ..graph import _default
 from . import tape
 from .dispatch import run_operation
@@ -155,7 +156,7 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                 slots = pending.pop(node, None)
                 if slots is None:
                     continue
-                grads = [_sum(slots.get(i)) for i in range(len(node._dtypes))]
+                grads = [_sum(slots.get(i)) for i in range(node.n_outputs)]
                 grads = _output_hooks(node, grads, retain=targets is None,
                                       create_graph=create_graph)
                 for index, pos in capture.get(node, ()) if capture else ():
@@ -258,6 +259,7 @@ class FunctionCtx:
         self._saved = ()
         self._saved_versions = ()
         self._non_differentiable = set()
+        self._freed = None  # once backward freed the saved tensors: the node's error
 
     def save_for_backward(self, *tensors) -> None:
         """Keep tensors for backward (checked there for in-place changes)."""
@@ -268,8 +270,16 @@ class FunctionCtx:
         self._saved = tensors
         self._saved_versions = tuple(None if t is None else t._version[0] for t in tensors)
 
+    def free(self, error: RuntimeError) -> None:
+        """Drop the saved tensors (a backward without retain_graph ran): reading them again
+        raises `error`, as PyTorch's ctx does."""
+        if self._saved:
+            self._saved, self._freed = (), error
+
     @property
     def saved_tensors(self) -> tuple:
+        if self._freed is not None:
+            raise self._freed
         for t, version in zip(self._saved, self._saved_versions):
             if t is not None and t._version[0] != version:
                 raise RuntimeError("one of the variables needed for gradient computation has "
@@ -338,6 +348,7 @@ class Function:
                             attrs).outputs
         node = new[0].op
         node.next_functions = node.next_functions[:len(positions)]  # not forward's results
+        node._ctx, node._recorded_at = ctx, user_location()
         for o, n in zip(outs, new):
             if id(o) in ctx._non_differentiable:
                 n.op, n.value_index, n._requires_grad = NO_NODE, 0, False

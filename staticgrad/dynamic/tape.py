@@ -5,9 +5,13 @@ A node is what the op's gradient rule needs, shaped like a graph `Operation` (`t
 and where the gradients go: `next_functions`, one `(node, output index)` per input, with an
 `AccumulateGrad` for a leaf that requires grad and `(None, 0)` for an input that does not.
 
-A node keeps its inputs and its outputs' values (what a rule may read) until backward frees
-it; it refers to its output tensors weakly (they refer to it as their `grad_fn`), and
-re-wraps a saved value when an output tensor is gone but a rule asks for it.
+A node keeps the inputs and outputs that its op's rule reads (`OpDef.saves`, as PyTorch's
+nodes keep what their backward formula reads) and only the shape and dtype of the others,
+which the rule sees as stand-ins (`stand_in`: zero-stride arrays of NaN). It refers to its
+kept outputs weakly (they refer to it as their `grad_fn`) and keeps their values, re-wrapping
+one when the tensor is gone but the rule asks for it. A backward without retain_graph frees
+what each node it runs kept; running such a node again raises PyTorch's error, with the
+op and the user's line that recorded it. A node that kept nothing can run again.
 
 Nodes are instances of a class per kind, named as PyTorch names them (`MulBackward0`,
 `SumBackward1`, `AccumulateGrad`), so `type(y.grad_fn).__name__` reads as it does there.
@@ -18,6 +22,9 @@ from __future__ import annotations
 import itertools
 import weakref
 
+import numpy as np
+
+from ..errors import format_location, user_location
 from .mode import EAGER
 from .tensor import NO_NODE, Tensor
 
@@ -103,9 +110,12 @@ def accumulator(leaf: Tensor) -> AccumulateGrad:
     return acc
 
 
+_NO_EDGE = (None, 0)
+
+
 def _edge(t: Tensor) -> tuple:
     if not t._requires_grad:
-        return (None, 0)
+        return _NO_EDGE
     if t.op is NO_NODE:
         return (accumulator(t), 0)
     return (t.op, t.value_index)
@@ -114,42 +124,74 @@ def _edge(t: Tensor) -> tuple:
 class Node:
     """One recorded op (see the module docstring)."""
 
-    __slots__ = ("type", "opdef", "inputs", "attrs", "next_functions", "seq", "_outputs",
-                 "_values", "_dtypes", "_boxes", "_versions", "_freed", "_hooks", "_retained",
+    __slots__ = ("type", "opdef", "attrs", "next_functions", "seq", "n_outputs", "_in", "_out",
+                 "_checks", "_freed", "_recorded_at", "_inputs", "_ctx", "_hooks", "_retained",
                  "__weakref__")
     graph = EAGER
 
-    def __init__(self, op_type, opdef, inputs, attrs, outputs):
+    def __init__(self, op_type, opdef, inputs, attrs, outputs, keep_in, keep_out):
         self.type = op_type
         self.opdef = opdef
-        self.inputs = tuple(inputs)
         self.attrs = attrs
-        self.next_functions = tuple(_edge(t) for t in self.inputs)
         self.seq = next(_SEQUENCE)  # creation order: a topological order of the tape
-        self._outputs = [weakref.ref(t) for t in outputs]
-        self._values = [t._data for t in outputs]
-        self._dtypes = [t.dtype for t in outputs]
-        self._boxes = [t._version for t in self.inputs] + [t._version for t in outputs]
-        self._versions = [box[0] for box in self._boxes]
+        self.n_outputs = len(outputs)
+        checks = []  # (version counter, its value now, slot) of each value kept
+        edges = []
+        self._in = ins = []  # per input: the tensor if kept, else (shape, dtype)
+        for i, t in enumerate(inputs):
+            # (one loop for both, as this runs once per recorded op)
+            edges.append(_edge(t) if t._requires_grad else _NO_EDGE)
+            if keep_in[i]:
+                ins.append(t)
+                checks.append((t._version, t._version[0], i))
+            else:
+                ins.append((t._data.shape, t.dtype))
+        self.next_functions = tuple(edges)
+        self._out = outs = []  # per output: [weakref, value, dtype, counter] if kept, else meta
+        for i, t in enumerate(outputs):
+            if keep_out[i]:
+                outs.append([weakref.ref(t), t._data, t.dtype, t._version])
+                checks.append((t._version, t._version[0], len(ins) + i))
+            else:
+                outs.append((t._data.shape, t.dtype))
+        self._checks = checks
+        # where the user recorded it, for the error of a second backward once freed
+        # (skipping this __init__, record and dispatch.run_operation: always staticgrad's)
+        self._recorded_at = user_location(skip_frames=3) if checks else None
         self._freed = False
+        self._inputs = None    # the inputs as rules see them, made when first asked for
+        self._ctx = None       # a custom Function's ctx (freed with the node)
         self._hooks = None     # output index -> {handle id: hook}
         self._retained = None  # output index -> weakref to the tensor that called retain_grad
 
     # -- what gradient rules read -----------------------------------------------------------
     @property
+    def inputs(self) -> tuple:
+        """The op's inputs: those its rule reads, and stand-ins of the others' shape and dtype
+        (whose values are NaN: `stand_in`)."""
+        if self._inputs is None:
+            if self._freed:
+                raise self.freed_error()
+            self._inputs = tuple([x if type(x) is not tuple else stand_in(*x) for x in self._in])
+        return self._inputs
+
+    @property
     def outputs(self) -> tuple:
-        """The op's output tensors (re-wrapped from the saved values if they are gone)."""
+        """The op's outputs: those its rule reads (the tensors, or re-wrapped from the kept
+        values if they are gone), and stand-ins of the others."""
         if self._freed:
-            raise RuntimeError(FREED_MESSAGE)
+            raise self.freed_error()
         outs = []
-        for i, ref in enumerate(self._outputs):
-            t = ref()
+        for i, kept in enumerate(self._out):
+            if type(kept) is tuple:
+                outs.append(stand_in(*kept))
+                continue
+            t = kept[0]()
             if t is None:
-                t = Tensor._make(self._values[i], self._dtypes[i],
-                                 self._boxes[len(self._boxes) - len(self._outputs) + i])
+                t = Tensor._make(kept[1], kept[2], kept[3])
                 if t.dtype.is_floating:
                     t.op, t.value_index, t._requires_grad = self, i, True
-                self._outputs[i] = weakref.ref(t)
+                kept[0] = weakref.ref(t)
             outs.append(t)
         return tuple(outs)
 
@@ -157,7 +199,7 @@ class Node:
     def wanted(self) -> list:
         """Which inputs need a gradient (the others lead nowhere)."""
         wanted = [fn is not None for fn, _ in self.next_functions]
-        return wanted + [False] * (len(self.inputs) - len(wanted))
+        return wanted + [False] * (len(self._in) - len(wanted))
 
     def where(self) -> str:
         return f"{self.type} op ({self.name()}) of the dynamic graph"
@@ -181,12 +223,13 @@ class Node:
 
     # -- backward's bookkeeping ---------------------------------------------------------------
     def check_saved(self) -> None:
-        """Raise if backward cannot run this node: freed, or a saved value overwritten."""
+        """Raise if backward cannot run this node: what its rule reads was freed by an earlier
+        backward, or overwritten in place since."""
         if self._freed:
-            raise RuntimeError(FREED_MESSAGE)
-        for i, (box, version) in enumerate(zip(self._boxes, self._versions)):
+            raise self.freed_error()
+        for box, version, i in self._checks:
             if box[0] != version:
-                n_in = len(self.inputs)
+                n_in = len(self._in)
                 what = f"input {i}" if i < n_in else f"output {i - n_in}"
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by "
@@ -195,17 +238,87 @@ class Node:
                     "x.zero_(), x[i] = ...) happened after the op used x; update a copy instead, "
                     "or do it after backward().")
 
+    def freed_error(self) -> RuntimeError:
+        return RuntimeError(f"{FREED_MESSAGE} ({self.name()}: the {self.type} op recorded at "
+                            f"{format_location(self._recorded_at)})")
+
     def release(self) -> None:
-        """Free what the rule needed (inputs, saved values, attrs): the graph is spent."""
-        self.inputs = ()
+        """Free what the rule reads (a backward without retain_graph ran it): running it again
+        is then an error. A node that keeps nothing stays as it is, as PyTorch's does."""
+        if self._ctx is not None:
+            self._ctx.free(self.freed_error())
+        if not self._checks:
+            return
+        self._in = [x if type(x) is tuple else (x._data.shape, x.dtype) for x in self._in]
+        self._out = [x if type(x) is tuple else (x[1].shape, x[2]) for x in self._out]
+        self._inputs = None
+        self._checks = ()
         self.attrs = None
-        self._values = self._outputs = self._boxes = None
         self._freed = True
+
+
+_POISON: dict = {}  # NumPy dtype -> the one value of its stand-ins
+
+
+def stand_in(shape: tuple, dtype) -> Tensor:
+    """A tensor of `shape` and `dtype` that holds no memory, in place of a value the node does
+    not keep: what a rule may read of it is its shape and dtype (tests/dynamic/test_saved.py
+    checks that no rule reads more)."""
+    return Tensor._make(stand_in_array(shape, dtype.np), dtype)
+
+
+def stand_in_array(shape: tuple, np_dtype) -> np.ndarray:
+    """A read-only array of `shape` whose elements all share one item: NaN for floats, the
+    least value for integers, True for bools, so that a value read by mistake shows."""
+    poison = _POISON.get(np_dtype)
+    if poison is None:
+        kind = np.dtype(np_dtype).kind
+        value = np.nan if kind in "fc" else True if kind == "b" else np.iinfo(np_dtype).min \
+            if kind in "iu" else 0
+        poison = _POISON[np_dtype] = np.array(value, dtype=np_dtype)
+    return np.broadcast_to(poison, shape)
+
+
+_ALL = (True,)
+
+
+def _plan(opdef, attrs, n_in: int, n_out: int) -> tuple:
+    """(keep input i?, keep output j?) for a node of `opdef`: what its rule reads (`saves`);
+    everything for a rule that declares nothing or that gradient_override_map replaced."""
+    key = (opdef.type, n_in, n_out)
+    plan = _PLANS.get(key)
+    if plan is None:
+        saves = opdef.saves
+        if saves is None:
+            plan = (_ALL * n_in, _ALL * n_out)
+        else:
+            plan = (tuple(f"x{i}" in saves or "x*" in saves for i in range(n_in)),
+                    tuple(f"y{j}" in saves or "y*" in saves for j in range(n_out)))
+        _PLANS[key] = plan
+    if attrs and "_gradient_op_type" in attrs:
+        return (_ALL * n_in, _ALL * n_out)
+    return plan
+
+
+_PLANS: dict[tuple, tuple] = {}
+# (op type, number of inputs, of outputs) -> (node class, keep_in, keep_out), for ops with
+# neither a custom Function's name nor a gradient override
+_KINDS: dict[tuple, tuple] = {}
 
 
 def record(op_type, opdef, inputs, attrs, outputs) -> Node:
     """Add a node for an op that just ran; its floating outputs now require grad."""
-    node = node_class(backward_name(op_type, attrs))(op_type, opdef, inputs, attrs, outputs)
+    if attrs and ("function" in attrs or "_gradient_op_type" in attrs):
+        cls = node_class(backward_name(op_type, attrs))
+        keep_in, keep_out = _plan(opdef, attrs, len(inputs), len(outputs))
+    else:  # the common case, looked up once per op type and arity
+        key = (op_type, len(inputs), len(outputs))
+        kind = _KINDS.get(key)
+        if kind is None:
+            kind = _KINDS[key] = (node_class(backward_name(op_type, attrs)),
+                                  *_plan(opdef, attrs, key[1], key[2]))
+        cls, keep_in, keep_out = kind
+    node = cls(op_type, opdef, inputs, attrs, outputs, keep_in, keep_out)
     for i, t in enumerate(outputs):
         if t.dtype.is_floating:
             t.op, t.value_index, t._requires_grad = node, i, True

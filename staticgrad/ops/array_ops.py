@@ -136,7 +136,7 @@ def _reshape_numpy(a, ctx):
 
 
 register("Reshape", _reshape_infer, _reshape_numpy,
-         lambda op, g: [reshape(g, shape_of(op.inputs[0])), None],
+         lambda op, g: [reshape(g, shape_of(op.inputs[0])), None], saves=(),
          view=True, static_inputs=(1,), arity=2)
 
 
@@ -166,7 +166,7 @@ def _transpose_grad(op, g):
     return [transpose(g, None if perm is None else list(np.argsort(perm)))]
 
 
-register("Transpose", _transpose_infer, _transpose_numpy, _transpose_grad, view=True,
+register("Transpose", _transpose_infer, _transpose_numpy, _transpose_grad, saves=(), view=True,
          attrs={"perm": Optional(_AXES)}, arity=1)
 
 
@@ -184,7 +184,7 @@ def _expand_dims_infer(ctx):
 
 register("ExpandDims", _expand_dims_infer,
          lambda a, ctx: f"np.expand_dims({a[0]}, {ctx.lit('axis')})",
-         lambda op, g: [reshape(g, shape_of(op.inputs[0]))], view=True,
+         lambda op, g: [reshape(g, shape_of(op.inputs[0]))], saves=(), view=True,
          attrs={"axis": _AXES}, arity=1)
 
 
@@ -211,7 +211,7 @@ def _squeeze_numpy(a, ctx):
 
 
 register("Squeeze", _squeeze_infer, _squeeze_numpy,
-         lambda op, g: [reshape(g, shape_of(op.inputs[0]))], view=True,
+         lambda op, g: [reshape(g, shape_of(op.inputs[0]))], saves=(), view=True,
          attrs={"axis": Optional(_AXES)}, arity=1)
 
 
@@ -239,7 +239,7 @@ def _broadcast_to_numpy(a, ctx):
 
 
 register("BroadcastTo", _broadcast_to_infer, _broadcast_to_numpy,
-         lambda op, g: [sum_to(g, shape_of(op.inputs[0])), None], view=True,
+         lambda op, g: [sum_to(g, shape_of(op.inputs[0])), None], saves=(), view=True,
          static_inputs=(1,), arity=2)
 
 
@@ -272,7 +272,8 @@ def _sum_to_numpy(a, ctx):
 
 
 register("SumTo", _sum_to_infer, _sum_to_numpy,
-         lambda op, g: [broadcast_to(g, shape_of(op.inputs[0])), None], static_inputs=(1,),
+         lambda op, g: [broadcast_to(g, shape_of(op.inputs[0])), None], saves=(),
+         static_inputs=(1,),
          view=True,  # the input itself (or a reshape of it) where there is nothing to sum
          doc="Sum a broadcast gradient back to an input's shape (the adjoint of BroadcastTo).",
          arity=2)
@@ -311,7 +312,7 @@ def _fill_grad(op, g):
     return [None, reduce_sum(g)]
 
 
-register("Fill", _fill_infer, _fill_numpy, _fill_grad, static_inputs=(0,), arity=2)
+register("Fill", _fill_infer, _fill_numpy, _fill_grad, saves=(), static_inputs=(0,), arity=2)
 
 
 def _like_numpy(fill):

@@ -45,9 +45,11 @@ def _cumprod_grad(op, g):
 
 
 _NUMPY = "rt.cumulative(np.{kind}, {{0}}, {{axis}}, {{exclusive}}, {{reverse}})"
-register("Cumsum", _infer, _NUMPY.format(kind="cumsum"), _cumsum_grad, attrs=_ATTRS, arity=1,
+register("Cumsum", _infer, _NUMPY.format(kind="cumsum"), _cumsum_grad, saves=(), attrs=_ATTRS,
+         arity=1,
          new_array=True, doc="the running sum along `axis`")
-register("Cumprod", _infer, _NUMPY.format(kind="cumprod"), _cumprod_grad, attrs=_ATTRS,
+register("Cumprod", _infer, _NUMPY.format(kind="cumprod"), _cumprod_grad, saves=("x0", "y0"),
+         attrs=_ATTRS,
          arity=1, new_array=True, doc="the running product along `axis`")
 
 

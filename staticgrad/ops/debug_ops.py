@@ -40,7 +40,7 @@ def _check_numerics_grad(op, g):  # TF1's rule: the gradient is checked too
 # FloatingPointError("<message> : Tensor had NaN values") otherwise, which the session reports
 # naming the checked tensor's op (checks_input, session._run_error).
 register("CheckNumerics", _check_numerics_infer, "rt.check_numerics({0}, {message})",
-         _check_numerics_grad, view=True, arity=1, checks_input=0,
+         _check_numerics_grad, saves=(), view=True, arity=1, checks_input=0,
          attrs={"message": Text()})
 
 

@@ -61,7 +61,7 @@ def _grad(op, g):
 
 
 register("Einsum", _infer, lambda a, ctx: f"np.einsum({ctx.lit('equation')}, {', '.join(a)})",
-         _grad, attrs={"equation": Equation()}, arity=(1, None), new_array=True,
+         _grad, saves=("x*",), attrs={"equation": Equation()}, arity=(1, None), new_array=True,
          doc="the sums of products its equation names (NumPy's einsum)")
 
 

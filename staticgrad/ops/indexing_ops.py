@@ -102,7 +102,7 @@ def _strided_slice_infer(ctx):
 register("StridedSlice", _strided_slice_infer,
          lambda a, ctx: f"{a[0]}[{ctx.lit('index')}]",
          lambda op, g: [apply1("StridedSliceGrad", [g, shape_of(op.inputs[0])],
-                               {"index": op.attrs["index"]})],
+                               {"index": op.attrs["index"]})], saves=(),
          view=True, attrs={"index": IndexSpec()}, arity=1)
 
 
@@ -116,7 +116,7 @@ def _strided_slice_grad_infer(ctx):
 register("StridedSliceGrad", _strided_slice_grad_infer,
          lambda a, ctx: (f"rt.strided_slice_grad({a[0]}, {tuple(_known(ctx, 1, 'shape'))!r}, "
                          f"np.s_[{ctx.lit('index')}])"),
-         lambda op, g: [strided_slice_spec(g, op.attrs["index"]), None],
+         lambda op, g: [strided_slice_spec(g, op.attrs["index"]), None], saves=(),
          static_inputs=(1,), attrs={"index": IndexSpec()}, arity=2)
 
 
@@ -237,7 +237,8 @@ def _slice_grad(op, g):
     return [pad(g, stack([begin, after], axis=1)), None, None]
 
 
-register("Slice", _slice_infer, _slice_numpy, _slice_grad, view=True, static_inputs=(1, 2), arity=3)
+register("Slice", _slice_infer, _slice_numpy, _slice_grad, saves=("x1",), view=True,
+         static_inputs=(1, 2), arity=3)
 
 
 def slice(input_, begin, size, name=None):  # noqa: A001 - TF1's name
@@ -277,7 +278,7 @@ def _gather_grad(op, g):
 
 
 # an index outside [0, n) is an error, as in TF1 (np.take alone would wrap -1 around)
-register("GatherV2", _gather_infer, "rt.gather({0}, {1}, {axis})", _gather_grad,
+register("GatherV2", _gather_infer, "rt.gather({0}, {1}, {axis})", _gather_grad, saves=("x1",),
          attrs={"axis": Axis()}, arity=2)
 
 
@@ -300,7 +301,7 @@ def _gather_grad_numpy(a, ctx):
 
 
 register("GatherGrad", _gather_grad_infer, _gather_grad_numpy,
-         lambda op, g: [gather(g, op.inputs[1], axis=op.attrs["axis"]), None, None],
+         lambda op, g: [gather(g, op.inputs[1], axis=op.attrs["axis"]), None, None], saves=("x1",),
          static_inputs=(2,), attrs={"axis": Axis()}, arity=3)
 
 

@@ -66,7 +66,7 @@ def _concat_grad(op, g):
 
 register("ConcatV2", _concat_infer,
          lambda a, ctx: f"np.concatenate([{', '.join(a)}], axis={ctx.lit('axis')})",
-         _concat_grad, attrs={"axis": Axis()}, arity=(1, None))
+         _concat_grad, saves=(), attrs={"axis": Axis()}, arity=(1, None))
 
 
 def concat(values, axis, name="concat"):
@@ -96,7 +96,7 @@ def _pack_infer(ctx):
 
 register("Pack", _pack_infer,
          lambda a, ctx: f"np.stack([{', '.join(a)}], axis={ctx.lit('axis')})",
-         lambda op, g: unstack(g, num=len(op.inputs), axis=op.attrs["axis"]),
+         lambda op, g: unstack(g, num=len(op.inputs), axis=op.attrs["axis"]), saves=(),
          attrs={"axis": Axis()}, arity=(1, None))
 
 
@@ -128,7 +128,7 @@ def _unpack_grad(op, *grads):
     return [stack(grads, axis=op.attrs["axis"])]
 
 
-register("Unpack", _unpack_infer, _unpack_numpy, _unpack_grad, view=True,
+register("Unpack", _unpack_infer, _unpack_numpy, _unpack_grad, saves=(), view=True,
          attrs={"num": _OUTPUTS, "axis": Axis()}, arity=1)
 
 
@@ -201,7 +201,7 @@ def _split_grad(op, *grads):
     return [concat(grads, axis=op.attrs["axis"]), None]
 
 
-register("Split", _split_infer, _split_numpy, _split_grad, view=True, static_inputs=(1,),
+register("Split", _split_infer, _split_numpy, _split_grad, saves=(), view=True, static_inputs=(1,),
          attrs={"num": _OUTPUTS, "axis": Axis()}, arity=2)
 
 
@@ -256,7 +256,7 @@ def _tile_grad(op, g):
 
 
 register("Tile", _tile_infer, lambda a, ctx: f"np.tile({a[0]}, {ctx.lit('multiples')})",
-         _tile_grad, attrs={"multiples": Ints(lo=0)}, arity=1)
+         _tile_grad, saves=(), attrs={"multiples": Ints(lo=0)}, arity=1)
 
 
 def tile(input, multiples, name=None):  # noqa: A002
@@ -306,7 +306,7 @@ def _pad_grad(op, g):
     return [_slice(g, begin, shape_of(op.inputs[0])), None]
 
 
-register("Pad", _pad_infer, _pad_numpy, _pad_grad, static_inputs=(1,),
+register("Pad", _pad_infer, _pad_numpy, _pad_grad, saves=("x1",), static_inputs=(1,),
          attrs={"mode": _PAD_MODES, "constant_values": Number()}, arity=2)
 
 

@@ -101,63 +101,69 @@ def _relu6_grad(op, g):
 # In the rules, x is the input, y the output, g the incoming gradient. An op's Api puts its
 # builder in sg (and sg.math, sg.nn as named) and in the dynamic mode (ops/vocabulary.py).
 _MATH, _NN = ("sg", "math"), ("sg", "nn", "math")
-negative = _unary("Neg", E("-x0"), lambda op, g: [-g], kinds="fi",
+negative = _unary("Neg", E("-x0"), lambda op, g: [-g], saves=(), kinds="fi",
                   api=Api("negative", "-x", dynamic="neg", dynamic_aliases=("negative",)))
-abs = _unary("Abs", E("abs(x0)"), lambda op, g: [g * sign(_x(op))], kinds="fi",  # noqa: A001
+abs = _unary("Abs", E("abs(x0)"), lambda op, g: [g * sign(_x(op))], saves=("x0",), kinds="fi",  # noqa: A001
              api=Api("abs", "|x|", dynamic_aliases=("absolute",)))
-sign = _unary("Sign", E("sign(x0)"), lambda op, g: [zeros_like(_x(op))], kinds="fi",
+sign = _unary("Sign", E("sign(x0)"), lambda op, g: [zeros_like(_x(op))], saves=(), kinds="fi",
               api=Api("sign", "-1, 0 or 1 by the sign of x"))
-square = _unary("Square", E("square(x0)"), lambda op, g: [g * (2 * _x(op))], kinds="fi",
+square = _unary("Square", E("square(x0)"), lambda op, g: [g * (2 * _x(op))], saves=("x0",),
+                kinds="fi",
                 api=Api("square", "x * x"))
-sqrt = _unary("Sqrt", E("sqrt(x0)"), lambda op, g: [g * (0.5 / _y(op))],
+sqrt = _unary("Sqrt", E("sqrt(x0)"), lambda op, g: [g * (0.5 / _y(op))], saves=("y0",),
               api=Api("sqrt", "the square root"))
 rsqrt = _unary("Rsqrt", E("1 / sqrt(x0)"), lambda op, g: [g * (-0.5 * _y(op) * square(_y(op)))],
+               saves=("y0",),
                api=Api("rsqrt", "1 / sqrt(x)"))
-reciprocal = _unary("Reciprocal", E("1 / x0"), lambda op, g: [g * -square(_y(op))],
+reciprocal = _unary("Reciprocal", E("1 / x0"), lambda op, g: [g * -square(_y(op))], saves=("y0",),
                     api=Api("reciprocal", "1 / x"))
-exp = _unary("Exp", E("exp(x0)"), lambda op, g: [g * _y(op)], api=Api("exp", "e ** x"))
-expm1 = _unary("Expm1", E("expm1(x0)"), lambda op, g: [g * exp(_x(op))],
+exp = _unary("Exp", E("exp(x0)"), lambda op, g: [g * _y(op)], saves=("y0",),
+             api=Api("exp", "e ** x"))
+expm1 = _unary("Expm1", E("expm1(x0)"), lambda op, g: [g * exp(_x(op))], saves=("x0",),
                api=Api("expm1", "e ** x - 1, accurate near 0"))
-log = _unary("Log", E("log(x0)"), lambda op, g: [g / _x(op)],
+log = _unary("Log", E("log(x0)"), lambda op, g: [g / _x(op)], saves=("x0",),
              api=Api("log", "the natural logarithm"))
-log1p = _unary("Log1p", E("log1p(x0)"), lambda op, g: [g / (1 + _x(op))],
+log1p = _unary("Log1p", E("log1p(x0)"), lambda op, g: [g / (1 + _x(op))], saves=("x0",),
                api=Api("log1p", "log(1 + x), accurate near 0"))
-sin = _unary("Sin", E("sin(x0)"), lambda op, g: [g * cos(_x(op))], api=Api("sin", "the sine"))
-cos = _unary("Cos", E("cos(x0)"), lambda op, g: [-(g * sin(_x(op)))],
+sin = _unary("Sin", E("sin(x0)"), lambda op, g: [g * cos(_x(op))], saves=("x0",),
+             api=Api("sin", "the sine"))
+cos = _unary("Cos", E("cos(x0)"), lambda op, g: [-(g * sin(_x(op)))], saves=("x0",),
              api=Api("cos", "the cosine"))
-tan = _unary("Tan", E("tan(x0)"), lambda op, g: [g * (1 + square(_y(op)))],
+tan = _unary("Tan", E("tan(x0)"), lambda op, g: [g * (1 + square(_y(op)))], saves=("y0",),
              api=Api("tan", "the tangent"))
 # Tanh's and Sigmoid's gradients read their output, through one op each as TF1's do
 tanh = _unary("Tanh", E("tanh(x0)"),
-              lambda op, g: [apply1("TanhGrad", [_y(op), g], name="TanhGrad")],
+              lambda op, g: [apply1("TanhGrad", [_y(op), g], name="TanhGrad")], saves=("y0",),
               api=Api("tanh", "the hyperbolic tangent", namespaces=_NN))
 sigmoid = _unary("Sigmoid", E("sigmoid(x0)"),
                  lambda op, g: [apply1("SigmoidGrad", [_y(op), g], name="SigmoidGrad")],
+                 saves=("y0",),
                  api=Api("sigmoid", "1 / (1 + exp(-x))", namespaces=_NN))
-softplus = _unary("Softplus", E("softplus(x0)"), lambda op, g: [g * sigmoid(_x(op))],
+softplus = _unary("Softplus", E("softplus(x0)"), lambda op, g: [g * sigmoid(_x(op))], saves=("x0",),
                   api=Api("softplus", "log(1 + exp(x)), computed stably", namespaces=_NN,
                           dynamic=None))
 erf = _unary("Erf", E("erf(x0)"),
-             lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))],
+             lambda op, g: [g * ((2 / np.sqrt(np.pi)) * exp(-square(_x(op))))], saves=("x0",),
              api=Api("erf", "the error function"))
 # Relu's gradient reads its output, as TF1's does (y > 0 exactly where x > 0, NaN included):
 # the input is then free once y is computed, and y can take its buffer
 relu = _unary("Relu", E("maximum(x0, 0)"),
-              lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], kinds="fi",
+              lambda op, g: [apply1("ReluGrad", [g, _y(op)], name="ReluGrad")], saves=("y0",),
+              kinds="fi",
               api=Api("relu", "max(x, 0)", namespaces=("sg", "nn")))
-relu6 = _unary("Relu6", E("clip(x0, 0, 6)"), _relu6_grad, kinds="fi",
+relu6 = _unary("Relu6", E("clip(x0, 0, 6)"), _relu6_grad, saves=("x0",), kinds="fi",
                api=Api("relu6", "min(max(x, 0), 6)", namespaces=("sg", "nn"), dynamic=None))
 elu = _unary("Elu", E("elu(x0)"),
-             lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))],
+             lambda op, g: [where(greater(_x(op), 0), g, g * (_y(op) + 1))], saves=("x0", "y0"),
              api=Api("elu", "x where x > 0, else exp(x) - 1", namespaces=("sg", "nn"),
                      dynamic=None))
-floor = _unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))],
+floor = _unary("Floor", E("floor(x0)"), lambda op, g: [zeros_like(_x(op))], saves=(),
                api=Api("floor", "the largest integer not above x"))
-ceil = _unary("Ceil", E("ceil(x0)"), lambda op, g: [zeros_like(_x(op))],
+ceil = _unary("Ceil", E("ceil(x0)"), lambda op, g: [zeros_like(_x(op))], saves=(),
               api=Api("ceil", "the smallest integer not below x"))
-round = _unary("Round", E("round(x0)"), lambda op, g: [zeros_like(_x(op))],  # noqa: A001
+round = _unary("Round", E("round(x0)"), lambda op, g: [zeros_like(_x(op))], saves=(),  # noqa: A001
                api=Api("round", "the nearest integer, halves to the even one (banker's)"))
-rint = _unary("Rint", E("rint(x0)"), lambda op, g: [zeros_like(_x(op))],
+rint = _unary("Rint", E("rint(x0)"), lambda op, g: [zeros_like(_x(op))], saves=(),
               api=Api("rint", "the nearest integer, halves to the even one", dynamic=None))
 _CHECKS = ("sg", "math", "debugging")
 is_nan = _unary("IsNan", E("isnan(x0)"), None, out_dtype=_dt.bool_,
@@ -169,20 +175,20 @@ is_finite = _unary("IsFinite", E("isfinite(x0)"), None, out_dtype=_dt.bool_,
                    api=Api("is_finite", "x is neither NaN nor infinite (a bool)",
                            namespaces=_CHECKS, dynamic="isfinite"))
 erfc = _unary("Erfc", E("erfc(x0)"),
-              lambda op, g: [g * ((-2 / np.sqrt(np.pi)) * exp(-square(_x(op))))],
+              lambda op, g: [g * ((-2 / np.sqrt(np.pi)) * exp(-square(_x(op))))], saves=("x0",),
               api=Api("erfc", "1 - erf(x), accurate where erf(x) is near 1"))
 # SELU's scale and scale * alpha (Klambauer et al. 2017, as TF1 writes them); expm1 of
 # min(x, 0): the branch a positive x does not take never overflows
 selu = _unary("Selu", E("select(x0 > 0, 1.0507009873554805 * x0, "
                         "1.7580993408473766 * expm1(minimum(x0, 0)))"),
               lambda op, g: [where(greater(_x(op), 0), g * 1.0507009873554805,
-                                   g * (_y(op) + 1.7580993408473766))],
+                                   g * (_y(op) + 1.7580993408473766))], saves=("x0", "y0"),
               api=Api("selu", "the scaled exponential linear unit: 1.0507 x where x > 0, "
                       "else 1.7581 (exp(x) - 1)", namespaces=("nn",)))
 softsign = _unary("Softsign", E("x0 / (1 + abs(x0))"),
-                  lambda op, g: [g / square(1 + abs(_x(op)))],
+                  lambda op, g: [g / square(1 + abs(_x(op)))], saves=("x0",),
                   api=Api("softsign", "x / (1 + |x|)", namespaces=("nn",)))
-identity = _unary("Identity", E("x0"), lambda op, g: [g], kinds="fibs", view=True,
+identity = _unary("Identity", E("x0"), lambda op, g: [g], saves=(), kinds="fibs", view=True,
                   api=Api("identity", "x itself", namespaces=("sg",), dynamic=None))
 stop_gradient = _unary("StopGradient", E("x0"), None, kinds="fibs", view=True,
                        api=Api("stop_gradient", "x, through which no gradient flows",
@@ -209,7 +215,7 @@ def _grad_infer(kinds, what):
 # (a NaN gradient stays NaN); in NumPy `g * mask` is about ten times faster than np.where.
 register("ReluGrad", _grad_infer("fi", "gradients and features"), E("x0 * (x1 > 0)"),
          lambda op, gg: [apply1("ReluGrad", [gg, op.inputs[1]], name="ReluGrad"),
-                         zeros_like(op.inputs[1])],
+                         zeros_like(op.inputs[1])], saves=("x1",),
          elementwise=True, broadcasts=False, new_array=True, arity=2)
 
 
@@ -221,11 +227,13 @@ register("ReluGrad", _grad_infer("fi", "gradients and features"), E("x0 * (x1 > 
 register("TanhGrad", _grad_infer("f", "outputs and gradients"), E("x1 * (1 - square(x0))"),
          lambda op, gg: [gg * op.inputs[1] * (-2 * op.inputs[0]),
                          apply1("TanhGrad", [op.inputs[0], gg], name="TanhGrad")],
+                         saves=("x0", "x1"),
          elementwise=True, broadcasts=False, new_array=True, arity=2)
 register("SigmoidGrad", _grad_infer("f", "outputs and gradients"),
          E("x1 * (x0 * (1 - x0))"),
          lambda op, gg: [gg * op.inputs[1] * (1 - 2 * op.inputs[0]),
                          apply1("SigmoidGrad", [op.inputs[0], gg], name="SigmoidGrad")],
+                         saves=("x0", "x1"),
          elementwise=True, broadcasts=False, new_array=True, arity=2)
 
 
@@ -253,7 +261,8 @@ def _leaky_relu_numpy(args, ctx):
     return f"rt.select({x} > 0, {x}, {scaled})"
 
 
-register("LeakyRelu", unary_infer("f"), _leaky_relu_numpy, _leaky_relu_grad, elementwise=True,
+register("LeakyRelu", unary_infer("f"), _leaky_relu_numpy, _leaky_relu_grad, saves=("x0",),
+         elementwise=True,
          broadcasts=False, attrs={"alpha": Float()}, arity=1)
 
 
@@ -276,7 +285,7 @@ def _cast_grad(op, g):
     return [None]
 
 
-register("Cast", _cast_infer, _cast_numpy, _cast_grad, elementwise=True, broadcasts=False,
+register("Cast", _cast_infer, _cast_numpy, _cast_grad, saves=(), elementwise=True, broadcasts=False,
          attrs={"dtype": DType()}, arity=1)
 
 
@@ -319,12 +328,13 @@ def _mul_grad(op, g):
 
 # In sg and sg.math (TF1's names); in the dynamic mode under PyTorch's, where its functions
 # take more (add's alpha, div's rounding_mode) staticgrad.dynamic.functions says so by hand.
-add = _binary("Add", E("x0 + x1"), lambda op, g: [g, g], api=Api("add", "x + y"))
-subtract = _binary("Sub", E("x0 - x1"), lambda op, g: [g, -g if wants(op, 1) else None],
+add = _binary("Add", E("x0 + x1"), lambda op, g: [g, g], saves=(), api=Api("add", "x + y"))
+subtract = _binary("Sub", E("x0 - x1"), lambda op, g: [g, -g if wants(op, 1) else None], saves=(),
                    api=Api("subtract", "x - y", dynamic="sub", dynamic_aliases=("subtract",)))
-multiply = _binary("Mul", E("x0 * x1"), _mul_grad,
+multiply = _binary("Mul", E("x0 * x1"), _mul_grad, saves=("x0", "x1"),
                    api=Api("multiply", "x * y", dynamic="mul", dynamic_aliases=("multiply",)))
-_binary("RealDiv", E("x0 / x1"), _div_grad, kinds="f")  # truediv, div: below (they cast ints)
+_binary("RealDiv", E("x0 / x1"), _div_grad, saves=("x1", "y0"),
+        kinds="f")  # truediv, div: below (they cast ints)
 
 
 def _div_no_nan_grad(op, g):  # TF1's: 0 wherever y is 0, for both
@@ -336,7 +346,7 @@ def _div_no_nan_grad(op, g):  # TF1's: 0 wherever y is 0, for both
 # TF1's tf.div_no_nan: 0 where y is 0 (whatever x is, NaN and inf too); the divisor is made
 # 1 there first, so that nothing divides by zero
 div_no_nan = _binary("DivNoNan", E("select(x1 == 0, 0, x0 / select(x1 == 0, 1, x1))"),
-                     _div_no_nan_grad, kinds="f",
+                     _div_no_nan_grad, saves=("x0", "x1"), kinds="f",
                      api=Api("div_no_nan", "x / y, or 0 where y is 0",
                              aliases=("divide_no_nan",), dynamic=None))
 
@@ -354,15 +364,17 @@ def _integer_checked(operator, kernel):
 floordiv = _binary("FloorDiv", _integer_checked("//", "floordiv"), None,
                    api=Api("floordiv", "x // y, rounded toward -inf", aliases=("floor_div",),
                            dynamic="floor_divide"))
-mod = _binary("FloorMod", _integer_checked("%", "floormod"), _mod_grad,  # (% is np.remainder)
+mod = _binary("FloorMod", _integer_checked("%", "floormod"), _mod_grad,
+              saves=("x0", "x1"),  # (% is np.remainder)
               api=Api("mod", "x % y, with the sign of y (Python's %)", aliases=("floormod",),
                       dynamic="remainder"))
-pow = _binary("Pow", E("x0 ** x1"), _pow_grad,  # noqa: A001 - TF1's name
+pow = _binary("Pow", E("x0 ** x1"), _pow_grad, saves=("x0", "x1", "y0"),  # noqa: A001 - TF1's name
               api=Api("pow", "x ** y"))
 maximum = _binary("Maximum", E("maximum(x0, x1)"),
-                  lambda op, g: _minmax_grad(op, g, greater_equal),
+                  lambda op, g: _minmax_grad(op, g, greater_equal), saves=("x0", "x1"),
                   api=Api("maximum", "the larger of x and y"))
 minimum = _binary("Minimum", E("minimum(x0, x1)"), lambda op, g: _minmax_grad(op, g, less_equal),
+                  saves=("x0", "x1"),
                   api=Api("minimum", "the smaller of x and y"))
 # the comparisons: TF1's names in sg, PyTorch's (eq, lt...) in the dynamic mode
 equal = _binary("Equal", E("x0 == x1"), None, kinds="fibs", out_dtype=_dt.bool_,
@@ -407,7 +419,8 @@ def _select_grad(op, g):
             where(cond, zeros, g) if wants(op, 2) else None]
 
 
-register("Select", _select_infer, E("select(x0, x1, x2)"), _select_grad, elementwise=True,
+register("Select", _select_infer, E("select(x0, x1, x2)"), _select_grad, saves=("x0",),
+         elementwise=True,
          new_array=True, arity=3)
 
 
@@ -437,7 +450,8 @@ def _clip_grad(op, g):  # TF1's rule: t's gradient where it was not clipped, a b
 # TF's raw ClipByValue op (`clip_by_value` is, as in TF1, a maximum then a minimum); the
 # NumPy backend writes log1p with it (backends/numpy/expand.py): np.clip (rt.clip) is one
 # pass over memory
-register("ClipByValue", _clip_infer, E("clip(x0, x1, x2)"), _clip_grad, elementwise=True,
+register("ClipByValue", _clip_infer, E("clip(x0, x1, x2)"), _clip_grad, saves=("x0", "x1", "x2"),
+         elementwise=True,
          new_array=True, arity=3)
 
 
@@ -470,7 +484,7 @@ def _add_n_numpy(args, ctx):
 
 
 register("AddN", _add_n_infer, _add_n_numpy,
-         lambda op, g: [g] * len(op.inputs), elementwise=True, broadcasts=False,
+         lambda op, g: [g] * len(op.inputs), saves=(), elementwise=True, broadcasts=False,
          new_array=True, arity=(1, None))
 
 
@@ -525,7 +539,8 @@ def _matmul_grad(op, g):
     return [ga, gb]
 
 
-register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, broadcasts=True, core_dims=2,
+register("MatMul", _matmul_infer, _matmul_numpy, _matmul_grad, saves=("x0", "x1"), broadcasts=True,
+         core_dims=2,
          new_array=True, attrs={"transpose_a": Bool(), "transpose_b": Bool()}, arity=2)
 
 

@@ -47,7 +47,8 @@ def _gather_nd_grad(op, g):
     return [scatter_nd(indices, g, shape_of(params)), None]
 
 
-register("GatherNd", _gather_nd_infer, "rt.gather_nd({0}, {1})", _gather_nd_grad, arity=2,
+register("GatherNd", _gather_nd_infer, "rt.gather_nd({0}, {1})", _gather_nd_grad, saves=("x1",),
+         arity=2,
          new_array=True, doc="the slices of params (input 0) at the index vectors along the "
                              "last axis of indices (input 1)")
 
@@ -79,7 +80,8 @@ def _scatter_nd_numpy(a, ctx):
 
 
 register("ScatterNd", _scatter_nd_infer, _scatter_nd_numpy,
-         lambda op, g: [None, gather_nd(g, op.inputs[0]), None], arity=3, new_array=True,
+         lambda op, g: [None, gather_nd(g, op.inputs[0]), None], saves=("x0",), arity=3,
+         new_array=True,
          static_inputs=(2,),
          doc="zeros of `shape` (input 2) with updates (input 1) added at the index vectors "
              "of indices (input 0)")

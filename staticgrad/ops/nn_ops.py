@@ -62,9 +62,10 @@ def _log_softmax_grad(op, g):
     return [g - M.exp(y) * reduce_sum(g, axis=axis, keepdims=True)]
 
 
-register("Softmax", _axis_infer, "rt.softmax({0}, axis={axis})", _softmax_grad,
+register("Softmax", _axis_infer, "rt.softmax({0}, axis={axis})", _softmax_grad, saves=("y0",),
          new_array=True, attrs={"axis": Axis()}, arity=1)
 register("LogSoftmax", _axis_infer, "rt.log_softmax({0}, axis={axis})", _log_softmax_grad,
+         saves=("y0",),
          new_array=True, attrs={"axis": Axis()}, arity=1)
 
 
@@ -113,7 +114,7 @@ def _xent_grad(op, g):
 
 
 register("SoftmaxCrossEntropyWithLogits", _xent_infer,
-         "rt.softmax_xent({0}, {1}, axis={axis})", _xent_grad, new_array=True,
+         "rt.softmax_xent({0}, {1}, axis={axis})", _xent_grad, saves=("x0", "x1"), new_array=True,
          attrs={"axis": Axis()}, arity=2)
 
 
@@ -159,7 +160,7 @@ def _sparse_xent_grad(op, g):
 
 
 register("SparseSoftmaxCrossEntropyWithLogits", _sparse_xent_infer,
-         "rt.sparse_softmax_xent({0}, {1})", _sparse_xent_grad, arity=2)
+         "rt.sparse_softmax_xent({0}, {1})", _sparse_xent_grad, saves=("x0", "x1"), arity=2)
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,

@@ -39,7 +39,7 @@ def _print_numpy(a, ctx) -> str:
 
 
 register("Print", _print_infer, _print_numpy,
-         lambda op, g: [g] + [None] * (len(op.inputs) - 1), stateful=True, view=True,
+         lambda op, g: [g] + [None] * (len(op.inputs) - 1), saves=(), stateful=True, view=True,
          arity=(1, None), attrs={"message": Text(default=""), "first_n": Int(default=-1),
                                  "summarize": Int(lo=0, default=3),
                                  "counter": Int(lo=0, default=0)},

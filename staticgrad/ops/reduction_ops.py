@@ -124,16 +124,16 @@ def _prod_grad(op, g):
     return [M.where(is_zero, at_zero, elsewhere) * _restore(op, g)]
 
 
-def _reduction(op_type, kinds, fn, grad=None):
-    register(op_type, _reduce_infer(kinds), _reduce_numpy(fn), grad, arity=1,
+def _reduction(op_type, kinds, fn, grad=None, saves=None):
+    register(op_type, _reduce_infer(kinds), _reduce_numpy(fn), grad, saves=saves, arity=1,
              differentiable=grad is not None, new_array=grad is not None, attrs=_REDUCE_ATTRS)
 
 
-_reduction("Sum", "fi", "sum", _sum_grad)
-_reduction("Mean", "fi", "mean", _mean_grad)
-_reduction("Max", "fi", "max", _minmax_grad)
-_reduction("Min", "fi", "min", _minmax_grad)
-_reduction("Prod", "fi", "prod", _prod_grad)
+_reduction("Sum", "fi", "sum", _sum_grad, saves=())
+_reduction("Mean", "fi", "mean", _mean_grad, saves=())
+_reduction("Max", "fi", "max", _minmax_grad, saves=("x0", "y0"))
+_reduction("Min", "fi", "min", _minmax_grad, saves=("x0", "y0"))
+_reduction("Prod", "fi", "prod", _prod_grad, saves=("x0", "y0"))
 _reduction("Any", "b", "any")
 _reduction("All", "b", "all")
 

@@ -56,7 +56,7 @@ def _top_k_grad(op, d_values, d_indices=None):
     return [reduce_sum(spread, axis=-2)]
 
 
-register("TopKV2", _top_k_infer, "rt.top_k({0}, {k})", _top_k_grad,
+register("TopKV2", _top_k_infer, "rt.top_k({0}, {k})", _top_k_grad, saves=("y1",),
          attrs={"k": Int(lo=0), "sorted": Bool(default=True)}, arity=1, new_array=True,
          grad_takes_none=True,
          doc="the k largest values along the last axis, largest first, and their indices "

@@ -66,7 +66,7 @@ def _default_infer(ctx):
     return [(shape, ctx.in_dtypes[0])]
 
 
-register("PlaceholderWithDefault", _default_infer, "{0}", lambda op, g: [g], view=True,
+register("PlaceholderWithDefault", _default_infer, "{0}", lambda op, g: [g], saves=(), view=True,
          attrs={"shape": Shape()}, arity=1)
 
 

@@ -9,7 +9,11 @@ An `OpDef` holds
   op's kernel for constant folding and the dynamic mode (ops/kernels.py), and the NumPy
   backend prints it;
 - `grad(op, *output_grads)`: the gradient rule, written with the graph API, or `None` with
-  `differentiable=False` for ops that have no gradient (comparisons, argmax...).
+  `differentiable=False` for ops that have no gradient (comparisons, argmax...);
+- `saves`: which of the op's values that rule reads (`("x1", "y0")`: input 1 and output 0;
+  `"x*"`, `"y*"`: all of them); of the others it reads at most the shape and dtype. The
+  dynamic mode's tape keeps only these (staticgrad/dynamic/tape.py), as PyTorch's nodes keep
+  only what their backward formula reads; tests/dynamic/test_saved.py checks every rule.
 
 `ctx` (a `NodeCtx`) gives a rule the input shapes, dtypes, static values and attrs.
 
@@ -23,6 +27,7 @@ Making operations is ops/creation.py's, turning Python values into tensors ops/c
 from __future__ import annotations
 
 import dataclasses
+import re
 import string
 from collections.abc import Callable
 
@@ -30,6 +35,7 @@ from .attr_types import AttrType
 from .expr import NUMPY, Expr
 
 REGISTRY: dict[str, OpDef] = {}
+_SAVED_NAME = re.compile(r"[xy](\d+|\*)")
 
 
 @dataclasses.dataclass
@@ -40,6 +46,8 @@ class OpDef:
     #                               inputs ("np.tanh({0})") and attrs, or f(args, ctx) -> text
     grad: Callable | None = None
     differentiable: bool = True
+    saves: tuple | None = None   # the values its rule reads: "x0".. inputs, "y0".. outputs,
+    #                              "x*"/"y*" all; None: not declared (the tape keeps all)
     grad_takes_none: bool = False  # its rule gets None for an output nobody reads (else zeros:
     #                               control flow's rules leave such outputs out of their loops)
     computes: bool = True        # False: a feed or a constant (a value, not a node), or NoOp
@@ -90,6 +98,10 @@ def register(op_type: str, infer, numpy, grad=None, attrs=None, **kw) -> OpDef:
                              f"inputs ({numpy.arity}) as its arity")
         kw["expr"], numpy = numpy, NUMPY.format(numpy)
     opdef = OpDef(op_type, infer, numpy, grad, attrs=dict(attrs or {}), **kw)
+    bad = [name for name in opdef.saves or () if not _SAVED_NAME.fullmatch(name)]
+    if bad or isinstance(opdef.saves, str):
+        raise ValueError(f"{op_type}: saves names inputs x0, x1... and outputs y0...; "
+                         f"got {opdef.saves!r}")
     if isinstance(numpy, str):
         fields = {f for _, f, _, _ in string.Formatter().parse(numpy) if f}
         named = tuple(sorted(f for f in fields if not f.isdigit()))

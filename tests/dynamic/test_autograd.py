@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -75,12 +76,64 @@ def test_requires_grad_only_on_float_leaves():
 def test_second_backward_without_retain_graph_raises_and_explains():
     w = leaf([1.0, 2.0])
     z = (w * w).sum()
+    line = _line() - 1
     z.backward()
     with pytest.raises(RuntimeError) as info:
         z.backward()
-    assert str(info.value) == FREED_MESSAGE
+    assert str(info.value).startswith(FREED_MESSAGE)
+    assert str(info.value).endswith(f"(MulBackward0: the Mul op recorded at {__file__}:{line})")
     assert "Trying to backward through the graph a second time" in FREED_MESSAGE
     assert "Specify retain_graph=True" in FREED_MESSAGE
+
+
+def _line() -> int:
+    """The caller's line number."""
+    import sys
+    return sys._getframe(1).f_lineno
+
+
+# PyTorch's freeing rule: a backward frees what each node saved; a second one fails only where
+# a node needs a value it freed (Mul saved y; sum, y + 1, reshape and mean save none)
+@pytest.mark.parametrize("f, raises", [
+    (lambda y: (y * y).sum(), True),
+    (lambda y: (y * 2.0).sum(), True),
+    (lambda y: y.exp().sum(), True),
+    (lambda y: dy.relu(y).sum(), True),
+    (lambda y: (y[None] @ dy.ones(3, 2)).sum(), True),
+    (lambda y: y.sum(), False),
+    (lambda y: (y + 1).sum(), False),
+    (lambda y: (y - 1).sum(), False),
+    (lambda y: (-y).sum(), False),
+    (lambda y: y.mean(), False),
+    (lambda y: y.reshape(3, 1).sum(), False),
+], ids=["mul", "mul-scalar", "exp", "relu", "matmul", "sum", "add", "sub", "neg", "mean",
+        "reshape"])
+def test_a_second_backward_raises_only_where_a_freed_value_is_needed(f, raises):
+    y = leaf([1.0, 2.0, 3.0])
+    z = f(y)
+    z.backward()
+    first = y.grad.clone()
+    if raises:
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            z.backward()
+    else:
+        z.backward()
+        np.testing.assert_allclose(y.grad.numpy(), 2 * first.numpy())
+
+
+def test_backward_after_retained_backward_and_grad_as_in_the_seed_article():
+    """z.backward(retain_graph=True), then autograd.grad(z, y) (which frees), then
+    z.backward() again: it works where PyTorch's does, when nothing freed is needed."""
+    x = leaf([1.0, 2.0])
+    y = x * 3.0
+    z = (y + 1.0).sum()
+    z.backward(retain_graph=True)
+    dz_dy, = dy.autograd.grad(z, y)   # frees the nodes it ran: Sum, Add
+    assert dz_dy.tolist() == [1.0, 1.0]
+    z.backward()                       # Sum and Add saved nothing; Mul was never freed
+    assert x.grad.tolist() == [6.0, 6.0]
+    with pytest.raises(RuntimeError, match="MulBackward0: the Mul op recorded at"):
+        z.backward()                   # now Mul's saved 3.0 is gone
 
 
 def test_retain_graph_allows_a_second_backward_and_gradients_accumulate():
@@ -136,11 +189,26 @@ def test_backward_frees_the_graph_for_memory():
     node = y.grad_fn
     z = y.sum()
     z.backward()
-    assert node._freed and node.inputs == () and node._values is None
+    assert node._freed and node._checks == ()
+    assert all(type(kept) is tuple for kept in node._in + node._out)  # shapes and dtypes only
+
+
+def test_nodes_keep_only_what_their_rule_reads():
+    w = leaf(np.ones(1000))
+    h = w * 2.0
+    y = h + 1.0                  # Add reads neither input: h's values are not kept
+    e = y.exp()                  # Exp reads its output, not its input
+    add, exp = y.grad_fn, e.grad_fn
+    assert add._checks == [] and exp._in == [((1000,), sg.float64)]
+    h_ref, y_ref = weakref.ref(h._data), weakref.ref(y._data)
+    del h, y
+    assert h_ref() is None and y_ref() is None   # freed at once: no node holds them
+    x0, x1 = add.inputs
+    assert x0.shape == (1000,) and x1.shape == () and x0.dtype is sg.float64
+    assert np.isnan(x0.numpy()).all() and x0.numpy().strides == (0,)  # a NaN stand-in
 
 
 def test_graph_is_freed_when_nothing_refers_to_it():
-    import weakref
     w = leaf([1.0])
     y = (w * 2.0).exp()
     ref = weakref.ref(y.grad_fn)
@@ -515,8 +583,26 @@ def test_function_checks_the_number_of_gradients_and_frees_ctx():
         Bad.apply(leaf([1.0]), leaf([2.0])).sum().backward()
     z = MultiplyAdd.apply(leaf([1.0]), dy.ones(1), leaf([1.0]))
     z.backward()
-    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
-        z.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time.*"
+                                           "MultiplyAddBackward: the CustomGradient op"):
+        z.backward()  # its ctx's saved tensors are gone
+
+
+def test_function_that_saves_nothing_runs_backward_twice():
+    class Double(dy.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+
+    x = leaf([1.0])
+    z = Double.apply(x).sum()
+    z.backward()
+    z.backward()  # as PyTorch's: nothing saved, nothing freed
+    assert x.grad.tolist() == [4.0]
 
 
 def test_function_without_grad_and_needs_input_grad():
