@@ -218,9 +218,16 @@ class Recorder:
             raise _Skip("a backend other than the NumPy one")
         if len(plan.source) > MAX_SOURCE_CHARS:
             raise _Skip(f"source over {MAX_SOURCE_CHARS} characters")
+        if any(shape is None or None in tuple(shape) for shape, _ in feed_sig):
+            raise _Skip("a signature with free dimensions (an export's; Session.source "
+                        "compiles at concrete shapes)")
         ops = _needed_ops(list(fetches) + [t.op for t in feeds])
         if len(ops) > MAX_OPS:
             raise _Skip(f"graph over {MAX_OPS} ops")
+        if any(getattr(value, "extends", None) is not None
+               for op in ops for value in op.attrs.values()):
+            raise _Skip("a Scan whose body extends another's (merge_scans' link, which a "
+                        "graph file drops)")
         graph_doc = _graph_doc(ops)
         graph_text = json.dumps(graph_doc, sort_keys=True)
         if len(graph_text) > MAX_GRAPH_CHARS:
@@ -334,10 +341,16 @@ def load_graph(graph_doc: dict) -> sg.Graph:
     return graph
 
 
+def _zero(dtype) -> np.ndarray:
+    """A 0-d array of `dtype` that a feed of it takes: 0, or b"" for strings."""
+    if dtype.is_string:
+        return np.array(b"", dtype=object)
+    return np.zeros((), dtype=dtype.as_numpy_dtype)
+
+
 def compile_source(graph: sg.Graph, entry: dict) -> str:
     """The source that compiling `entry`'s fetches and feeds in `graph` gives now."""
-    feed_dict = {name: np.broadcast_to(np.zeros((), dtype=sg.as_dtype(dtype).as_numpy_dtype),
-                                       shape)
+    feed_dict = {name: np.broadcast_to(_zero(sg.as_dtype(dtype)), shape)
                  for name, (shape, dtype) in zip(entry["feeds"], entry["signature"])}
     options = sg.CompileOptions(disable=frozenset(entry["options"]["disable"]),
                                 vector_math=entry["options"]["vector_math"])
