@@ -140,10 +140,7 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     namespace = plan.fn.__globals__
     tree = ast.parse(plan.source)
     var_names, rng_names, rt_names = _references(tree)
-    if any(t.dtype.is_string for t in feeds) or any(
-            v.dtype.kind == "O" for v in namespace.values() if isinstance(v, np.ndarray)) or any(
-            session.graph.get_operation_by_name(v).outputs[0].dtype.is_string
-            for v in var_names if v in session.variable_names()):
+    if _holds_strings(session, feeds, namespace, var_names):
         rt_names = sorted({*rt_names, "join_strings", "to_strings"})  # (the module's loaders)
     imports, helpers = _runtime_source(rt_names)
     constants = {k: v for k, v in namespace.items() if isinstance(v, np.ndarray)
@@ -183,6 +180,16 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     atomic_write_all([(os.path.join(folder, filename), lambda f: f.write(source.encode())),
                       (os.path.join(folder, stem + ".npz"), lambda f: np.savez(f, **arrays))])
     return os.path.join(folder, filename)
+
+
+def _holds_strings(session, feeds, namespace, var_names) -> bool:
+    """Whether a feed, a constant of the code or a variable it reads is strings: then the
+    module carries the helpers that take string feeds and load string values."""
+    graph = session.graph
+    return (any(t.dtype.is_string for t in feeds)
+            or any(v.dtype.kind == "O" for v in namespace.values() if isinstance(v, np.ndarray))
+            or any(graph.get_operation_by_name(v).outputs[0].dtype.is_string
+                   for v in var_names if v in session.variable_names()))
 
 
 def _store(arrays: dict, key: str, value: np.ndarray) -> None:
