@@ -31,8 +31,10 @@ from .table import register
 _SCALAR = TensorShape([])
 
 
+# stateful: never folded or merged by the compiler, whose code must not depend on whether the
+# optional tensorboardX (which their kernels need) is installed where it compiles
 def _summary_op(op_type, infer, numpy, doc, attrs=None, arity=1):
-    register(op_type, infer, numpy, None, differentiable=False, host_only=True,
+    register(op_type, infer, numpy, None, differentiable=False, host_only=True, stateful=True,
              new_array=True, attrs={"tag": Text(max_length=1000), **(attrs or {})},
              arity=arity, doc=doc)
 
@@ -84,7 +86,8 @@ _summary_op("ImageSummary", _image_infer, "rt.summary_image({tag}, {0}, {max_ima
 _summary_op("TensorSummaryV2", _text_infer, "rt.summary_text({tag}, {0})",
             "a Summary of strings, for the text dashboard")
 register("MergeSummary", _merge_infer, lambda a, ctx: f"rt.merge_summary({', '.join(a)})",
-         None, differentiable=False, host_only=True, new_array=True, arity=(1, None),
+         None, differentiable=False, host_only=True, stateful=True, new_array=True,
+         arity=(1, None),
          doc="one Summary of the values of several")
 
 
