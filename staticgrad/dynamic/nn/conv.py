@@ -7,11 +7,8 @@ Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
 
 from __future__ import annotations
 
-import math
-
 from . import functional as F
-from . import init
-from .linear import _empty
+from .linear import _empty, reset_weight_and_bias
 from .module import Module
 
 
@@ -51,12 +48,7 @@ class Conv2d(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,

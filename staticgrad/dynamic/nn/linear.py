@@ -35,6 +35,16 @@ class Identity(Module):
         return input
 
 
+def reset_weight_and_bias(weight, bias) -> None:
+    """PyTorch's default for Linear and Conv2d: the weight from kaiming_uniform(a=sqrt(5)),
+    U(+-1/sqrt(fan_in)), and the bias (if any) from U(+-1/sqrt(fan_in))."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
+
+
 class Linear(Module):
     """y = x @ weight.T + bias; weight [out_features, in_features] from kaiming_uniform(a =
     sqrt(5)), i.e. U(+-1/sqrt(in_features)), and bias from U(+-1/sqrt(in_features))."""
@@ -51,11 +61,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
         return F.linear(input, self.weight, self.bias)
