@@ -21,11 +21,21 @@ from .runtime_strings import to_strings
 class DType:
     """One element type. Compare with `is` or `==`; `as_numpy_dtype` gives the NumPy type."""
 
-    __slots__ = ("name", "np")
+    # the kinds are attributes, not properties: shape rules and the dynamic mode's dispatch
+    # ask them on every op
+    __slots__ = ("name", "np", "is_floating", "is_integer", "is_bool", "is_string",
+                 "is_numeric", "is_unsigned")
 
     def __init__(self, name: str, np_dtype):
         self.name = name
         self.np = np.dtype(np_dtype)
+        kind = self.np.kind
+        self.is_floating = kind == "f"
+        self.is_integer = kind in "iu"
+        self.is_bool = kind == "b"
+        self.is_string = kind == "O"
+        self.is_numeric = kind in "fiu"
+        self.is_unsigned = kind == "u"
 
     @property
     def as_numpy_dtype(self):
@@ -34,30 +44,6 @@ class DType:
     @property
     def base_dtype(self) -> DType:
         return self
-
-    @property
-    def is_floating(self) -> bool:
-        return self.np.kind == "f"
-
-    @property
-    def is_integer(self) -> bool:
-        return self.np.kind in "iu"
-
-    @property
-    def is_bool(self) -> bool:
-        return self.np.kind == "b"
-
-    @property
-    def is_string(self) -> bool:
-        return self.np.kind == "O"
-
-    @property
-    def is_numeric(self) -> bool:
-        return self.np.kind in "fiu"
-
-    @property
-    def is_unsigned(self) -> bool:
-        return self.np.kind == "u"
 
     @property
     def min(self):
