@@ -73,7 +73,10 @@ NoGradient = NotDifferentiable
 
 def _rule_for(op: Operation):
     """(rule or None, is_differentiable) for an op, honouring gradient_override_map."""
-    name = op.attrs.get("_gradient_op_type", op.type)
+    opdef, attrs = op.opdef, op.attrs
+    if opdef.grad is not None and not (attrs and "_gradient_op_type" in attrs):
+        return opdef.grad, opdef.differentiable  # (no name can be registered over it)
+    name = attrs.get("_gradient_op_type", op.type)
     if name in _REGISTERED:
         rule = _REGISTERED[name]
         return (None, False) if rule is _NOT_DIFFERENTIABLE else (rule, True)
@@ -226,18 +229,31 @@ def backward_step(op, out_grads: list, scope=None, wanted=None,
         return None
     if rule is None:
         raise LookupError(f"no gradient is defined for {op.where()}")
-    if len(op.outputs) > 1 and not op.opdef.grad_takes_none:
+    if op.n_outputs > 1 and not op.opdef.grad_takes_none:
         out_grads = [g if g is not None else zeros_like(t) for g, t in zip(out_grads, op.outputs)]
     # a rule of the user's own: its nodes point at its lines, not at the gradients() call;
     # and it is not told which gradients are wanted (see creation.wants), so that a rule
     # wrapping a built-in one (op.opdef.grad) gets every gradient from it
-    if is_package_code(rule):
+    if _is_own(op.opdef, rule):
         if scope is None:
             return _checked(op, run_rule(rule, op, out_grads, wanted), wanted, sparse)
         with scope:
             return _checked(op, run_rule(rule, op, out_grads, wanted), wanted, sparse)
     with scope if scope is not None else _NO_CONTEXT, pinned_location(None):
         return _checked(op, run_rule(rule, op, out_grads, None), wanted, sparse)
+
+
+_OWN: dict = {}  # op type -> (its rule, is_package_code(rule)), asked once per op run
+
+
+def _is_own(opdef, rule) -> bool:
+    """is_package_code(rule), remembered for the op type's own rule."""
+    known = _OWN.get(opdef.type)
+    if known is None or known[0] is not rule:
+        known = (rule, is_package_code(rule))
+        if rule is opdef.grad:
+            _OWN[opdef.type] = known
+    return known[1]
 
 
 def _sum(parts):
@@ -266,12 +282,13 @@ def _dense(g):
 def _checked(op: Operation, in_grads: list, wanted=None, sparse: bool = False) -> list:
     """Verify a rule's result: one gradient per input, each with the input's dtype and a
     shape compatible with it (after summing away broadcasting)."""
-    if len(in_grads) != len(op.inputs):
+    inputs = op.inputs
+    if len(in_grads) != len(inputs):
         raise ValueError(f"the gradient rule of {op.where()} returned {len(in_grads)} "
-                         f"gradients for {len(op.inputs)} inputs")
+                         f"gradients for {len(inputs)} inputs")
     out = []
     broadcasts = op.opdef.broadcasts
-    for i, (x, g) in enumerate(zip(op.inputs, in_grads)):
+    for i, (x, g) in enumerate(zip(inputs, in_grads)):
         if g is None or (wanted is not None and not wanted[i]) or not x.dtype.is_floating:
             out.append(None)
             continue
@@ -283,17 +300,18 @@ def _checked(op: Operation, in_grads: list, wanted=None, sparse: bool = False) -
                 out.append(g)
                 continue
             g = to_dense(g, warn=False)
-        if type(g) is not Tensor:
+        if type(g) is not Tensor and not isinstance(g, Tensor):  # (a dynamic tensor is one)
             g = convert_to_tensor(g, dtype_hint=x.dtype)
-        if broadcasts:
-            dims = x._shape.dims  # equal, fully known shapes: provably not broadcast
-            if (dims is None or g._shape.dims != dims or None in dims) \
-                    and _may_be_broadcast(op, x, g):
-                g = sum_to(g, shape_of(x))
+        dims, g_dims = x._shape.dims, g._shape.dims
+        # equal, fully known shapes: provably not broadcast
+        if broadcasts and (dims is None or g_dims != dims or None in dims) \
+                and _may_be_broadcast(op, x, g):
+            g = sum_to(g, shape_of(x))
+            g_dims = g._shape.dims
         if g.dtype is not x.dtype:
             raise TypeError(f"the gradient rule of {op.where()} returned a {g.dtype.name} "
                             f"gradient for input {i} of dtype {x.dtype.name}")
-        if g._shape.dims != x._shape.dims:  # (equal dims: compatible, and nothing to add)
+        if g_dims != dims:  # (equal dims: compatible, and nothing to add)
             if not g._shape.is_compatible_with(x._shape):
                 raise ValueError(f"the gradient rule of {op.where()} returned a gradient of "
                                  f"shape {g.shape} for input {i} of shape {x.shape}")

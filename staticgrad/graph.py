@@ -159,6 +159,11 @@ class Operation:
         return self.outputs
 
     @property
+    def n_outputs(self) -> int:
+        """len(outputs) (which a dynamic-mode tape node answers without making them)."""
+        return len(self.outputs)
+
+    @property
     def device(self) -> str:
         """The device the op was placed on by `sg.device` scopes, canonical
         ("/device:GPU:0"); "" if none."""
@@ -501,10 +506,14 @@ class Graph:
         """Within this block, ops of type K use the gradient registered as op_type_map[K]."""
         old = self._thread.override_map
         self._thread.override_map = {**old, **op_type_map}
+        with _overrides_lock:
+            OVERRIDE_MAPS_OPEN[0] += 1
         try:
             yield
         finally:
             self._thread.override_map = old
+            with _overrides_lock:
+                OVERRIDE_MAPS_OPEN[0] -= 1
 
     # -- default graph ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -545,6 +554,12 @@ def check_op_name(name: str) -> str:
 def _bad_scope_name(name: str) -> ValueError:
     return ValueError(f"{name!r} is not a valid scope name (letters, digits, and _ . - / only; "
                       f"given at {format_location(user_location())})")
+
+
+# How many gradient_override_map blocks are open, in any graph and thread: while none is, the
+# dynamic mode's dispatch need not look for one (it would at every op it records).
+OVERRIDE_MAPS_OPEN = [0]
+_overrides_lock = threading.Lock()
 
 
 class _DefaultGraph(threading.local):
