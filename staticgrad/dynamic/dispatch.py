@@ -8,6 +8,12 @@ The same three steps as building a graph node, then one more:
 3. the outputs as dynamic tensors;
 4. a tape node, when grad mode is on and some input requires grad (see `tape.py`); and the
    op handed to the tracer while `trace` records.
+
+Steps 1 and 2 are looked up, not redone, for a call like one made before: an op whose shape
+rule and kernel depend only on its inputs' shapes and dtypes and on its attrs (`_plan_key`
+says which) keeps, per (op type, shapes, dtypes, attrs), its compiled kernel and its outputs'
+dtypes (`_PLANS`). That is what makes an eager op cost microseconds: PyTorch's dispatcher
+caches its kernels by dtype the same way.
 """
 
 from __future__ import annotations
@@ -18,14 +24,15 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import runtime
+from ..dtypes import DType
 from ..errors import InternalError, InvalidArgumentError, format_location, user_location
-from ..graph import get_default_graph
+from ..graph import OVERRIDE_MAPS_OPEN, get_default_graph
 from ..ops.attr_types import check_attrs
-from ..ops.kernels import KERNEL_CACHE_SIZE, KERNEL_NAMESPACE, render_numpy, run_kernel
+from ..ops.kernels import KERNEL_CACHE_SIZE, KERNEL_NAMESPACE, kernel, render_numpy, run_kernel
 from ..ops.table import REGISTRY, NodeCtx, check_arity, get_opdef
 from . import tape
 from .mode import STATE
-from .tensor import Tensor
+from .tensor import Tensor, make_tensor
 
 
 class Ran:
@@ -39,6 +46,31 @@ class Ran:
 
 def run_operation(op_type: str, inputs, attrs: dict) -> Ran:
     """Run op `op_type` on dynamic tensors `inputs`; record it if gradients need it."""
+    return Ran(run(op_type, inputs, attrs))
+
+
+def run(op_type: str, inputs, attrs: dict) -> tuple:
+    """run_operation's outputs (the dynamic mode's own functions call this)."""
+    key = _plan_key(op_type, inputs, attrs)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is not None:
+        try:
+            if len(inputs) == 2:
+                values = plan.fn(inputs[0]._data, inputs[1]._data)
+            else:
+                values = plan.fn(*[t._data for t in inputs])
+        except Exception:  # noqa: BLE001 - run again below, to be reported naming the op
+            plan = None
+    if plan is not None:
+        view_of = inputs[0]._version if plan.view else None
+        if plan.np_dtype is not None:  # one output
+            if type(values) is not np.ndarray or values.dtype is not plan.np_dtype:
+                values = np.asarray(values, dtype=plan.np_dtype)
+            outputs = (make_tensor(values, plan.dtypes[0], view_of or [0]),)
+        else:
+            outputs = tuple([make_tensor(np.asarray(v, dtype=dt.np), dt, view_of or [0])
+                             for v, dt in zip(values, plan.dtypes)])
+        return _finish(op_type, plan.opdef, plan.attrs, inputs, outputs)
     opdef = REGISTRY.get(op_type) or get_opdef(op_type)
     try:
         check_arity(opdef, len(inputs))
@@ -60,19 +92,93 @@ def run_operation(op_type: str, inputs, attrs: dict) -> Ran:
             raise _no_strings(op_type)
         outputs = (Tensor._make(attrs["value"], attrs["dtype"]),)
     else:
-        outputs = _run(op_type, opdef, inputs, attrs, arrays)
-        if STATE.grad_enabled:
-            for t in inputs:
-                if t._requires_grad:
-                    if _override(attrs, op_type) or opdef.differentiable:
-                        tape.record(op_type, opdef, inputs, attrs, outputs)
-                    break
-    if STATE.tracer is not None:
-        STATE.tracer.record(op_type, inputs, attrs, outputs)
-    return Ran(outputs)
+        outputs = _run(op_type, opdef, inputs, attrs, arrays, key)
+    return _finish(op_type, opdef, attrs, inputs, outputs)
 
 
-def _run(op_type, opdef, inputs, attrs, arrays) -> tuple:
+def _finish(op_type, opdef, attrs: dict, inputs, outputs) -> tuple:
+    """Record the op that ran: a tape node if some input requires grad and the op has a
+    gradient (with a copy of `attrs`: the node keeps it), and the tracer's op; `outputs`."""
+    state = STATE
+    if state.grad_enabled:
+        for t in inputs:
+            if t._requires_grad:
+                recorded = dict(attrs) if attrs else {}
+                if OVERRIDE_MAPS_OPEN[0]:
+                    _override(recorded, op_type)
+                if opdef.differentiable or "_gradient_op_type" in recorded:
+                    tape.record(op_type, opdef, inputs, recorded, outputs)
+                break
+    if state.tracer is not None:
+        state.tracer.record(op_type, inputs, dict(attrs), outputs)
+    return outputs
+
+
+# -- plans: what a call like one made before needs --------------------------------------------
+class Plan:
+    """How to run an op on inputs of given shapes and dtypes: its compiled kernel, its
+    outputs' dtypes, and its checked attrs (a copy goes to each call: a node keeps it)."""
+
+    __slots__ = ("opdef", "fn", "dtypes", "np_dtype", "attrs", "view")
+
+    def __init__(self, opdef, fn, dtypes, attrs):
+        self.opdef = opdef
+        self.fn = fn
+        self.dtypes = tuple(dtypes)
+        self.np_dtype = dtypes[0].np if len(dtypes) == 1 else None  # None: several outputs
+        self.attrs = attrs
+        self.view = opdef.view
+
+
+# key -> Plan; emptied when it holds PLAN_CACHE_SIZE (a loop over ever new shapes makes one
+# per shape)
+_PLANS: dict[tuple, Plan] = {}
+PLAN_CACHE_SIZE = 4096
+# attr value types a plan's key may hold: each value's type is in the key too, so that True
+# and 1 (equal, of one hash) never share a plan. Not floats: -0.0 == 0.0 would.
+_KEY_TYPES = frozenset({int, bool, str, type(None)})
+
+
+def _plan_key(op_type: str, inputs, attrs: dict):
+    """The key of the plan for this call: the op type, each input's shape and dtype, and the
+    attrs with their types; None if a plan cannot serve it (a foreign input, an attr whose
+    value is not a plain int, bool, str, None, dtype or tuple of ints)."""
+    if not attrs:  # (most calls: an operator)
+        n = len(inputs)
+        if n == 2:
+            a, b = inputs
+            if type(a) is Tensor and type(b) is Tensor:
+                return (op_type, a._data.shape, a.dtype.name, b._data.shape, b.dtype.name)
+        elif n == 1:
+            a = inputs[0]
+            if type(a) is Tensor:
+                return (op_type, a._data.shape, a.dtype.name)
+    key = [op_type]
+    for t in inputs:
+        if type(t) is not Tensor and not isinstance(t, Tensor):
+            return None
+        key.append(t._data.shape)
+        key.append(t.dtype.name)
+    if attrs:
+        for name, value in attrs.items():
+            kind = type(value)
+            if kind not in _KEY_TYPES and kind is not DType and not (
+                    kind is tuple and all(type(v) is int for v in value)):
+                return None
+            key.append((name, kind, value))
+    return tuple(key)
+
+
+def _plannable(opdef, inputs) -> bool:
+    """Do the op's shape rule and kernel depend on nothing but its inputs' shapes and dtypes
+    and its attrs? Not for ops that read an input's value (a target shape, begin/size, pads:
+    always an integer input, so ops with one are left out), nor for random or stateful ops."""
+    return not (opdef.stateful or opdef.draws_random or opdef.static_inputs
+                or opdef.shape_inputs or opdef.numpy is None) and \
+        all(not t.dtype.is_integer for t in inputs)
+
+
+def _run(op_type, opdef, inputs, attrs, arrays, key=None) -> tuple:
     ctx = NodeCtx(op_type, attrs, [t._shape for t in inputs], [t.dtype for t in inputs], arrays,
                   op_type)
     try:
@@ -89,13 +195,17 @@ def _run(op_type, opdef, inputs, attrs, arrays) -> tuple:
     except Exception as e:  # noqa: BLE001 - re-raised naming the op and the user's line
         raise InvalidArgumentError(None, None, f"{op_type} op at {_here()} failed: "
                                                f"{type(e).__name__}: {e}") from e
-    version = inputs[0]._version if opdef.view else None  # a view shares its input's counter
+    view_of = inputs[0]._version if opdef.view else None  # a view shares its input's counter
     outputs = []
     for shape, dtype, value in zip(ctx.out_shapes, ctx.out_dtypes, values):
         if shape.dims != value.shape and not shape.is_compatible_with(value.shape):
             raise InternalError(None, None, f"{op_type}: the shape rule says {shape} but the "
                                             f"kernel made {value.shape}")
-        outputs.append(Tensor._make(value, dtype, version))
+        outputs.append(make_tensor(value, dtype, view_of or [0]))
+    if key is not None and not opdef.draws_random and _plannable(opdef, inputs):
+        if len(_PLANS) >= PLAN_CACHE_SIZE:
+            _PLANS.clear()
+        _PLANS[key] = Plan(opdef, kernel(opdef, ctx), ctx.out_dtypes, dict(attrs))
     return tuple(outputs)
 
 
@@ -105,12 +215,11 @@ def _no_strings(op_type) -> TypeError:
                      "Session")
 
 
-def _override(attrs: dict, op_type: str) -> bool:
-    """Apply a `gradient_override_map` of the default graph; whether the op has a gradient."""
+def _override(attrs: dict, op_type: str) -> None:
+    """Apply a `gradient_override_map` of the default graph."""
     override = get_default_graph()._thread.override_map.get(op_type)
     if override is not None:
         attrs["_gradient_op_type"] = override
-    return "_gradient_op_type" in attrs
 
 
 def _here() -> str:

@@ -35,14 +35,14 @@ from .creation import (
     randn,
     tensor,
 )
-from .dispatch import run_operation
+from .dispatch import run, run_operation
 from .tensor import Tensor
 
 
 # -- running ops, PyTorch's type promotion ------------------------------------------------------
 def _op(op_type: str, inputs: list, attrs=None, name=None) -> Tensor:
     """Run a registry op; `name` is PyTorch's name for its node (default: from the op type)."""
-    out = run_operation(op_type, inputs, attrs if attrs is not None else {}).outputs[0]
+    out = run(op_type, inputs, attrs if attrs is not None else {})[0]
     return tape.rename(out, name) if name is not None else out
 
 
@@ -113,6 +113,8 @@ def _as(value, dtype) -> Tensor:
 
 def _binary(op_type, a, b, name=None) -> Tensor:
     ta, tb = type(a), type(b)
+    if ta is Tensor and tb is Tensor and a.dtype is b.dtype and name is None:
+        return run(op_type, (a, b), {})[0]  # (the common case, without a call more)
     if ta is Tensor and (tb is Tensor and a.dtype is b.dtype or _takes_dtype(tb, a.dtype)):
         return _op(op_type, [a, b if tb is Tensor else _as(b, a.dtype)], None, name)
     if tb is Tensor and _takes_dtype(ta, b.dtype):
@@ -209,6 +211,8 @@ def where(condition, input, other):  # noqa: A002
 
 def _unary(op_type, function_name, doc, float_only=True):
     def fn(input):  # noqa: A002
+        if type(input) is Tensor and input.dtype.is_floating:
+            return run(op_type, (input,), {})[0]  # (the common case, without a call more)
         x = _tensor(input)
         if float_only and not x.dtype.is_floating:
             x = _as(x, float32)

@@ -122,7 +122,8 @@ class Tensor(GraphTensor):
     tensor([4., 6.])
     """
 
-    __slots__ = ("_data", "_grad", "_requires_grad", "_version", "_hooks", "_acc", "_retains")
+    __slots__ = ("_data", "_grad", "_requires_grad", "_version", "_hooks", "_acc", "_retains",
+                 "_tshape")
     __hash__ = object.__hash__  # `==` is elementwise (bound in functions.py); hash by identity
 
     def __init__(self, *args):
@@ -135,22 +136,10 @@ class Tensor(GraphTensor):
     @classmethod
     def _make(cls, data: np.ndarray, dtype: _dt.DType, version=None) -> Tensor:
         """A new tensor around `data` (not copied); shares `version` with its data's owner."""
-        t = object.__new__(cls)
-        t._init(data, dtype, version if version is not None else [0])
-        return t
+        return make_tensor(data, dtype, version if version is not None else [0], _new(cls))
 
     def _init(self, data, dtype, version):
-        self._data = data
-        self.dtype = dtype
-        self._shape = tensor_shape(data.shape)
-        self.op = NO_NODE
-        self.value_index = 0
-        self._grad = None
-        self._requires_grad = False
-        self._version = version
-        self._hooks = None
-        self._acc = None
-        self._retains = False
+        make_tensor(data, dtype, version, self)
 
     # -- what the graph side reads ------------------------------------------------------------
     @property
@@ -160,6 +149,21 @@ class Tensor(GraphTensor):
     @property
     def _static(self):
         return self._data
+
+    @property
+    def _shape(self) -> TensorShape:
+        """What the graph side reads as the static shape: always the data's (made when first
+        asked for; whatever gives the tensor another array sets `_tshape` back to None)."""
+        shape = self._tshape
+        if shape is None:
+            shape = self._tshape = tensor_shape(self._data.shape)
+        return shape
+
+    @_shape.setter
+    def _shape(self, shape):  # set_shape's merge: it can only agree with the data
+        if not shape.is_compatible_with(self._data.shape):
+            raise ValueError(f"a dynamic tensor of shape {tuple(self._data.shape)} cannot take "
+                             f"the shape {shape}")
 
     @property
     def name(self) -> str:
@@ -314,8 +318,8 @@ class Tensor(GraphTensor):
     def data(self, value):
         array = value._data if isinstance(value, Tensor) else np.asarray(value, self.dtype.np)
         self._data = array
+        self._tshape = None
         self.dtype = _dt.as_dtype(array.dtype)
-        self._shape = tensor_shape(array.shape)
         if STATE.tracer is not None:
             STATE.tracer.written(self, value if isinstance(value, Tensor) else None, 3)
 
@@ -475,3 +479,26 @@ class RemovableHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+_new = object.__new__
+
+
+def make_tensor(data: np.ndarray, dtype: _dt.DType, version: list, t=None) -> Tensor:
+    """A tensor around `data`, with `version` its counter of in-place writes (shared with its
+    data's owner); `t`: an allocated tensor to fill, else a new one (the dispatcher's hot
+    path, hence no method calls)."""
+    if t is None:
+        t = _new(Tensor)
+    t._data = data
+    t._tshape = None
+    t.dtype = dtype
+    t.op = NO_NODE
+    t.value_index = 0
+    t._grad = None
+    t._requires_grad = False
+    t._version = version
+    t._hooks = None
+    t._acc = None
+    t._retains = False
+    return t

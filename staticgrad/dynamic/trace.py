@@ -55,7 +55,7 @@ class Tracer:
                 initial = t._data.copy()
                 var = Variable(initial, name=name,
                                trainable=t.requires_grad and t.is_floating_point())
-                self.module_initial[id(t)] = (t._data, initial, t.dtype, t._shape)
+                self.module_initial[id(t)] = (t._data, initial, t.dtype)
                 found[name] = var
                 self.module_state[id(t)] = (t, var)
                 if var.trainable:
@@ -87,9 +87,10 @@ class Tracer:
         leaves the module where the graph's variables start."""
         for key in self.module_written:
             t, _ = self.module_state[key]
-            array, initial, t.dtype, t._shape = self.module_initial[key]
+            array, initial, t.dtype = self.module_initial[key]
             np.copyto(array, initial)  # in place: tensors sharing the array see it too
             t._data = array  # (`t.data = ...` gave it another array: the module's comes back)
+            t._tshape = None
             t._version[0] += 1
 
     def bind(self, t: Tensor, graph_tensor) -> None:
