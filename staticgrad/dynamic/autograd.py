@@ -19,6 +19,8 @@ differentiated again. Without `retain_graph=True` each node frees what it kept o
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import _namespace
@@ -193,19 +195,24 @@ def _reachable(starts: list) -> list:
     seen, stack = set(starts), list(starts)
     while stack:
         for fn, _ in stack.pop().next_functions:
-            if isinstance(fn, tape.Node) and fn not in seen:
+            # (an edge leads to a node, an AccumulateGrad, or nowhere: None)
+            if fn is not None and fn not in seen and type(fn) is not tape.AccumulateGrad:
                 seen.add(fn)
                 stack.append(fn)
-    return sorted(seen, key=lambda n: n.seq, reverse=True)
+    return sorted(seen, key=_SEQ, reverse=True)
+
+
+_SEQ = operator.attrgetter("seq")
 
 
 def _needed(nodes: list, targets: dict) -> set:
     """The nodes whose rule must run for some target to get its gradient."""
     needed = set()
     for node in reversed(nodes):  # oldest first: the producers of a node's inputs come first
-        if any(fn is not None and (fn in targets or fn in needed)
-               for fn, _ in node.next_functions):
-            needed.add(node)
+        for fn, _ in node.next_functions:
+            if fn is not None and (fn in targets or fn in needed):
+                needed.add(node)
+                break
     return needed
 
 

@@ -113,56 +113,35 @@ def accumulator(leaf: Tensor) -> AccumulateGrad:
 _NO_EDGE = (None, 0)
 
 
-def _edge(t: Tensor) -> tuple:
-    if not t._requires_grad:
-        return _NO_EDGE
-    if t.op is NO_NODE:
-        return (accumulator(t), 0)
-    return (t.op, t.value_index)
-
-
 class Node:
     """One recorded op (see the module docstring)."""
 
-    __slots__ = ("type", "opdef", "attrs", "next_functions", "seq", "n_outputs", "_in", "_out",
-                 "_checks", "_freed", "_recorded_at", "_inputs", "_ctx", "_hooks", "_retained",
-                 "__weakref__")
+    # what every node has; the rest (a custom Function's ctx, hooks, retain_grad's tensors,
+    # the inputs as rules see them) is rare or made late, so it lives in __dict__ when set
+    # and reads as the class's None until then: a node is made at every op recorded
+    __slots__ = ("opdef", "attrs", "next_functions", "seq", "_in", "_out", "_checks",
+                 "_recorded_at", "__dict__", "__weakref__")
     graph = EAGER
+    _inputs = None    # the inputs as rules see them, made when first asked for
+    _ctx = None       # a custom Function's ctx (freed with the node)
+    _hooks = None     # output index -> {handle id: hook}
+    _retained = None  # output index -> weakref to the tensor that called retain_grad
 
-    def __init__(self, op_type, opdef, inputs, attrs, outputs, keep_in, keep_out):
-        self.type = op_type
-        self.opdef = opdef
-        self.attrs = attrs
-        self.seq = next(_SEQUENCE)  # creation order: a topological order of the tape
-        self.n_outputs = len(outputs)
-        checks = []  # (version counter, its value now, slot) of each value kept
-        edges = []
-        self._in = ins = []  # per input: the tensor if kept, else (shape, dtype)
-        for i, t in enumerate(inputs):
-            # (one loop for both, as this runs once per recorded op)
-            edges.append(_edge(t) if t._requires_grad else _NO_EDGE)
-            if keep_in[i]:
-                ins.append(t)
-                checks.append((t._version, t._version[0], i))
-            else:
-                ins.append((t._data.shape, t.dtype))
-        self.next_functions = tuple(edges)
-        self._out = outs = []  # per output: [weakref, value, dtype, counter] if kept, else meta
-        for i, t in enumerate(outputs):
-            if keep_out[i]:
-                outs.append([weakref.ref(t), t._data, t.dtype, t._version])
-                checks.append((t._version, t._version[0], len(ins) + i))
-            else:
-                outs.append((t._data.shape, t.dtype))
-        self._checks = checks
-        # where the user recorded it, for the error of a second backward once freed
-        # (skipping this __init__, record and dispatch.run_operation: always staticgrad's)
-        self._recorded_at = user_location(skip_frames=3) if checks else None
-        self._freed = False
-        self._inputs = None    # the inputs as rules see them, made when first asked for
-        self._ctx = None       # a custom Function's ctx (freed with the node)
-        self._hooks = None     # output index -> {handle id: hook}
-        self._retained = None  # output index -> weakref to the tensor that called retain_grad
+    # Made by `record`, through the builder of the node's kind (see `_builder`), which
+    # fills: opdef, attrs; seq (creation order: a topological order of the tape);
+    # next_functions; _in (per input: the tensor if the rule reads it, else (shape, dtype));
+    # _out (per output: [weakref, value, dtype, version counter] if read, else (shape,
+    # dtype)); _checks ((version counter, its value then, slot) per value kept; None once
+    # freed); _recorded_at (the user's line, if anything is kept: for the freed error).
+
+    @property
+    def type(self) -> str:
+        """The op type."""
+        return self.opdef.type
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self._out)
 
     # -- what gradient rules read -----------------------------------------------------------
     @property
@@ -170,7 +149,7 @@ class Node:
         """The op's inputs: those its rule reads, and stand-ins of the others' shape and dtype
         (whose values are NaN: `stand_in`)."""
         if self._inputs is None:
-            if self._freed:
+            if self._checks is None:
                 raise self.freed_error()
             self._inputs = tuple([x if type(x) is not tuple else stand_in(*x) for x in self._in])
         return self._inputs
@@ -179,7 +158,7 @@ class Node:
     def outputs(self) -> tuple:
         """The op's outputs: those its rule reads (the tensors, or re-wrapped from the kept
         values if they are gone), and stand-ins of the others."""
-        if self._freed:
+        if self._checks is None:
             raise self.freed_error()
         outs = []
         for i, kept in enumerate(self._out):
@@ -225,7 +204,7 @@ class Node:
     def check_saved(self) -> None:
         """Raise if backward cannot run this node: what its rule reads was freed by an earlier
         backward, or overwritten in place since."""
-        if self._freed:
+        if self._checks is None:
             raise self.freed_error()
         for box, version, i in self._checks:
             if box[0] != version:
@@ -249,15 +228,18 @@ class Node:
             self._ctx.free(self.freed_error())
         if not self._checks:
             return
-        self._in = [x if type(x) is tuple else (x._data.shape, x.dtype) for x in self._in]
-        self._out = [x if type(x) is tuple else (x[1].shape, x[2]) for x in self._out]
-        self._inputs = None
-        self._checks = ()
+        self._in = [None] * len(self._in)  # (only their number is read once freed)
+        self._out = [None] * len(self._out)
+        self.__dict__.pop("_inputs", None)
+        self._checks = None
         self.attrs = None
-        self._freed = True
 
 
 _POISON: dict = {}  # NumPy dtype -> the one value of its stand-ins
+# (shape, NumPy dtype) -> a stand-in array (read-only, so shared), emptied when it holds
+# STAND_INS_KEPT: a loop over ever new shapes makes one per shape
+_STAND_INS: dict = {}
+STAND_INS_KEPT = 1024
 
 
 def stand_in(shape: tuple, dtype) -> Tensor:
@@ -270,13 +252,19 @@ def stand_in(shape: tuple, dtype) -> Tensor:
 def stand_in_array(shape: tuple, np_dtype) -> np.ndarray:
     """A read-only array of `shape` whose elements all share one item: NaN for floats, the
     least value for integers, True for bools, so that a value read by mistake shows."""
+    made = _STAND_INS.get((shape, np_dtype))
+    if made is not None:
+        return made
     poison = _POISON.get(np_dtype)
     if poison is None:
         kind = np.dtype(np_dtype).kind
         value = np.nan if kind in "fc" else True if kind == "b" else np.iinfo(np_dtype).min \
             if kind in "iu" else 0
         poison = _POISON[np_dtype] = np.array(value, dtype=np_dtype)
-    return np.broadcast_to(poison, shape)
+    if len(_STAND_INS) >= STAND_INS_KEPT:
+        _STAND_INS.clear()
+    made = _STAND_INS[(shape, np_dtype)] = np.broadcast_to(poison, shape)
+    return made
 
 
 _ALL = (True,)
@@ -301,8 +289,8 @@ def _plan(opdef, attrs, n_in: int, n_out: int) -> tuple:
 
 
 _PLANS: dict[tuple, tuple] = {}
-# (op type, number of inputs, of outputs) -> (node class, keep_in, keep_out), for ops with
-# neither a custom Function's name nor a gradient override
+# (op type, number of inputs, of outputs) -> (node class, builder), for ops with neither a
+# custom Function's name nor a gradient override
 _KINDS: dict[tuple, tuple] = {}
 
 
@@ -310,16 +298,82 @@ def record(op_type, opdef, inputs, attrs, outputs) -> Node:
     """Add a node for an op that just ran; its floating outputs now require grad."""
     if attrs and ("function" in attrs or "_gradient_op_type" in attrs):
         cls = node_class(backward_name(op_type, attrs))
-        keep_in, keep_out = _plan(opdef, attrs, len(inputs), len(outputs))
+        build = _builder(*_plan(opdef, attrs, len(inputs), len(outputs)))
     else:  # the common case, looked up once per op type and arity
         key = (op_type, len(inputs), len(outputs))
         kind = _KINDS.get(key)
         if kind is None:
             kind = _KINDS[key] = (node_class(backward_name(op_type, attrs)),
-                                  *_plan(opdef, attrs, key[1], key[2]))
-        cls, keep_in, keep_out = kind
-    node = cls(op_type, opdef, inputs, attrs, outputs, keep_in, keep_out)
-    for i, t in enumerate(outputs):
-        if t.dtype.is_floating:
-            t.op, t.value_index, t._requires_grad = node, i, True
-    return node
+                                  _builder(*_plan(opdef, attrs, key[1], key[2])))
+        cls, build = kind
+    return build(cls, opdef, attrs, inputs, outputs)
+
+
+# -- node builders ------------------------------------------------------------------------------
+# Recording a node is the dynamic mode's most frequent work, and loops over an op's inputs and
+# outputs cost more than what they do. So the code that builds a node of one kind (its arity,
+# and which inputs and outputs its rule reads) is written out once per kind, as PyTorch
+# generates a node class per op from derivatives.yaml. Nothing in the text comes from outside
+# staticgrad: it is made of numbers of inputs and outputs and which of them are kept.
+_BUILDERS: dict[tuple, object] = {}  # (keep_in, keep_out) -> builder
+BUILDERS_KEPT = 1024  # emptied beyond: one per arity of variadic ops (cat of 1, 2, 3...)
+_BUILDER_NAMESPACE = {"new": object.__new__, "SEQUENCE": _SEQUENCE, "NO_EDGE": _NO_EDGE,
+                      "NO_NODE": NO_NODE, "accumulator": accumulator, "ref": weakref.ref,
+                      "user_location": user_location}
+
+
+def _builder(keep_in: tuple, keep_out: tuple):
+    """The function (cls, opdef, attrs, inputs, outputs) -> node for nodes of this kind."""
+    build = _BUILDERS.get((keep_in, keep_out))
+    if build is None:
+        if len(_BUILDERS) >= BUILDERS_KEPT:
+            _BUILDERS.clear()
+        namespace = dict(_BUILDER_NAMESPACE)
+        exec(builder_source(keep_in, keep_out), namespace)  # noqa: S102 - see above
+        build = _BUILDERS[(keep_in, keep_out)] = namespace["build"]
+    return build
+
+
+def builder_source(keep_in: tuple, keep_out: tuple) -> str:
+    """The source of the builder for nodes keeping inputs `keep_in` and outputs `keep_out`
+    (a bool each), e.g. for Mul, which keeps both inputs:
+
+        def build(cls, opdef, attrs, inputs, outputs):
+            x0, x1, = inputs
+            y0, = outputs
+            node = new(cls)
+            ...
+            node.next_functions = (NO_EDGE if not x0._requires_grad else ...,
+    """
+    n_in = len(keep_in)
+    xs = [f"x{i}" for i in range(n_in)]
+    ys = [f"y{j}" for j in range(len(keep_out))]
+    kept = [x for x, keep in zip(xs, keep_in) if keep] + [y for y, keep in zip(ys, keep_out)
+                                                           if keep]
+    edges = "".join(f"\n        NO_EDGE if not {x}._requires_grad else (accumulator({x}), 0)"
+                    f" if {x}.op is NO_NODE else ({x}.op, {x}.value_index)," for x in xs)
+    ins = ", ".join(x if keep else f"({x}._data.shape, {x}.dtype)"
+                    for x, keep in zip(xs, keep_in))
+    outs = ", ".join(f"[ref({y}), {y}._data, {y}.dtype, {y}._version]" if keep else
+                     f"({y}._data.shape, {y}.dtype)" for y, keep in zip(ys, keep_out))
+    slots = {name: i for i, name in enumerate(xs + ys)}
+    checks = ", ".join(f"({v}._version, {v}._version[0], {slots[v]})" for v in kept)
+    lines = [
+        "def build(cls, opdef, attrs, inputs, outputs):",
+        f"    {''.join(x + ', ' for x in xs)}= inputs",
+        f"    {''.join(y + ', ' for y in ys)}= outputs",
+        "    node = new(cls)",
+        "    node.opdef = opdef",
+        "    node.attrs = attrs",
+        "    node.seq = next(SEQUENCE)",
+        f"    node.next_functions = ({edges}\n    )",
+        f"    node._in = [{ins}]",
+        f"    node._out = [{outs}]",
+        f"    node._checks = [{checks}]",
+        # the user's line, skipping this builder, record, and dispatch's _finish and run
+        f"    node._recorded_at = {'user_location(skip_frames=4)' if kept else 'None'}",
+    ]
+    for j, y in enumerate(ys):  # (after the edges: an in-place op's output is its input)
+        lines += [f"    if {y}.dtype.is_floating:",
+                  f"        {y}.op, {y}.value_index, {y}._requires_grad = node, {j}, True"]
+    return "\n".join(lines + ["    return node", ""])
