@@ -25,15 +25,23 @@ import numpy as np
 
 from .. import _namespace
 from ..autodiff import _sum, backward_step
-from ..errors import user_location
 from ..graph import _default
 from . import tape
 from .dispatch import run_operation
-from .mode import EAGER, STATE, no_grad, set_grad_enabled
+from .mode import (
+    ANOMALY,
+    EAGER,
+    STATE,
+    detect_anomaly,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
 from .tensor import NO_NODE, Tensor
 
 # dy.autograd, as torch.autograd: the walk's helpers and imports are not part of it
-__all__ = ["Function", "FunctionCtx", "Variable", "backward", "grad", "no_grad", "set_grad_enabled"]
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "grad", "no_grad",
+           "set_detect_anomaly", "set_grad_enabled"]
 __dir__ = _namespace.public_dir(globals())
 __getattr__ = _namespace.missing_name("staticgrad.dynamic.autograd", "torch.autograd", globals())
 
@@ -167,6 +175,8 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                     continue
                 node.check_saved()
                 in_grads = backward_step(node, grads, wanted=node.wanted)
+                if ANOMALY[0] and in_grads:
+                    _check_nan(node, in_grads)
                 if not retain_graph:
                     node.release()
                 if in_grads is None:
@@ -188,6 +198,14 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
     finally:
         _default.stack.pop()
     return found
+
+
+def _check_nan(node, in_grads) -> None:
+    """Anomaly mode's check: raise if the node's rule returned NaN (PyTorch's message)."""
+    for i, g in enumerate(in_grads):
+        if isinstance(g, Tensor) and g.dtype.is_floating and np.isnan(g._data).any():
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               f"output (the {node.type} op{node.made()})")
 
 
 def _reachable(starts: list) -> list:
@@ -355,7 +373,7 @@ class Function:
                             attrs).outputs
         node = new[0].op
         node.next_functions = node.next_functions[:len(positions)]  # not forward's results
-        node._ctx, node._recorded_at = ctx, user_location()
+        node._ctx = ctx
         for o, n in zip(outs, new):
             if id(o) in ctx._non_differentiable:
                 n.op, n.value_index, n._requires_grad = NO_NODE, 0, False

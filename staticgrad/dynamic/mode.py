@@ -102,6 +102,66 @@ class set_grad_enabled:  # noqa: N801 - PyTorch's name
         return run
 
 
+# -- anomaly detection ---------------------------------------------------------------------------
+# On (PyTorch's torch.autograd.detect_anomaly, global as PyTorch's is): each node records the
+# user's line that made it, which the errors of a backward through it name (a freed graph, a
+# NaN gradient), and backward raises at the first rule that returns NaN. Off, recording costs
+# no walk over the caller's frames.
+ANOMALY = [False]
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on (`detect_anomaly`, `set_detect_anomaly`)."""
+    return ANOMALY[0]
+
+
+class set_detect_anomaly:  # noqa: N801 - PyTorch's name
+    """Turn anomaly detection on or off: at once when called, and back when used as a
+    context manager leaves its block.
+
+    >>> dy.autograd.set_detect_anomaly(True)       # doctest: +SKIP
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self._previous = ANOMALY[0]
+        ANOMALY[0] = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        ANOMALY[0] = self._previous
+
+
+class detect_anomaly:  # noqa: N801 - PyTorch's name
+    """Within the block (or around calls of a function it decorates), anomaly detection is
+    on: errors of backward name the line of the user's program that recorded the op at fault,
+    and a rule that returns NaN raises at once.
+
+    >>> with dy.autograd.detect_anomaly():         # doctest: +SKIP
+    ...     loss = model(x).sum()
+    ...     loss.backward()
+    """
+
+    def __init__(self, check_nan: bool = True):
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = ANOMALY[0]
+        ANOMALY[0] = True
+        return self
+
+    def __exit__(self, *exc):
+        ANOMALY[0] = self._previous
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with detect_anomaly():
+                return fn(*args, **kwargs)
+        return run
+
+
 # -- the eager context ---------------------------------------------------------------------------
 class EagerGraph(Graph):
     """The "graph" of every dynamic tensor. Creating an op on it (`ops.creation.create_operation`

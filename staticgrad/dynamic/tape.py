@@ -10,8 +10,9 @@ nodes keep what their backward formula reads) and only the shape and dtype of th
 which the rule sees as stand-ins (`stand_in`: zero-stride arrays of NaN). It refers to its
 kept outputs weakly (they refer to it as their `grad_fn`) and keeps their values, re-wrapping
 one when the tensor is gone but the rule asks for it. A backward without retain_graph frees
-what each node it runs kept; running such a node again raises PyTorch's error, with the
-op and the user's line that recorded it. A node that kept nothing can run again.
+what each node it runs kept; running such a node again raises PyTorch's error, naming the
+op (and, in anomaly mode, the user's line that recorded it: `mode.ANOMALY`). A node that kept
+nothing can run again.
 
 Nodes are instances of a class per kind, named as PyTorch names them (`MulBackward0`,
 `SumBackward1`, `AccumulateGrad`), so `type(y.grad_fn).__name__` reads as it does there.
@@ -25,7 +26,7 @@ import weakref
 import numpy as np
 
 from ..errors import format_location, user_location
-from .mode import EAGER
+from .mode import ANOMALY, EAGER
 from .tensor import NO_NODE, Tensor
 
 FREED_MESSAGE = (
@@ -132,7 +133,7 @@ class Node:
     # next_functions; _in (per input: the tensor if the rule reads it, else (shape, dtype));
     # _out (per output: [weakref, value, dtype, version counter] if read, else (shape,
     # dtype)); _checks ((version counter, its value then, slot) per value kept; None once
-    # freed); _recorded_at (the user's line, if anything is kept: for the freed error).
+    # freed); _recorded_at (the user's line in anomaly mode, for errors naming the node).
 
     @property
     def type(self) -> str:
@@ -218,8 +219,15 @@ class Node:
                     "or do it after backward().")
 
     def freed_error(self) -> RuntimeError:
-        return RuntimeError(f"{FREED_MESSAGE} ({self.name()}: the {self.type} op recorded at "
-                            f"{format_location(self._recorded_at)})")
+        return RuntimeError(f"{FREED_MESSAGE} ({self.name()}: the {self.type} op{self.made()})")
+
+    def made(self) -> str:
+        """Where the node was recorded, for an error's message: the user's line in anomaly
+        mode, else how to have it."""
+        if self._recorded_at is None:
+            return "; run the forward pass under dy.autograd.detect_anomaly() to have this " \
+                   "error name the line that recorded it"
+        return f" recorded at {format_location(self._recorded_at)}"
 
     def release(self) -> None:
         """Free what the rule reads (a backward without retain_graph ran it): running it again
@@ -319,7 +327,7 @@ _BUILDERS: dict[tuple, object] = {}  # (keep_in, keep_out) -> builder
 BUILDERS_KEPT = 1024  # emptied beyond: one per arity of variadic ops (cat of 1, 2, 3...)
 _BUILDER_NAMESPACE = {"new": object.__new__, "SEQUENCE": _SEQUENCE, "NO_EDGE": _NO_EDGE,
                       "NO_NODE": NO_NODE, "accumulator": accumulator, "ref": weakref.ref,
-                      "user_location": user_location}
+                      "user_location": user_location, "ANOMALY": ANOMALY}
 
 
 def _builder(keep_in: tuple, keep_out: tuple):
@@ -370,8 +378,9 @@ def builder_source(keep_in: tuple, keep_out: tuple) -> str:
         f"    node._in = [{ins}]",
         f"    node._out = [{outs}]",
         f"    node._checks = [{checks}]",
-        # the user's line, skipping this builder, record, and dispatch's _finish and run
-        f"    node._recorded_at = {'user_location(skip_frames=4)' if kept else 'None'}",
+        # in anomaly mode, the user's line (skipping this builder, record, and dispatch's
+        # _finish and run)
+        "    node._recorded_at = user_location(skip_frames=4) if ANOMALY[0] else None",
     ]
     for j, y in enumerate(ys):  # (after the edges: an in-place op's output is its input)
         lines += [f"    if {y}.dtype.is_floating:",

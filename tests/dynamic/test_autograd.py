@@ -6,6 +6,8 @@ import gc
 import warnings
 import weakref
 
+import re
+
 import numpy as np
 import pytest
 
@@ -76,14 +78,50 @@ def test_requires_grad_only_on_float_leaves():
 def test_second_backward_without_retain_graph_raises_and_explains():
     w = leaf([1.0, 2.0])
     z = (w * w).sum()
-    line = _line() - 1
     z.backward()
     with pytest.raises(RuntimeError) as info:
         z.backward()
     assert str(info.value).startswith(FREED_MESSAGE)
-    assert str(info.value).endswith(f"(MulBackward0: the Mul op recorded at {__file__}:{line})")
+    assert str(info.value).endswith("(MulBackward0: the Mul op; run the forward pass under "
+                                    "dy.autograd.detect_anomaly() to have this error name the "
+                                    "line that recorded it)")
     assert "Trying to backward through the graph a second time" in FREED_MESSAGE
     assert "Specify retain_graph=True" in FREED_MESSAGE
+
+
+def test_in_anomaly_mode_the_freed_error_names_the_line_that_recorded_the_op():
+    w = leaf([1.0, 2.0])
+    with dy.autograd.detect_anomaly():
+        assert dy.is_anomaly_enabled()
+        z = (w * w).sum()
+        line = _line() - 1
+        z.backward()
+        with pytest.raises(RuntimeError) as info:
+            z.backward()
+    assert not dy.is_anomaly_enabled()
+    assert str(info.value).endswith(f"(MulBackward0: the Mul op recorded at {__file__}:{line})")
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_anomaly_mode_raises_at_the_rule_that_returns_nan():
+    x = leaf([0.0, 1.0])
+    y = dy.sqrt(x * 0.0 - 1.0)    # NaN forward: its gradient is NaN too
+    line = _line() - 1
+    y.sum().backward()            # off: NaN gradients pass, as in PyTorch
+    assert np.isnan(x.grad.numpy()).all()
+    dy.autograd.set_detect_anomaly(True)
+    try:
+        y = dy.sqrt(x * 0.0 - 1.0)
+        line = _line() - 1
+        with pytest.raises(RuntimeError, match=r"Function 'SqrtBackward0' returned nan values "
+                                               r"in its 0th output \(the Sqrt op recorded at "
+                                               rf"{re.escape(__file__)}:{line}\)"):
+            y.sum().backward()
+    finally:
+        dy.autograd.set_detect_anomaly(False)
+    with dy.autograd.set_detect_anomaly(True):
+        assert dy.is_anomaly_enabled()
+    assert not dy.is_anomaly_enabled()
 
 
 def _line() -> int:
@@ -132,7 +170,7 @@ def test_backward_after_retained_backward_and_grad_as_in_the_seed_article():
     assert dz_dy.tolist() == [1.0, 1.0]
     z.backward()                       # Sum and Add saved nothing; Mul was never freed
     assert x.grad.tolist() == [6.0, 6.0]
-    with pytest.raises(RuntimeError, match="MulBackward0: the Mul op recorded at"):
+    with pytest.raises(RuntimeError, match="MulBackward0: the Mul op; run the forward"):
         z.backward()                   # now Mul's saved 3.0 is gone
 
 
