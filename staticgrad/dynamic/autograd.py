@@ -166,13 +166,17 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                 slots = pending.pop(node, None)
                 if slots is None:
                     continue
-                grads = [_sum(slots.get(i)) for i in range(node.n_outputs)]
-                grads = _output_hooks(node, grads, retain=targets is None,
-                                      create_graph=create_graph)
-                for index, pos in capture.get(node, ()) if capture else ():
-                    found[pos] = grads[index]
-                if needed is not None and node not in needed:
-                    continue
+                n_out = len(node._out)
+                grads = [_sum(slots.get(0))] if n_out == 1 else \
+                    [_sum(slots.get(i)) for i in range(n_out)]
+                if node._hooks is not None or node._retained is not None:
+                    grads = _output_hooks(node, grads, retain=targets is None,
+                                          create_graph=create_graph)
+                if targets is not None:
+                    for index, pos in capture.get(node, ()):
+                        found[pos] = grads[index]
+                    if node not in needed:
+                        continue
                 node.check_saved()
                 in_grads = backward_step(node, grads, wanted=node.wanted)
                 if ANOMALY[0] and in_grads:

@@ -121,9 +121,8 @@ class Node:
     # the inputs as rules see them) is rare or made late, so it lives in __dict__ when set
     # and reads as the class's None until then: a node is made at every op recorded
     __slots__ = ("opdef", "attrs", "next_functions", "seq", "_in", "_out", "_checks",
-                 "_recorded_at", "__dict__", "__weakref__")
+                 "_recorded_at", "_inputs", "__dict__", "__weakref__")
     graph = EAGER
-    _inputs = None    # the inputs as rules see them, made when first asked for
     _ctx = None       # a custom Function's ctx (freed with the node)
     _hooks = None     # output index -> {handle id: hook}
     _retained = None  # output index -> weakref to the tensor that called retain_grad
@@ -133,7 +132,8 @@ class Node:
     # next_functions; _in (per input: the tensor if the rule reads it, else (shape, dtype));
     # _out (per output: [weakref, value, dtype, version counter] if read, else (shape,
     # dtype)); _checks ((version counter, its value then, slot) per value kept; None once
-    # freed); _recorded_at (the user's line in anomaly mode, for errors naming the node).
+    # freed); _recorded_at (the user's line in anomaly mode, for errors naming the node);
+    # _inputs (None: the inputs as rules see them, made when first asked for).
 
     @property
     def type(self) -> str:
@@ -238,7 +238,7 @@ class Node:
             return
         self._in = [None] * len(self._in)  # (only their number is read once freed)
         self._out = [None] * len(self._out)
-        self.__dict__.pop("_inputs", None)
+        self._inputs = None
         self._checks = None
         self.attrs = None
 
@@ -381,6 +381,7 @@ def builder_source(keep_in: tuple, keep_out: tuple) -> str:
         # in anomaly mode, the user's line (skipping this builder, record, and dispatch's
         # _finish and run)
         "    node._recorded_at = user_location(skip_frames=4) if ANOMALY[0] else None",
+        "    node._inputs = None",
     ]
     for j, y in enumerate(ys):  # (after the edges: an in-place op's output is its input)
         lines += [f"    if {y}.dtype.is_floating:",
