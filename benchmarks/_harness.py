@@ -35,13 +35,14 @@ def timing_arguments(doc: str, number: int, what: str, out: str) -> argparse.Arg
 
 
 def time_interleaved(ways: dict, rounds: int, number: int, warmup: int, scale: float,
-                     settle_s: float = 0.0) -> dict:
+                     settle_s: float = 0.0, collect: bool = False) -> dict:
     """{way: [time per call in each round, times `scale`]}: every way timed in turn within
     each round, `number` calls at a time, after `warmup` untimed calls of each (the suite's
     loop, `workloads.common.interleaved`, with its rest of `settle_s` before each turn)."""
     from workloads import common
 
-    per_call = common.interleaved(ways, rounds, number, warmup=warmup, settle_s=settle_s)
+    per_call = common.interleaved(ways, rounds, number, warmup=warmup, settle_s=settle_s,
+                                  collect=collect)
     return {name: [t * scale for t in times] for name, times in per_call.items()}
 
 

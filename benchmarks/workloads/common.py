@@ -129,7 +129,7 @@ def error_text(exc: BaseException) -> str:
 # timing
 
 def interleaved(calls: dict, rounds: int, number: int, warmup: int = 2,
-                settle_s: float = 0.0) -> dict:
+                settle_s: float = 0.0, collect: bool = False) -> dict:
     """Seconds per call of each callable: `rounds` rounds, in each of which every callable is
     timed in turn for `number` calls (so drifts in load hit every way alike), in reverse
     order every other round: in a fixed order, W2's make_callable, timed right after
@@ -144,7 +144,12 @@ def interleaved(calls: dict, rounds: int, number: int, warmup: int = 2,
     3-4 calls, then 9.5 ms), which would time the machine waking, not the way. 0.1 s of
     calls was not enough for a way on two threads: W3's fused group was still 8% over its
     steady state (6.57 against 6.07 ms), and 0.3 s brings it there (6.09); single-threaded
-    hand NumPy took the same time after either."""
+    hand NumPy took the same time after either.
+
+    `timeit` switches the cycle collector off while it times; `collect=True` keeps it on
+    (the dynamic mode's measurements: a way that allocates many tracked objects pays for their
+    collections in a user's loop too)."""
+    setup = "import gc; gc.enable()" if collect else "pass"
     for call in calls.values():
         for _ in range(warmup):
             call()
@@ -155,7 +160,7 @@ def interleaved(calls: dict, rounds: int, number: int, warmup: int = 2,
             if settle_s:
                 time.sleep(settle_s)
                 _run_for(call, REWARM_S)
-            per_call[name].append(timeit.timeit(call, number=number) / number)
+            per_call[name].append(timeit.timeit(call, setup, number=number) / number)
     return per_call
 
 

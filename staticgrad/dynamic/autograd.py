@@ -177,11 +177,12 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                         found[pos] = grads[index]
                     if node not in needed:
                         continue
-                node.check_saved()
+                if node._checks != []:  # (a node that keeps nothing has nothing to check)
+                    node.check_saved()
                 in_grads = backward_step(node, grads, wanted=node.wanted)
                 if ANOMALY[0] and in_grads:
                     _check_nan(node, in_grads)
-                if not retain_graph:
+                if not retain_graph and (node._checks or node._ctx is not None):
                     node.release()
                 if in_grads is None:
                     continue

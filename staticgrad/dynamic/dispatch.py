@@ -49,6 +49,42 @@ def run_operation(op_type: str, inputs, attrs: dict) -> Ran:
     return Ran(run(op_type, inputs, attrs))
 
 
+def run_binary(op_type: str, a: Tensor, b: Tensor) -> Tensor:
+    """run(op_type, (a, b), {})[0] for two tensors (not subclasses) of one dtype: the path of
+    Python's operators and the two-input functions, written out for the planned case."""
+    plan = _PLANS.get((op_type, a._data.shape, a.dtype.name, b._data.shape, b.dtype.name))
+    if plan is not None and plan.np_dtype is not None:
+        try:
+            value = plan.fn(a._data, b._data)
+        except Exception:  # noqa: BLE001 - run again by `run`, to be reported naming the op
+            return run(op_type, (a, b), {})[0]
+        if type(value) is not np.ndarray or value.dtype is not plan.np_dtype:
+            value = np.asarray(value, dtype=plan.np_dtype)
+        out = make_tensor(value, plan.dtypes[0], a._version if plan.view else [0])
+        if a._requires_grad or b._requires_grad or STATE.tracer is not None:
+            _finish(op_type, plan.opdef, plan.attrs, (a, b), (out,))
+        return out
+    return run(op_type, (a, b), {})[0]
+
+
+def run_unary(op_type: str, a: Tensor) -> Tensor:
+    """run(op_type, (a,), {})[0] for a tensor (not a subclass): `run_binary`'s one-input
+    twin (x.exp(), -x)."""
+    plan = _PLANS.get((op_type, a._data.shape, a.dtype.name))
+    if plan is not None and plan.np_dtype is not None:
+        try:
+            value = plan.fn(a._data)
+        except Exception:  # noqa: BLE001 - run again by `run`, to be reported naming the op
+            return run(op_type, (a,), {})[0]
+        if type(value) is not np.ndarray or value.dtype is not plan.np_dtype:
+            value = np.asarray(value, dtype=plan.np_dtype)
+        out = make_tensor(value, plan.dtypes[0], a._version if plan.view else [0])
+        if a._requires_grad or STATE.tracer is not None:
+            _finish(op_type, plan.opdef, plan.attrs, (a,), (out,))
+        return out
+    return run(op_type, (a,), {})[0]
+
+
 def run(op_type: str, inputs, attrs: dict) -> tuple:
     """run_operation's outputs (the dynamic mode's own functions call this)."""
     key = _plan_key(op_type, inputs, attrs)
@@ -143,16 +179,6 @@ def _plan_key(op_type: str, inputs, attrs: dict):
     """The key of the plan for this call: the op type, each input's shape and dtype, and the
     attrs with their types; None if a plan cannot serve it (a foreign input, an attr whose
     value is not a plain int, bool, str, None, dtype or tuple of ints)."""
-    if not attrs:  # (most calls: an operator)
-        n = len(inputs)
-        if n == 2:
-            a, b = inputs
-            if type(a) is Tensor and type(b) is Tensor:
-                return (op_type, a._data.shape, a.dtype.name, b._data.shape, b.dtype.name)
-        elif n == 1:
-            a = inputs[0]
-            if type(a) is Tensor:
-                return (op_type, a._data.shape, a.dtype.name)
     key = [op_type]
     for t in inputs:
         if type(t) is not Tensor and not isinstance(t, Tensor):

@@ -35,7 +35,7 @@ from .creation import (
     randn,
     tensor,
 )
-from .dispatch import run, run_operation
+from .dispatch import run, run_binary, run_operation, run_unary
 from .tensor import Tensor
 
 
@@ -114,7 +114,7 @@ def _as(value, dtype) -> Tensor:
 def _binary(op_type, a, b, name=None) -> Tensor:
     ta, tb = type(a), type(b)
     if ta is Tensor and tb is Tensor and a.dtype is b.dtype and name is None:
-        return run(op_type, (a, b), {})[0]  # (the common case, without a call more)
+        return run_binary(op_type, a, b)  # (the common case)
     if ta is Tensor and (tb is Tensor and a.dtype is b.dtype or _takes_dtype(tb, a.dtype)):
         return _op(op_type, [a, b if tb is Tensor else _as(b, a.dtype)], None, name)
     if tb is Tensor and _takes_dtype(ta, b.dtype):
@@ -212,7 +212,7 @@ def where(condition, input, other):  # noqa: A002
 def _unary(op_type, function_name, doc, float_only=True):
     def fn(input):  # noqa: A002
         if type(input) is Tensor and input.dtype.is_floating:
-            return run(op_type, (input,), {})[0]  # (the common case, without a call more)
+            return run_unary(op_type, input)  # (the common case)
         x = _tensor(input)
         if float_only and not x.dtype.is_floating:
             x = _as(x, float32)
@@ -240,6 +240,8 @@ def _float_only(op_type: str) -> bool:
 
 def _binary_function(op_type, doc, name):
     def fn(input, other):  # noqa: A002
+        if type(input) is Tensor and type(other) is Tensor and input.dtype is other.dtype:
+            return run_binary(op_type, input, other)  # (the common case)
         return _binary(op_type, input, other)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc

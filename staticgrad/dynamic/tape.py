@@ -26,8 +26,9 @@ import weakref
 import numpy as np
 
 from ..errors import format_location, user_location
+from ..shapes import TensorShape
 from .mode import ANOMALY, EAGER
-from .tensor import NO_NODE, Tensor
+from .tensor import NO_NODE, Tensor, make_tensor
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -254,7 +255,12 @@ def stand_in(shape: tuple, dtype) -> Tensor:
     """A tensor of `shape` and `dtype` that holds no memory, in place of a value the node does
     not keep: what a rule may read of it is its shape and dtype (tests/dynamic/test_saved.py
     checks that no rule reads more)."""
-    return Tensor._make(stand_in_array(shape, dtype.np), dtype)
+    t = make_tensor(stand_in_array(shape, dtype.np), dtype, [0])
+    t._tshape = _SHAPES.get(shape) or _SHAPES.setdefault(shape, TensorShape(shape))
+    return t
+
+
+_SHAPES: dict = {}  # dims -> its TensorShape, for stand-ins (bounded with _STAND_INS)
 
 
 def stand_in_array(shape: tuple, np_dtype) -> np.ndarray:
@@ -271,6 +277,7 @@ def stand_in_array(shape: tuple, np_dtype) -> np.ndarray:
         poison = _POISON[np_dtype] = np.array(value, dtype=np_dtype)
     if len(_STAND_INS) >= STAND_INS_KEPT:
         _STAND_INS.clear()
+        _SHAPES.clear()
     made = _STAND_INS[(shape, np_dtype)] = np.broadcast_to(poison, shape)
     return made
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -51,13 +53,36 @@ def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:
     key = (expr, len(args))
     fn = _KERNELS.get(key)
     if fn is None:
-        fn = eval(f"lambda {', '.join(args)}: {expr}", KERNEL_NAMESPACE)  # noqa: S307
+        fn = _direct(expr) or eval(f"lambda {', '.join(args)}: {expr}",  # noqa: S307
+                                   KERNEL_NAMESPACE)
         _KERNELS[key] = fn
         while len(_KERNELS) > KERNEL_CACHE_SIZE:
             _KERNELS.popitem(last=False)
     else:
         _KERNELS.move_to_end(key)
     return fn
+
+
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+              "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<": operator.lt,
+              "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+              "!=": operator.ne, "&": operator.and_, "|": operator.or_, "^": operator.xor}
+_OPERATOR_EXPR = re.compile(r"a0 (\S+) a1")
+_UFUNC_EXPR = re.compile(r"np\.(\w+)\(a0(?:, a1)?\)")
+
+
+def _direct(expr: str) -> Callable | None:
+    """The C function an expression is a call of, if it is one: `a0 * a1` is operator.mul,
+    `np.exp(a0)` is np.exp. The same call without a Python frame around it (the dynamic mode
+    runs one kernel per op)."""
+    match = _OPERATOR_EXPR.fullmatch(expr)
+    if match:
+        return _OPERATORS.get(match.group(1))
+    match = _UFUNC_EXPR.fullmatch(expr)
+    if match:
+        ufunc = getattr(np, match.group(1), None)
+        return ufunc if isinstance(ufunc, np.ufunc) else None
+    return None
 
 
 def run_kernel(opdef: OpDef, ctx: NodeCtx, arrays) -> list[np.ndarray]:
