@@ -53,7 +53,7 @@ def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:
     key = (expr, len(args))
     fn = _KERNELS.get(key)
     if fn is None:
-        fn = _direct(expr) or eval(f"lambda {', '.join(args)}: {expr}",  # noqa: S307
+        fn = _direct(expr, len(args)) or eval(f"lambda {', '.join(args)}: {expr}",  # noqa: S307
                                    KERNEL_NAMESPACE)
         _KERNELS[key] = fn
         while len(_KERNELS) > KERNEL_CACHE_SIZE:
@@ -68,18 +68,18 @@ _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": oper
               "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
               "!=": operator.ne, "&": operator.and_, "|": operator.or_, "^": operator.xor}
 _OPERATOR_EXPR = re.compile(r"a0 (\S+) a1")
-_UFUNC_EXPR = re.compile(r"np\.(\w+)\(a0(?:, a1)?\)")
+_UFUNC_EXPR = re.compile(r"np\.(\w+)\(a0(, a1)?\)")
 
 
-def _direct(expr: str) -> Callable | None:
-    """The C function an expression is a call of, if it is one: `a0 * a1` is operator.mul,
-    `np.exp(a0)` is np.exp. The same call without a Python frame around it (the dynamic mode
-    runs one kernel per op)."""
+def _direct(expr: str, arity: int) -> Callable | None:
+    """The C function an expression of `arity` inputs is a call of, if it is one: `a0 * a1`
+    is operator.mul, `np.exp(a0)` is np.exp. The same call without a Python frame around it
+    (the dynamic mode runs one kernel per op). Only where the call takes every input."""
     match = _OPERATOR_EXPR.fullmatch(expr)
     if match:
-        return _OPERATORS.get(match.group(1))
+        return _OPERATORS.get(match.group(1)) if arity == 2 else None
     match = _UFUNC_EXPR.fullmatch(expr)
-    if match:
+    if match and arity == (2 if match.group(2) else 1):
         ufunc = getattr(np, match.group(1), None)
         return ufunc if isinstance(ufunc, np.ufunc) else None
     return None

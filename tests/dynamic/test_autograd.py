@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import gc
+import re
 import warnings
 import weakref
-
-import re
 
 import numpy as np
 import pytest
