@@ -21,7 +21,7 @@ from ..variables import Variable, variables_initializer
 from .mode import STATE
 from .nn.module import Module
 from .tensor import Tensor, TracerWarning
-from .trace_optim import graph_update
+from .trace_optim import graph_update, write_back
 
 
 class Tracer:
@@ -249,8 +249,8 @@ class Traced:
         Per parameter group, with the group's hyper-parameters; the lr is read from the
         optimizer's group at each step (a scheduler's changes reach the graph), the others
         are compiled in as they are now. The state the eager optimizer holds (momentum
-        buffers, moments, step counts, after some eager steps) is where the graph's starts
-        (the graph's stays in the graph: the optimizer's state does not advance). A dy.optim
+        buffers, moments, step counts, after some eager steps) is where the graph's starts;
+        `TrainStep.write_back()` puts the graph's state back into the optimizer. A dy.optim
         optimizer with an update of its own (a subclass's `_update`) raises
         NotImplementedError. See trace_optim.py.
 
@@ -260,6 +260,7 @@ class Traced:
         >>> step = traced.train_step(optimizer)                           # doctest: +SKIP
         >>> for x, y in batches: step(x, y)                               # doctest: +SKIP
         >>> model.load_state_dict(traced.state_dict())                    # doctest: +SKIP
+        >>> step.write_back()    # the optimizer's state, to go on eagerly  # doctest: +SKIP
         """
         if loss is None:
             loss = self.outputs
@@ -297,6 +298,7 @@ class TrainStep:
         self.train_op = train_op
         self.optimizer = optimizer
         feeds = update.feeds if update is not None else []
+        self._states = update.states if update is not None else []
         self._hypers = [value for _, value in feeds]  # (a dy.optim group's lr, at each step)
         self._run = traced.session.make_callable(
             (loss, train_op), list(traced.inputs) + [placeholder for placeholder, _ in feeds])
@@ -304,6 +306,13 @@ class TrainStep:
     def __call__(self, *args):
         self.traced._check_arity(args)
         return self._run(*_arrays(args), *[value() for value in self._hypers])[0]
+
+    def write_back(self) -> None:
+        """Put the optimizer state the graph holds now (step counts, moments, momentum
+        buffers) into the dy.optim optimizer, so that eager steps go on from the traced ones
+        (with `model.load_state_dict(traced.state_dict())` for the parameters). Nothing to do
+        for a graph optimizer, whose state lives in the graph only."""
+        write_back(self._states, self.optimizer, self.traced.session)
 
 
 def _arrays(args):

@@ -20,7 +20,7 @@ the parameters N eager steps give (to rounding: the gradients are summed in anot
 - The optimizer's state (step counts, moment and momentum buffers) becomes graph variables
   named by PyTorch's state names, e.g. "fc1.weight/Adam/exp_avg"; what the eager optimizer
   already holds (after some eager steps) is loaded into them (`slot_values`), so that traced
-  steps continue the eager ones.
+  steps continue the eager ones. `write_back` puts the graph's state back into the optimizer.
 - As eagerly, a parameter that the loss does not reach (no gradient) is not updated, and its
   state does not advance.
 """
@@ -38,6 +38,7 @@ from ..ops.state_ops import placeholder_with_default
 from ..train.optimizer import Optimizer as GraphOptimizer
 from ..variables import Variable
 from . import trace_optim_rules as rules
+from .creation import tensor
 from .optim.adagrad import Adagrad
 from .optim.adam import Adam
 from .optim.optimizer import Optimizer as DynamicOptimizer
@@ -119,3 +120,21 @@ def _learning_rate(optimizer, index: int):
         return float(optimizer.param_groups[index]["lr"])
     return learning_rate
 
+
+def write_back(states: list, optimizer, session) -> None:
+    """Put the optimizer state that `session` holds for each (parameter, ParamState) into the
+    dy.optim `optimizer`'s state, as its own step would have left it."""
+    for p, state in states:
+        if not state.slots:
+            continue  # (SGD without momentum keeps none)
+        values = {name: session.read_variable(slot) for name, slot in state.slots.items()}
+        held = optimizer.state[p]
+        for name, value in values.items():
+            if name.startswith("has_"):
+                continue
+            if not values.get(f"has_{name}", True):
+                held.pop(name, None)  # (SGD's momentum buffer, before its first step)
+            elif name == "step":
+                held[name] = tensor(float(value))
+            else:
+                held[name] = tensor(value, dtype=p.dtype)

@@ -1,7 +1,7 @@
 """Traced training steps with dy.optim optimizers (staticgrad/dynamic/trace_optim.py): a
 float32 two-layer module trained N steps eagerly and N steps through `Traced.train_step`,
-from the same start, ends with the same parameters, for each optimizer and its main options; eager
-steps then traced ones are the eager loop's steps."""
+from the same start, ends with the same parameters, for each optimizer and its main options;
+eager steps then traced ones (and traced then eager) are the eager loop's steps."""
 
 from __future__ import annotations
 
@@ -105,6 +105,31 @@ def test_eager_steps_then_traced_ones_are_the_eager_loops(name):
     _assert_same_parameters(traced.state_dict(), eager, name)
 
 
+@pytest.mark.parametrize("name", ["SGD", "SGD-dampening", "Adam-amsgrad", "RMSprop-all",
+                                  "Adagrad"])
+def test_traced_steps_then_eager_ones_are_the_eager_loops(name):
+    make, batches = OPTIMIZERS[name], _batches(6)
+    eager, model = _model(), _model()
+    _eager_steps(eager, make(list(eager.parameters())), batches)
+    optimizer = make(list(model.parameters()))
+    traced, step = _traced_step(model, optimizer)
+    for x, y in batches[:3]:
+        step(x, y)
+    model.load_state_dict(traced.state_dict())  # the parameters ...
+    step.write_back()  # ... and the optimizer's state, back to the eager side
+    reference = _model()
+    reference_optimizer = make(list(reference.parameters()))
+    _eager_steps(reference, reference_optimizer, batches[:3])
+    for p, q in zip(model.parameters(), reference.parameters()):  # the state 3 eager steps leave
+        got, want = optimizer.state.get(p, {}), reference_optimizer.state.get(q, {})
+        assert sorted(got) == sorted(want), name
+        for key in want:
+            np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), rtol=RTOL,
+                                       atol=ATOL, err_msg=f"{name}: {key}")
+    _eager_steps(model, optimizer, batches[3:])
+    _assert_same_parameters({k: v.numpy() for k, v in model.state_dict().items()}, eager, name)
+
+
 def test_a_schedulers_learning_rate_reaches_the_graph_at_each_step():
     batches = _batches(5)
     eager, graphed = _model(), _model()
@@ -141,6 +166,8 @@ def test_a_parameter_the_loss_does_not_reach_is_left_alone():
     step = traced.train_step(optimizer)
     step(x, y)
     assert traced.session.read_variable(traced.variables[-1]).tolist() == [0, 0, 0]
+    step.write_back()
+    assert unused not in optimizer.state  # as eagerly: no gradient, no step, no state
 
 
 def test_optimizers_train_step_cannot_write_as_graph_ops_raise_naming_them():
