@@ -11,7 +11,8 @@ A dy.optim optimizer is not mapped to the graph's TF1 optimizer of the same name
 formulas differ (TF1's Adam puts eps outside the bias correction, its RMSProp starts at ones
 with eps inside the square root, its Adagrad has no eps): each PyTorch rule is written again
 with graph ops (trace_optim_rules.py), with the same arithmetic, so that N traced steps give
-the parameters N eager steps give (to rounding: the gradients are summed in another order).
+the parameters N eager steps give (bit for bit in the tests; where the graph sums a gradient
+in another order than the tape does, to rounding).
 
 - Per parameter group, with the group's hyper-parameters. Its learning rate is fed at each
   step from the optimizer's group (`feeds`), so a scheduler's changes reach the graph as they
@@ -52,7 +53,7 @@ RULES = {SGD: rules.sgd, Adam: rules.adam, RMSprop: rules.rmsprop, Adagrad: rule
 class GraphUpdate(NamedTuple):
     """What `graph_update` adds to the graph."""
 
-    ops: list                # the update ops, one per parameter group (or the graph optimizer's)
+    ops: list                # the update ops, one per parameter (or the graph optimizer's)
     slot_values: list        # [(slot variable, the value it starts from)]: the eager state
     feeds: list              # [(placeholder, a function giving its value at each step)]
     states: list             # [(dynamic parameter, its ParamState)]
