@@ -248,11 +248,11 @@ class Traced:
         ops with the same arithmetic: N traced steps give the parameters N eager steps give.
         Per parameter group, with the group's hyper-parameters; the lr is read from the
         optimizer's group at each step (a scheduler's changes reach the graph), the others
-        are compiled in as they are now. The state the eager optimizer holds (momentum
-        buffers, moments, step counts, after some eager steps) is where the graph's starts;
-        `TrainStep.write_back()` puts the graph's state back into the optimizer. A dy.optim
-        optimizer with an update of its own (a subclass's `_update`) raises
-        NotImplementedError. See trace_optim.py.
+        are compiled in as they are now (a step raises ValueError if one changes). The state
+        the eager optimizer holds (momentum buffers, moments, step counts, after some eager
+        steps) is where the graph's starts; `TrainStep.write_back()` puts the graph's state
+        back into the optimizer. A dy.optim optimizer with an update of its own (a subclass's
+        `_update`) raises NotImplementedError. See trace_optim.py.
 
         >>> loss_of = lambda x, y: criterion(model(x), y)                 # doctest: +SKIP
         >>> traced = dy.trace(loss_of, x, y, module=model)                # doctest: +SKIP

@@ -17,7 +17,8 @@ in another order than the tape does, to rounding).
 - Per parameter group, with the group's hyper-parameters. Its learning rate is fed at each
   step from the optimizer's group (`feeds`), so a scheduler's changes reach the graph as they
   reach the eager step; the other hyper-parameters (betas, momentum, weight_decay...) are
-  compiled in as they are when `train_step` is called.
+  compiled in as they are when `train_step` is called (a step raises ValueError, naming it,
+  if one has changed since).
 - The optimizer's state (step counts, moment and momentum buffers) becomes graph variables
   named by PyTorch's state names, e.g. "fc1.weight/Adam/exp_avg"; what the eager optimizer
   already holds (after some eager steps) is loaded into them (`slot_values`), so that traced
@@ -85,7 +86,7 @@ def graph_update(optimizer, loss, variables: list[Variable],
         with graph.name_scope(f"{name}_group{index}"):
             lr = placeholder_with_default(convert_to_tensor(float(group["lr"]),
                                                             dtype=_dt.float64), (), name="lr")
-        feeds.append((lr, _learning_rate(optimizer, index)))
+        feeds.append((lr, _learning_rate(optimizer, index, group)))
         for p, var in pairs:
             grad = grads[var]
             if grad is None:
@@ -116,9 +117,21 @@ def _rule_of(optimizer):
     return RULES[base]
 
 
-def _learning_rate(optimizer, index: int):
-    def learning_rate() -> float:  # (the group as it is now: load_state_dict replaces groups)
-        return float(optimizer.param_groups[index]["lr"])
+def _learning_rate(optimizer, index: int, group: dict):
+    """A function giving group `index`'s lr as it is now (load_state_dict replaces the
+    groups), raising ValueError if another of its hyper-parameters is no longer the one
+    compiled into the graph."""
+    compiled = {k: v for k, v in group.items() if k not in ("params", "lr", "initial_lr")}
+
+    def learning_rate() -> float:
+        now = optimizer.param_groups[index]
+        for name, value in compiled.items():
+            if now.get(name, value) != value:
+                raise ValueError(
+                    f"train_step: {type(optimizer).__name__}'s param group {index} has "
+                    f"{name}={now.get(name)!r} now, {value!r} when its step was compiled; only "
+                    "the lr reaches the graph at each step: call train_step again")
+        return float(now["lr"])
     return learning_rate
 
 

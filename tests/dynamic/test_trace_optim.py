@@ -185,3 +185,17 @@ def test_optimizers_train_step_cannot_write_as_graph_ops_raise_naming_them():
     traced.train_step(QuietAdam(model.parameters()))
     with pytest.raises(TypeError, match="sg.train optimizer or a dy.optim one"):
         traced.train_step("adam")
+
+
+def test_a_hyper_parameter_changed_after_compiling_raises_naming_it():
+    model = _model()
+    optimizer = dy.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    traced, step = _traced_step(model, optimizer)
+    x, y = _batches(1)[0]
+    step(x, y)
+    optimizer.param_groups[0]["lr"] = 0.05  # the lr is fed at each step: fine
+    step(x, y)
+    optimizer.param_groups[0]["momentum"] = 0.5
+    with pytest.raises(ValueError, match=r"param group 0 has momentum=0.5 now, 0.9 when"):
+        step(x, y)
+    traced.train_step(optimizer)(x, y)  # compiled again, with the new momentum
