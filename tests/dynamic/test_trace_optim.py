@@ -199,3 +199,25 @@ def test_a_hyper_parameter_changed_after_compiling_raises_naming_it():
     with pytest.raises(ValueError, match=r"param group 0 has momentum=0.5 now, 0.9 when"):
         step(x, y)
     traced.train_step(optimizer)(x, y)  # compiled again, with the new momentum
+
+
+def test_a_gathered_parameters_sparse_gradient_is_applied_as_the_eager_dense_one():
+    def loss_of(w, rows):
+        return (sg.gather(w, rows) ** 2).sum()
+
+    start = np.random.default_rng(3).normal(size=(6, 2)).astype(np.float32)
+    rows = dy.tensor(np.array([1, 3, 3, 0]))
+    w, w_graph = dy.tensor(start, requires_grad=True), dy.tensor(start, requires_grad=True)
+    optimizer = dy.optim.RMSprop([w], lr=0.01, momentum=0.5)  # its buffers decay everywhere
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss_of(w, rows).backward()
+        optimizer.step()
+    traced = dy.trace(lambda rows: loss_of(w_graph, rows), rows)
+    with traced.graph.as_default():
+        assert isinstance(sg.gradients(traced.outputs, traced.variables)[0], sg.IndexedSlices)
+    step = traced.train_step(dy.optim.RMSprop([w_graph], lr=0.01, momentum=0.5))
+    for _ in range(3):
+        step(rows)
+    np.testing.assert_allclose(traced.session.read_variable(traced.variables[0]),
+                               w.detach().numpy(), rtol=RTOL, atol=ATOL)
