@@ -78,7 +78,9 @@ def graph_update(optimizer, loss, variables: list[Variable],
         raise ValueError("none of the optimizer's parameters is a variable of the traced graph "
                          "(trace with module=, or read the parameters in the traced function)")
     var_list = [var for _, _, pairs in groups for _, var in pairs]
-    grads = dict(zip(var_list, gradients(loss, var_list)))
+    grads = {var: to_dense(g, warn=False) if isinstance(g, IndexedSlices) else g
+             for var, g in zip(var_list, gradients(loss, var_list))}  # (eagerly: dense)
+    computed = [g.op for g in grads.values() if g is not None]
     name = type(optimizer).__name__
     graph = loss.graph
     ops, feeds, states = [], [], []
@@ -91,10 +93,9 @@ def graph_update(optimizer, loss, variables: list[Variable],
             grad = grads[var]
             if grad is None:
                 continue
-            if isinstance(grad, IndexedSlices):  # (an embedding's: the eager one is dense)
-                grad = to_dense(grad, warn=False)
             state = rules.ParamState(var, name, optimizer.state.get(p, {}))
-            with graph.name_scope(f"{name}/update_{var.op.name}"):
+            with graph.name_scope(f"{name}/update_{var.op.name}"), \
+                    graph.control_dependencies(computed):  # (every gradient, then the writes)
                 ops.append(rule(group, lr, grad, var, state))
             states.append((p, state))
     slot_values = [loaded for _, state in states for loaded in state.loaded]

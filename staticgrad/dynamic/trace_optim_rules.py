@@ -10,8 +10,10 @@ tensor (`lr`, fed at each step); the other hyper-parameters are the group's numb
 
 The optimizer state of a parameter is a set of graph variables (`ParamState`), named by the
 eager state's names ("step", "exp_avg", "momentum_buffer"...). A rule reads them, and writes
-them with `assign`; each later read uses the assignment's value (or comes after it), so that a
-step sees the state of the step before and the parameter is written last, from the new state.
+them with `assign`; each later read uses the assignment's value (or waits on it: a control
+dependency), so that a step sees the state of the step before and the parameter is written
+last, from the new state. trace_optim.py builds the rules under a control dependency on every
+gradient, so that no parameter is written before all the gradients (which read it) are made.
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ def sgd(group: dict, lr, grad, var: Variable, state: ParamState):
         buf, started = state.tensor("momentum_buffer"), state.has("momentum_buffer")
         buf_t = assign(buf, where(started, momentum * buf + (1 - group["dampening"]) * grad,
                                   grad))
-        writes.append(assign(started, True).op)
+        with var.graph.control_dependencies([buf_t.op]):  # (after the read of the flag)
+            writes.append(assign(started, True).op)
         grad = grad + momentum * buf_t if group["nesterov"] else buf_t
     writes.append(assign(var, var - cast(lr, var.dtype) * grad).op)
     return group_ops(*writes)
