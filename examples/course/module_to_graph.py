@@ -9,8 +9,9 @@ start from the same weights:
   parameters (`dy.optim.SGD`'s `step()`);
 - graph: `dy.trace` runs the loss of the module once and records it into a graph, whose
   variables are the module's parameters (named by `state_dict`); `traced.train_step` adds the
-  gradients and SGD's update (as `sg.train.GradientDescentOptimizer`, the same arithmetic)
-  and compiles the step once; each step is then one run of the compiled code.
+  gradients and SGD's update (its rule written as graph ops, the same arithmetic; Adam,
+  RMSprop and Adagrad go the same way) and compiles the step once; each step is then one run
+  of the compiled code.
 
 Both train on the same batches in the same order, and the rounds alternate (an epoch eager,
 then the same epoch in the graph), so that the two are timed under the same conditions and

@@ -21,7 +21,7 @@ from ..variables import Variable, variables_initializer
 from .mode import STATE
 from .nn.module import Module
 from .tensor import Tensor, TracerWarning
-from .trace_optim import graph_update
+from .trace_optim import graph_update, write_back
 
 
 class Tracer:
@@ -241,19 +241,26 @@ class Traced:
         output, a scalar) with respect to `variables`, the optimizer's update of them, and
         `updates`. Returns a `TrainStep`: `step(*inputs)` runs one step and returns the loss.
 
-        `optimizer` is a graph optimizer (`sg.train.GradientDescentOptimizer(0.1)`...) or a
-        `dy.optim.SGD`, translated to the graph's rule of the same update: without momentum
-        `GradientDescentOptimizer` (the same arithmetic: N steps give the parameters the
-        eager loop gives), with momentum `MomentumOptimizer` (Nesterov's agrees to rounding),
-        one per parameter group, with the group's learning rate as it is now (a scheduler's
-        later changes do not reach the graph). SGD's weight_decay, dampening and maximize,
-        and the other dy.optim optimizers, have no graph counterpart here: NotImplementedError.
+        `optimizer` is a graph optimizer (`sg.train.AdamOptimizer()`..., TF1's rules) or a
+        `dy.optim` one -- SGD (momentum, dampening, nesterov, weight_decay, maximize), Adam
+        and AdamW (amsgrad too), RMSprop (momentum, centered) or Adagrad (lr_decay,
+        initial_accumulator_value) -- whose own update rule, PyTorch's, is written as graph
+        ops with the same arithmetic: N traced steps give the parameters N eager steps give.
+        Per parameter group, with the group's hyper-parameters; the lr is read from the
+        optimizer's group at each step (a scheduler's changes reach the graph), the others
+        are compiled in as they are now (a step raises ValueError if one changes). The state
+        the eager optimizer holds (momentum buffers, moments, step counts, after some eager
+        steps) is where the graph's starts; `TrainStep.write_back()` puts the graph's state
+        back into the optimizer. A dy.optim optimizer with an update of its own (a subclass's
+        `_update`) raises NotImplementedError. See trace_optim.py.
 
         >>> loss_of = lambda x, y: criterion(model(x), y)                 # doctest: +SKIP
         >>> traced = dy.trace(loss_of, x, y, module=model)                # doctest: +SKIP
-        >>> step = traced.train_step(dy.optim.SGD(model.parameters(), lr=0.1))  # doctest: +SKIP
+        >>> optimizer = dy.optim.Adam(model.parameters(), lr=1e-3)        # doctest: +SKIP
+        >>> step = traced.train_step(optimizer)                           # doctest: +SKIP
         >>> for x, y in batches: step(x, y)                               # doctest: +SKIP
         >>> model.load_state_dict(traced.state_dict())                    # doctest: +SKIP
+        >>> step.write_back()    # the optimizer's state, to go on eagerly  # doctest: +SKIP
         """
         if loss is None:
             loss = self.outputs
@@ -262,16 +269,15 @@ class Traced:
                             "traced function returned more than one tensor)")
         known = set(self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
         with self.graph.as_default():
-            update, slot_values = graph_update(optimizer, loss, self.variables,
-                                               self._parameters)
-            train_op = group(*update, *self.updates, name="train_step")
+            update = graph_update(optimizer, loss, self.variables, self._parameters)
+            train_op = group(*update.ops, *self.updates, name="train_step")
             made = [v for v in self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
                     if v not in known]  # the optimizer's slots and accumulators
             if made:
                 self.session.run(variables_initializer(made))
-        for slot, value in slot_values:
+        for slot, value in update.slot_values:
             self.session.write_variable(slot, value)
-        return TrainStep(self, loss, train_op)
+        return TrainStep(self, loss, train_op, optimizer, update)
 
     def __repr__(self):
         name = getattr(self.fn, "__name__", type(self.fn).__name__)
@@ -283,18 +289,30 @@ class Traced:
 class TrainStep:
     """One compiled training step of a `Traced` (what `Traced.train_step` returns): calling it
     with the traced function's inputs runs the step in the traced session and returns the
-    loss as a NumPy value. `train_op` is the graph op (TF1's `minimize` result, with the
-    traced buffer updates grouped in)."""
+    loss as a NumPy value. `train_op` is the graph op (the optimizer's update, with the traced
+    buffer updates grouped in); `optimizer` the optimizer it was made from."""
 
-    def __init__(self, traced: Traced, loss, train_op):
+    def __init__(self, traced: Traced, loss, train_op, optimizer=None, update=None):
         self.traced = traced
         self.loss = loss
         self.train_op = train_op
-        self._run = traced.session.make_callable((loss, train_op), traced.inputs)
+        self.optimizer = optimizer
+        feeds = update.feeds if update is not None else []
+        self._states = update.states if update is not None else []
+        self._hypers = [value for _, value in feeds]  # (a dy.optim group's lr, at each step)
+        self._run = traced.session.make_callable(
+            (loss, train_op), list(traced.inputs) + [placeholder for placeholder, _ in feeds])
 
     def __call__(self, *args):
         self.traced._check_arity(args)
-        return self._run(*_arrays(args))[0]
+        return self._run(*_arrays(args), *[value() for value in self._hypers])[0]
+
+    def write_back(self) -> None:
+        """Put the optimizer state the graph holds now (step counts, moments, momentum
+        buffers) into the dy.optim optimizer, so that eager steps go on from the traced ones
+        (with `model.load_state_dict(traced.state_dict())` for the parameters). Nothing to do
+        for a graph optimizer, whose state lives in the graph only."""
+        write_back(self._states, self.optimizer, self.traced.session)
 
 
 def _arrays(args):

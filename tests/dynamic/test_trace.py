@@ -351,10 +351,6 @@ def test_train_step_errors():
     model = _mlp(batch_norm=False)
     x, y = _batches(1)[0]
     traced = dy.trace(lambda x, y: F.cross_entropy(model(x), y), x, y, module=model)
-    with pytest.raises(NotImplementedError, match="Adam"):
-        traced.train_step(dy.optim.Adam(model.parameters()))
-    with pytest.raises(NotImplementedError, match="weight_decay"):
-        traced.train_step(dy.optim.SGD(model.parameters(), lr=0.1, weight_decay=0.1))
     with pytest.raises(ValueError, match="none of the optimizer's parameters"):
         traced.train_step(dy.optim.SGD([dy.ones(1, requires_grad=True)], lr=0.1))
     with pytest.raises(TypeError, match="sg.train optimizer or a dy.optim one"):

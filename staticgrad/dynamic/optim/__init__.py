@@ -11,7 +11,9 @@
 Each optimizer is PyTorch's documented algorithm (its module's docstring shows it), written
 with the dynamic tensors' ops and run under no_grad(), writing the parameters' data in place.
 The graph side's TF1 optimizers are staticgrad.train's; where the two families' rules agree,
-and where they differ, see tests/dynamic/optim/test_graph_parity.py.
+and where they differ, see tests/dynamic/optim/test_graph_parity.py. A traced training step
+(`dy.trace(...).train_step(opt)`) runs these optimizers' own rules, written as graph ops in
+staticgrad/dynamic/trace_optim_rules.py.
 
 Modules: `optimizer` (the base: groups, state, state_dict), `sgd`, `adam` (Adam, AdamW),
 `rmsprop`, `adagrad`, `lr_scheduler`.
