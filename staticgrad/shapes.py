@@ -263,6 +263,13 @@ def unknown_shape() -> TensorShape:
 def broadcast_shapes(shapes: Iterable[TensorShape]):
     """NumPy broadcasting over partially known shapes. Returns the result, or raises ValueError."""
     shapes = list(shapes)
+    if len(shapes) == 2:  # the common case, as a binary op's shape rule asks: known shapes,
+        a, b = shapes[0].dims, shapes[1].dims  # equal or one of them a scalar
+        if a is not None and b is not None and None not in a and None not in b:
+            if a == b or b == ():
+                return shapes[0]
+            if a == ():
+                return shapes[1]
     if any(s.dims is None for s in shapes):
         return TensorShape(None)
     # the common cases: equal, known shapes, and scalars (which broadcast to anything)

@@ -152,5 +152,7 @@ def assigns_variables(program: Program) -> bool:
 def output_kinds(program: Program) -> list[Value]:
     """One output value for each distinct (shape object, dtype) that the program's nodes
     make: enough for a pass to know whether any value is large, or holds one element,
-    without testing each of 250,000 values (most share a few shape objects)."""
-    return list({(id(v.shape), v.dtype): v for n in walk(program) for v in n.outputs}.values())
+    without testing each of 250,000 values (most share a few shape objects). (Keyed by the
+    dtype's id: dtypes are one object each, and a DType hashes in Python.)"""
+    return list({(id(v.shape), id(v.dtype)): v
+                 for n in walk(program) for v in n.outputs}.values())

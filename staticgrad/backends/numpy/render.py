@@ -400,5 +400,9 @@ def _weak_ok(consumer: Node, v: Value) -> bool:
     the result dtype? Yes when consumer is elementwise and another operand has v's dtype."""
     if not consumer.opdef.elementwise or consumer.type in NO_WEAK_LITERALS:
         return False
-    return any(o is not v and o.dtype is v.dtype and o.const is None for o in consumer.inputs)
+    dtype = v.dtype
+    for o in consumer.inputs:  # (a loop, not any() of a generator: once per constant read)
+        if o is not v and o.dtype is dtype and o.const is None:
+            return True
+    return False
 
