@@ -20,18 +20,31 @@ _OPTIONS = dict(nogil=True, cache=True, boundscheck=False)
 @njit(**_OPTIONS)
 def im2col(x, top, left, strides, dilations, cols):
     """cols[b, p, q, i, j, :] = x[b, p*sh + i*dh - top, q*sw + j*dw - left, :] (0 outside x):
-    the window of every output position, cols of shape [N, OH, OW, kh, kw, C]."""
+    the window of every output position, cols of shape [N, OH, OW, kh, kw, C]. A window row
+    wholly inside x with dilation 1 is kw*C consecutive elements of both: one plain copy
+    (for a first layer's single channel, 5 elements rather than 5 copies of one)."""
     n, h, w, c = x.shape
     oh, ow, kh, kw = cols.shape[1], cols.shape[2], cols.shape[3], cols.shape[4]
     sh, sw = strides
     dh, dw = dilations
+    flat_x = x.reshape(n, h * w * c)
+    flat_cols = cols.reshape(n, oh * ow * kh * kw * c)
+    row = kw * c
     for b in range(n):
         for p in range(oh):
             for q in range(ow):
+                s0 = q * sw - left
+                whole_row = dw == 1 and s0 >= 0 and s0 + kw <= w
                 for i in range(kh):
                     r = p * sh + i * dh - top
+                    at = ((p * ow + q) * kh + i) * row
+                    if whole_row and 0 <= r < h:
+                        start = (r * w + s0) * c
+                        for t in range(row):
+                            flat_cols[b, at + t] = flat_x[b, start + t]
+                        continue
                     for j in range(kw):
-                        s = q * sw + j * dw - left
+                        s = s0 + j * dw
                         if 0 <= r < h and 0 <= s < w:
                             for k in range(c):
                                 cols[b, p, q, i, j, k] = x[b, r, s, k]
@@ -43,20 +56,31 @@ def im2col(x, top, left, strides, dilations, cols):
 @njit(**_OPTIONS)
 def col2im(cols, top, left, strides, dilations, dx):
     """The transpose of im2col: dx[b, r, s, :] += cols[b, p, q, i, j, :] for every window
-    position that reads (r, s); dx arrives zeroed."""
+    position that reads (r, s); dx arrives zeroed. Whole window rows as in im2col."""
     n, h, w, c = dx.shape
     oh, ow, kh, kw = cols.shape[1], cols.shape[2], cols.shape[3], cols.shape[4]
     sh, sw = strides
     dh, dw = dilations
+    flat_dx = dx.reshape(n, h * w * c)
+    flat_cols = cols.reshape(n, oh * ow * kh * kw * c)
+    row = kw * c
     for b in range(n):
         for p in range(oh):
             for q in range(ow):
+                s0 = q * sw - left
+                whole_row = dw == 1 and s0 >= 0 and s0 + kw <= w
                 for i in range(kh):
                     r = p * sh + i * dh - top
                     if r < 0 or r >= h:
                         continue
+                    if whole_row:
+                        at = ((p * ow + q) * kh + i) * row
+                        start = (r * w + s0) * c
+                        for t in range(row):
+                            flat_dx[b, start + t] += flat_cols[b, at + t]
+                        continue
                     for j in range(kw):
-                        s = q * sw + j * dw - left
+                        s = s0 + j * dw
                         if 0 <= s < w:
                             for k in range(c):
                                 dx[b, r, s, k] += cols[b, p, q, i, j, k]
