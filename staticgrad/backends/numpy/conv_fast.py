@@ -71,8 +71,11 @@ def _load():
             if numba.config.DISABLE_JIT:
                 _state["why"] = "numba's JIT is off (NUMBA_DISABLE_JIT)"
                 return None
-            from . import _conv_kernels
-
+            try:
+                from . import _conv_kernels
+            except Exception as e:  # noqa: BLE001 -- e.g. no place numba may write its cache
+                _state["why"] = f"loading the loops failed: {type(e).__name__}: {e}"
+                return None
             threads = max(1, int(numba.config.NUMBA_NUM_THREADS))
             if threads > 1:
                 _state["pool"] = ThreadPoolExecutor(threads - 1, "staticgrad-conv")

@@ -8,6 +8,10 @@ loops skip; the fallback to runtime_conv is checked either way.
 """
 
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +22,7 @@ from staticgrad.backends.numpy import conv_fast
 
 needs_loops = pytest.mark.skipif(not conv_fast.available(),
                                  reason=f"conv_fast's loops unavailable: {conv_fast.why_not()}")
-pytestmark = needs_loops
+ROOT = Path(__file__).resolve().parents[3]
 
 CONV_CASES = [  # (input shape, kernel, out channels, strides, padding, dilations)
     (shape, k, o, s, pad, d)
@@ -41,6 +45,7 @@ def _close(got, want, dtype, what):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
 
 
+@needs_loops
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,k,o,strides,padding,dilations", CONV_CASES)
 def test_conv_matches_runtime_conv(shape, k, o, strides, padding, dilations, dtype):
@@ -59,6 +64,7 @@ def test_conv_matches_runtime_conv(shape, k, o, strides, padding, dilations, dty
         err_msg=f"filter gradient of {what}")
 
 
+@needs_loops
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,ksize,strides,padding", POOL_CASES)
 def test_pools_match_runtime_conv(shape, ksize, strides, padding, dtype):
@@ -91,6 +97,7 @@ def _hand_conv(x, w, stride, pad):
     return out
 
 
+@needs_loops
 @pytest.mark.parametrize("stride", [1, 2])
 def test_conv_and_its_gradients_against_hand_loops(stride):
     x, w = _arrays((2, 6, 7, 3), np.float64, (3, 3, 3, 4))
@@ -110,6 +117,7 @@ def test_conv_and_its_gradients_against_hand_loops(stride):
     np.testing.assert_allclose(dw.ravel(), want_dw, rtol=1e-10, atol=1e-12)
 
 
+@needs_loops
 def test_max_pool_gradient_goes_to_the_first_maximum():
     x = np.array([[3, 3, 1], [3, 0, 2], [5, 5, 5]], np.float32).reshape(1, 3, 3, 1)
     y = conv_fast.max_pool(x, (2, 2), (1, 1), "VALID")
@@ -120,6 +128,7 @@ def test_max_pool_gradient_goes_to_the_first_maximum():
     np.testing.assert_array_equal(dx.reshape(3, 3), [[1, 10, 0], [0, 0, 0], [100, 1000, 0]])
 
 
+@needs_loops
 def test_nan_and_minus_inf_in_max_pooling():
     x = np.full((1, 3, 3, 2), -np.inf, np.float32)
     x[0, 1, 1, 0] = np.nan
@@ -133,6 +142,7 @@ def test_nan_and_minus_inf_in_max_pooling():
                                       ref.max_pool_grad(x, want, dy, (2, 2), (2, 2), padding))
 
 
+@needs_loops
 def test_the_batch_split_between_threads(monkeypatch):
     monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
     x, w = _arrays((5, 6, 6, 3), np.float32, (3, 3, 3, 4))
@@ -185,6 +195,7 @@ def _train_step(conv_loops: bool, monkeypatch):
             return sess.run([loss, k1, k2], {images: x})
 
 
+@needs_loops
 def test_a_session_gives_runtime_conv_results(monkeypatch):
     fast = _train_step(True, monkeypatch)
     numpy_only = _train_step(False, monkeypatch)
@@ -203,3 +214,13 @@ def test_an_export_carries_runtime_conv_not_the_loops(tmp_path):
     source = (tmp_path / "conv.py").read_text()
     assert "def conv2d(" in source and "def max_pool(" in source
     assert "numba" not in source and "_conv_kernels" not in source and "_over_batch" not in source
+
+
+def test_switched_off_by_the_environment():
+    code = ("import numpy as np; from staticgrad.backends.numpy import conv_fast as c; "
+            "x = np.ones((1, 4, 4, 1), np.float32); "
+            "print(c.available(), c.why_not(), c.max_pool(x, (2, 2), (2, 2), 'VALID').sum())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT, env={**os.environ, "STATICGRAD_FAST": "off"})
+    assert out.stdout.split() == ["False", "switched", "off", "by", "STATICGRAD_FAST=off",
+                                  "4.0"]
