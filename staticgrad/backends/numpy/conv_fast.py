@@ -76,15 +76,24 @@ def _load():
             except Exception as e:  # noqa: BLE001 -- e.g. no place numba may write its cache
                 _state["why"] = f"loading the loops failed: {type(e).__name__}: {e}"
                 return None
-            threads = max(1, int(numba.config.NUMBA_NUM_THREADS))
-            if threads > 1:
-                _state["pool"] = ThreadPoolExecutor(threads - 1, "staticgrad-conv")
-            _state["threads"] = threads
+            _state["threads"] = max(1, int(numba.config.NUMBA_NUM_THREADS))
             _state["kernels"] = _conv_kernels
     return _state.get("kernels")
 
 
 MIN_SPLIT = 1 << 15  # elements a call reads or writes, under which one thread does it all
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's pool of helper threads (a child forked after the pool was made has
+    none of its threads: it makes its own)."""
+    pid = os.getpid()
+    if _state.get("pool_pid") != pid:
+        with _loading:
+            if _state.get("pool_pid") != pid:
+                _state["pool"] = ThreadPoolExecutor(_state["threads"] - 1, "staticgrad-conv")
+                _state["pool_pid"] = pid
+    return _state["pool"]
 
 
 def _over_batch(run, n: int, size: int) -> None:
@@ -95,7 +104,8 @@ def _over_batch(run, n: int, size: int) -> None:
         run(0, n)
         return
     bounds = [n * i // threads for i in range(threads + 1)]
-    parts = [_state["pool"].submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    pool = _pool()
+    parts = [pool.submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
     try:
         run(0, bounds[1])
     finally:

@@ -224,3 +224,17 @@ def test_switched_off_by_the_environment():
                          check=True, cwd=ROOT, env={**os.environ, "STATICGRAD_FAST": "off"})
     assert out.stdout.split() == ["False", "switched", "off", "by", "STATICGRAD_FAST=off",
                                   "4.0"]
+
+
+@needs_loops
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_makes_its_own_threads(monkeypatch):
+    monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
+    x, w = _arrays((4, 5, 5, 2), np.float32, (3, 3, 2, 3))
+    want = conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the split conv ran and agrees
+        ok = np.array_equal(conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1)), want)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
