@@ -364,7 +364,9 @@ def _runtime_source(rt_names: list[str]) -> tuple[list[str], list[str]]:
                 visit(module, n.id)
 
     for name in rt_names:
-        obj = getattr(generated_rt, name)  # what the generated code's rt.<name> is
+        # what the generated code's rt.<name> is; where the backend puts a faster kernel in
+        # place of staticgrad.runtime's (conv_fast's numba loops), the reference NumPy one
+        obj = getattr(runtime, name) if hasattr(runtime, name) else getattr(generated_rt, name)
         home = sys.modules.get(getattr(obj, "__module__", None) or "")
         if home is not None and home.__name__.startswith("staticgrad"):
             visit(home, obj.__name__)  # defined in a staticgrad module

@@ -3,7 +3,8 @@
     render.py     the renderer (one line a node), parts.py (a long run() in parts),
                   fused.py (a fused group as a block kernel)
     runtime.py    `rt` of the generated code; blocks.py runs fused kernels block by block on
-                  threads; fast.py (+ _vector_kernels.py) is the [fast] extra's vector math
+                  threads; fast.py (+ _vector_kernels.py) is the [fast] extra's vector math,
+                  conv_fast.py (+ _conv_kernels.py) its convolution and pooling loops
     expand.py, scalars.py, memory.py
                   its own passes: composite ops as NumPy steps, the scalar fast path, and
                   the memory plan (free after last use, out= into dying buffers)

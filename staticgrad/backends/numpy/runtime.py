@@ -1,5 +1,16 @@
 """`rt` in the generated NumPy code: staticgrad.runtime's kernels (what the ops compute, which
-constant folding and the dynamic mode call too) and the block runner of fused groups."""
+constant folding and the dynamic mode call too), the block runner of fused groups, and the
+convolution and pooling kernels of conv_fast (runtime_conv's, with numba's loops where the
+`[fast]` extra is installed)."""
 
 from ...runtime import *  # noqa: F403 (the kernels, as rt.<name>)
 from .blocks import run_blocks  # noqa: F401
+from .conv_fast import (  # noqa: F401
+    avg_pool,
+    avg_pool_grad,
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    max_pool,
+    max_pool_grad,
+)

@@ -1,0 +1,251 @@
+"""Convolution and pooling for the generated code (`rt.conv2d`...): runtime_conv's kernels,
+with their loops compiled by numba where the `[fast]` extra is installed.
+
+The matrix products stay NumPy's (OpenBLAS); numba does what NumPy does badly around them:
+
+- im2col: the windows of the input, written once into one contiguous [N*OH*OW, kh*kw*C]
+  matrix, padding included as zeros, without making a padded copy of the input first;
+- col2im: the input gradient's scatter-add, one pass over the GEMM's result (runtime_conv
+  adds one strided slice per kernel offset: kh*kw passes over the padded gradient);
+- pooling and its gradients: one pass per call (runtime_conv folds NumPy calls over the
+  kernel offsets; MaxPoolGrad makes several passes per offset).
+
+Each loop splits the batch between NUMBA_NUM_THREADS threads (the number of CPUs unless set):
+the caller's and a small pool's, which wait on a lock when idle. numba's own threads
+(`prange`, OpenMP) spin after each loop, and on two cores they slowed the OpenBLAS product
+that follows (benchmarks/README.md, "Convolution").
+
+The results are runtime_conv's: the same matrix products on the same matrices; sums of the
+same terms in the same order, except the gradients where windows overlap (col2im, the pooling
+gradients), whose terms are added in another order and may differ in the last bits. The max
+pooling gradient goes to the first maximum of each window, as TF's and runtime_conv's. Arrays
+of other dtypes than float32 and float64, and empty ones, go to runtime_conv.
+
+Used where numba imports with its JIT on and the environment variable STATICGRAD_FAST is
+not 0, false, no or off (as runtime_fast); `why_not()` says why not. The loops compile on
+first use for each dtype (a few seconds; numba caches them on disk). An export carries
+runtime_conv's kernels (NumPy only), not these.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ... import runtime_conv as ref
+from ...runtime_conv import resolve_pads
+
+_state: dict = {}  # "kernels" (the module) or "why" (a str), once _load() has run; "pool"
+_loading = threading.Lock()
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def available() -> bool:
+    """Are the numba loops usable here?"""
+    return _load() is not None
+
+
+def why_not() -> str | None:
+    """Why the numba loops are not used here, or None when they are."""
+    _load()
+    return _state.get("why")
+
+
+def _load():
+    if "kernels" in _state or "why" in _state:
+        return _state.get("kernels")
+    with _loading:
+        if "kernels" not in _state and "why" not in _state:
+            if os.environ.get("STATICGRAD_FAST", "").strip().lower() in ("0", "false", "no",
+                                                                         "off"):
+                _state["why"] = f"switched off by STATICGRAD_FAST={os.environ['STATICGRAD_FAST']}"
+                return None
+            try:
+                import numba
+            except ImportError as e:
+                _state["why"] = f"numba is not installed (pip install 'staticgrad[fast]'): {e}"
+                return None
+            if numba.config.DISABLE_JIT:
+                _state["why"] = "numba's JIT is off (NUMBA_DISABLE_JIT)"
+                return None
+            try:
+                from . import _conv_kernels
+            except Exception as e:  # noqa: BLE001 -- e.g. no place numba may write its cache
+                _state["why"] = f"loading the loops failed: {type(e).__name__}: {e}"
+                return None
+            _state["threads"] = max(1, int(numba.config.NUMBA_NUM_THREADS))
+            _state["kernels"] = _conv_kernels
+    return _state.get("kernels")
+
+
+MIN_SPLIT = 1 << 15  # elements a call reads or writes, under which one thread does it all
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's pool of helper threads (a child forked after the pool was made has
+    none of its threads: it makes its own)."""
+    pid = os.getpid()
+    if _state.get("pool_pid") != pid:
+        with _loading:
+            if _state.get("pool_pid") != pid:
+                _state["pool"] = ThreadPoolExecutor(_state["threads"] - 1, "staticgrad-conv")
+                _state["pool_pid"] = pid
+    return _state["pool"]
+
+
+def _over_batch(run, n: int, size: int) -> None:
+    """run(lo, hi) for parts of range(n), one per thread, the first on this one; `size` is
+    the number of elements the call touches."""
+    threads = min(_state["threads"], n)
+    if threads < 2 or size < MIN_SPLIT:
+        run(0, n)
+        return
+    bounds = [n * i // threads for i in range(threads + 1)]
+    pool = _pool()
+    parts = [pool.submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    try:
+        run(0, bounds[1])
+    finally:
+        for part in parts:
+            part.result()
+
+
+def _fits(*arrays) -> bool:
+    """Non-empty 4-D arrays of one dtype, float32 or float64: what the loops take."""
+    dtype = arrays[0].dtype
+    return dtype in _DTYPES and all(a.dtype == dtype and a.ndim == 4 and a.size
+                                    for a in arrays)
+
+
+def _contiguous(a):
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+def _columns(kernels, x, k_hw, strides, pads, dilations, out_hw):
+    """The im2col matrix of x: [N*OH*OW, kh*kw*C], in a new contiguous array."""
+    cols = np.empty((x.shape[0], *out_hw, *k_hw, x.shape[3]), x.dtype)
+    x, top, left = _contiguous(x), pads[0][0], pads[1][0]
+    strides, dilations = tuple(strides), tuple(dilations)
+    _over_batch(lambda lo, hi: kernels.im2col(x[lo:hi], top, left, strides, dilations,
+                                              cols[lo:hi]), x.shape[0], cols.size)
+    return cols.reshape(-1, k_hw[0] * k_hw[1] * x.shape[3])
+
+
+def _out_hw(in_hw, k_hw, strides, dilations, pads):
+    return tuple(ref.output_size(*args) for args in zip(in_hw, k_hw, strides, dilations, pads))
+
+
+def conv2d(x, w, strides, padding, dilations):
+    """runtime_conv.conv2d: one im2col matrix times the filter as a matrix."""
+    kernels = _state.get("kernels") or _load()
+    pads = resolve_pads(padding, x.shape[1:3], w.shape[:2], strides, dilations)
+    out_hw = _out_hw(x.shape[1:3], w.shape[:2], strides, dilations, pads)
+    if kernels is None or not _fits(x, w) or min(out_hw) < 1:
+        return ref.conv2d(x, w, strides, padding, dilations)
+    cols = _columns(kernels, x, w.shape[:2], strides, pads, dilations, out_hw)
+    out = np.empty((x.shape[0], *out_hw, w.shape[3]), x.dtype)
+    np.matmul(cols, w.reshape(-1, w.shape[3]), out=out.reshape(-1, w.shape[3]))
+    return out
+
+
+def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
+    """runtime_conv.conv2d_backprop_input: dy times the filter's transpose, then col2im."""
+    kernels = _state.get("kernels") or _load()
+    input_shape = tuple(int(d) for d in input_shape)
+    if kernels is None or not _fits(w, dy) or 0 in input_shape:
+        return ref.conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations)
+    pads = resolve_pads(padding, input_shape[1:3], w.shape[:2], strides, dilations)
+    kh, kw, c, o = w.shape
+    cols = np.empty((*dy.shape[:3], kh, kw, c), dy.dtype)
+    np.matmul(dy.reshape(-1, o), w.reshape(-1, o).T, out=cols.reshape(-1, kh * kw * c))
+    dx = np.zeros(input_shape, dy.dtype)
+    top, left, strides, dilations = pads[0][0], pads[1][0], tuple(strides), tuple(dilations)
+    _over_batch(lambda lo, hi: kernels.col2im(cols[lo:hi], top, left, strides, dilations,
+                                              dx[lo:hi]), dx.shape[0], cols.size)
+    return dx
+
+
+def conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations):
+    """runtime_conv.conv2d_backprop_filter: the im2col matrix's transpose times dy."""
+    kernels = _state.get("kernels") or _load()
+    filter_shape = tuple(int(d) for d in filter_shape)
+    if kernels is None or not _fits(x, dy) or 0 in filter_shape:
+        return ref.conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations)
+    pads = resolve_pads(padding, x.shape[1:3], filter_shape[:2], strides, dilations)
+    cols = _columns(kernels, x, filter_shape[:2], strides, pads, dilations, dy.shape[1:3])
+    return ref.columns_t_dot(cols, dy.reshape(-1, dy.shape[3])).reshape(filter_shape)
+
+
+def _corner(pads) -> tuple[int, int]:
+    """The padding above and to the left: where the windows start, relative to the input."""
+    return pads[0][0], pads[1][0]
+
+
+def _pool_setup(shape, ksize, strides, padding):
+    pads = resolve_pads(padding, shape[1:3], ksize, strides)
+    return pads, _out_hw(shape[1:3], ksize, strides, (1, 1), pads)
+
+
+def max_pool(x, ksize, strides, padding):
+    """runtime_conv.max_pool in one pass."""
+    kernels = _state.get("kernels") or _load()
+    pads, out_hw = _pool_setup(x.shape, ksize, strides, padding)
+    if kernels is None or not _fits(x) or min(out_hw) < 1:
+        return ref.max_pool(x, ksize, strides, padding)
+    y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
+    x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
+    _over_batch(lambda lo, hi: kernels.max_pool(x[lo:hi], ksize, strides, top, left, y[lo:hi]),
+                x.shape[0], x.size)
+    return y
+
+
+def max_pool_grad(x, y, dy, ksize, strides, padding):
+    """runtime_conv.max_pool_grad in one pass."""
+    kernels = _state.get("kernels") or _load()
+    if kernels is None or not _fits(x, y, dy):
+        return ref.max_pool_grad(x, y, dy, ksize, strides, padding)
+    pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
+    dx = np.zeros(x.shape, dy.dtype)
+    x, y, dy = _contiguous(x), _contiguous(y), _contiguous(dy)
+    ksize, strides, top, left = tuple(ksize), tuple(strides), *_corner(pads)
+    _over_batch(lambda lo, hi: kernels.max_pool_grad(x[lo:hi], y[lo:hi], dy[lo:hi], ksize,
+                                                     strides, top, left, dx[lo:hi]),
+                x.shape[0], x.size)
+    return dx
+
+
+def _counts(in_hw, ksize, strides, pads, out_hw, dtype):
+    return np.ascontiguousarray(ref._window_counts(in_hw, ksize, strides, pads, out_hw,
+                                                   dtype)[:, :, 0])
+
+
+def avg_pool(x, ksize, strides, padding):
+    """runtime_conv.avg_pool in one pass."""
+    kernels = _state.get("kernels") or _load()
+    pads, out_hw = _pool_setup(x.shape, ksize, strides, padding)
+    if kernels is None or not _fits(x) or min(out_hw) < 1:
+        return ref.avg_pool(x, ksize, strides, padding)
+    counts = _counts(x.shape[1:3], ksize, strides, pads, out_hw, x.dtype)
+    y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
+    x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
+    _over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], counts, ksize, strides, top, left,
+                                                y[lo:hi]), x.shape[0], x.size)
+    return y
+
+
+def avg_pool_grad(input_shape, dy, ksize, strides, padding):
+    """runtime_conv.avg_pool_grad in one pass."""
+    kernels = _state.get("kernels") or _load()
+    input_shape = tuple(int(d) for d in input_shape)
+    if kernels is None or not _fits(dy) or 0 in input_shape:
+        return ref.avg_pool_grad(input_shape, dy, ksize, strides, padding)
+    pads = resolve_pads(padding, input_shape[1:3], ksize, strides)
+    counts = _counts(input_shape[1:3], ksize, strides, pads, dy.shape[1:3], dy.dtype)
+    dx = np.zeros(input_shape, dy.dtype)
+    dy, ksize, strides, top, left = _contiguous(dy), tuple(ksize), tuple(strides), *_corner(pads)
+    _over_batch(lambda lo, hi: kernels.avg_pool_grad(dy[lo:hi], counts, ksize, strides, top,
+                                                     left, dx[lo:hi]), dx.shape[0], dx.size)
+    return dx
