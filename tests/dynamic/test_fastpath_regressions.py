@@ -1,0 +1,79 @@
+"""Regressions found by attacking the dynamic mode's fast paths (dispatch plans, run_binary /
+run_unary, the tape's generated builders, anomaly mode): each test states what the full path
+(or the behaviour before the fast paths, or PyTorch) gives, and checks that the fast path
+gives the same."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+import staticgrad.dynamic as dy
+
+
+# -- tracing under gradient_override_map ----------------------------------------------------------
+def test_trace_keeps_the_gradient_override_of_an_op_recorded_under_gradient_override_map():
+    """Before the fast paths, `_override` wrote `_gradient_op_type` into the attrs that the
+    tracer received too, so an op traced inside a gradient_override_map block carried the
+    override into the traced graph (as an op built in that block of a static graph does), and
+    sg.gradients of the traced graph used it. `_finish` now applies the override to the tape
+    node's copy of the attrs only, and the tracer gets the op without it."""
+    @sg.RegisterGradient("FastpathTraceTimesSeven")
+    def _seven(op, grad):
+        return [grad * 0.0 + 7.0, grad * 0.0 + 7.0]
+
+    w = dy.tensor([3.0, 4.0])
+
+    def f(a):
+        with sg.get_default_graph().gradient_override_map({"Mul": "FastpathTraceTimesSeven"}):
+            return (a * w).sum()
+
+    x = dy.tensor([1.0, 2.0], requires_grad=True)
+    traced = dy.trace(f, x)
+    muls = [op for op in traced.graph.get_operations() if op.type == "Mul"]
+    assert len(muls) == 1
+    assert muls[0].attrs.get("_gradient_op_type") == "FastpathTraceTimesSeven"
+    grads = sg.gradients(traced.outputs, traced.inputs)
+    with sg.Session(graph=traced.graph) as sess:
+        got = sess.run(grads, {traced.inputs[0]: np.array([1.0, 2.0], np.float32)})
+    np.testing.assert_array_equal(got[0], [7.0, 7.0])
+
+
+# -- anomaly mode ---------------------------------------------------------------------------------
+def _nan_backward(x):
+    y = (x.sqrt() * 0.0).sum()  # sqrt'(0) = inf, times 0: NaN in SqrtBackward0's result
+    y.backward()
+
+
+def test_detect_anomaly_with_check_nan_false_does_not_raise_on_nan():
+    """PyTorch: torch.autograd.detect_anomaly(check_nan=False) records lines but lets a NaN
+    gradient through (x.grad == [nan, 0.]); the argument is accepted here and ignored."""
+    x = dy.tensor([0.0, 1.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with dy.autograd.detect_anomaly(check_nan=False):
+            _nan_backward(x)
+    g = x.grad.numpy()
+    assert np.isnan(g[0]) and g[1] == 0.0
+
+
+def test_set_detect_anomaly_with_check_nan_false_does_not_raise_on_nan():
+    """PyTorch: torch.autograd.set_detect_anomaly(True, check_nan=False) as above."""
+    x = dy.tensor([0.0, 1.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with dy.autograd.set_detect_anomaly(True, check_nan=False):
+            _nan_backward(x)
+    assert np.isnan(x.grad.numpy()[0])
+
+
+def test_detect_anomaly_still_raises_on_nan_by_default():
+    x = dy.tensor([0.0, 1.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with dy.autograd.detect_anomaly(), \
+                pytest.raises(RuntimeError, match="SqrtBackward0' returned nan values"):
+            _nan_backward(x)
