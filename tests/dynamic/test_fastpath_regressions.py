@@ -6,6 +6,7 @@ gives the same."""
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -77,3 +78,34 @@ def test_detect_anomaly_still_raises_on_nan_by_default():
         with dy.autograd.detect_anomaly(), \
                 pytest.raises(RuntimeError, match="SqrtBackward0' returned nan values"):
             _nan_backward(x)
+
+
+# -- thread safety of the kernel cache ------------------------------------------------------------
+class _EvictedAfterGet(OrderedDict):
+    """_KERNELS as another thread leaves it: the entry that `get` just found is evicted (the
+    least recently used one, by a thread that filled the cache) before this thread's
+    `move_to_end` runs. Two threads running ops over ever new expressions (x[i] in a loop, or
+    KERNEL_CACHE_SIZE reached) interleave so."""
+
+    def get(self, key, default=None):
+        value = super().get(key, default)
+        self.pop(key, None)
+        return value
+
+
+def test_an_op_survives_another_thread_evicting_its_kernel(monkeypatch):
+    """kernels.kernel() does `_KERNELS.get(key)` then `_KERNELS.move_to_end(key)`: if another
+    thread evicts the entry in between, move_to_end raises KeyError (the dynamic mode's random
+    kernels avoid this with pop-and-put-back, see dispatch._random_kernel). Seen with four
+    threads running `(x * y + x).exp()` and `x[i]` over a small cache: a bare KeyError('a0 +
+    a1', 2) out of `a + b` (dispatch._run asks kernel() a second time to make the plan, outside
+    its try), or InvalidArgumentError('Mul op ... failed: KeyError') before the fast paths."""
+    from staticgrad.ops import kernels
+    monkeypatch.setattr(kernels, "_KERNELS", _EvictedAfterGet())
+    x = dy.tensor(np.arange(5, dtype=np.float64) + 0.25)
+    y = dy.tensor(np.full(5, 2.0))
+    np.testing.assert_array_equal((x * y).numpy(), x.numpy() * 2.0)
+    np.testing.assert_array_equal((x * y).numpy(), x.numpy() * 2.0)
+    ints = dy.tensor(np.arange(5))  # never planned: kernel() at every call
+    assert (ints * ints).tolist() == [0, 1, 4, 9, 16]
+    assert (ints * ints).tolist() == [0, 1, 4, 9, 16]
