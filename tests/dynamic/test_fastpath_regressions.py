@@ -109,3 +109,23 @@ def test_an_op_survives_another_thread_evicting_its_kernel(monkeypatch):
     ints = dy.tensor(np.arange(5))  # never planned: kernel() at every call
     assert (ints * ints).tolist() == [0, 1, 4, 9, 16]
     assert (ints * ints).tolist() == [0, 1, 4, 9, 16]
+
+
+# -- cache growth ---------------------------------------------------------------------------------
+def test_builders_of_variadic_ops_stay_bounded_over_ever_new_arities(monkeypatch):
+    """tape._BUILDERS is emptied beyond BUILDERS_KEPT ("one per arity of variadic ops: cat of
+    1, 2, 3..."), but tape._KINDS, keyed by (op type, n inputs, n outputs), keeps every
+    builder it was given, and is never emptied: a loop that stacks a growing list (a decoder
+    stacking its outputs at each step) keeps one compiled builder per length, each of code
+    O(length). Measured: dy.stack of 1..400 tensors that require grad holds 34 MB after the
+    loop (3.9 MB before the builders), and takes 4.3 s for 1..300 (0.5 s before)."""
+    from staticgrad.dynamic import tape
+    monkeypatch.setattr(tape, "BUILDERS_KEPT", 8)
+    monkeypatch.setattr(tape, "_KINDS", {})
+    monkeypatch.setattr(tape, "_BUILDERS", {})
+    x = dy.tensor([1.0], requires_grad=True)
+    for n in range(1, 41):
+        y = dy.stack([x] * n)
+        assert y.grad_fn is not None
+    live = {id(build) for (op_type, *_), (_, build) in tape._KINDS.items() if op_type == "Pack"}
+    assert len(live) <= tape.BUILDERS_KEPT
