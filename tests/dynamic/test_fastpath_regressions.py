@@ -129,3 +129,31 @@ def test_builders_of_variadic_ops_stay_bounded_over_ever_new_arities(monkeypatch
         assert y.grad_fn is not None
     live = {id(build) for (op_type, *_), (_, build) in tape._KINDS.items() if op_type == "Pack"}
     assert len(live) <= tape.BUILDERS_KEPT
+
+
+# -- guards (these hold now; they lock in fast-path properties) ------------------------------------
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # np.arange(0, 3, 0) on the plan
+def test_a_planned_range_of_float_inputs_still_refuses_a_zero_delta():
+    """Range reads its (float) inputs' values in its shape rule, yet has no integer input, so
+    it is planned; a call the shape rule would refuse must still be refused (the kernel
+    raising sends the call down the full path)."""
+    from staticgrad.dynamic import dispatch
+    start, limit = dy.tensor(0.0), dy.tensor(3.0)
+    for _ in range(2):
+        out = dispatch.run_operation("Range", [start, limit, dy.tensor(1.0)],
+                                     {"dtype": sg.float32}).outputs[0]
+        assert out.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match="range delta must not be zero"):
+        dispatch.run_operation("Range", [start, limit, dy.tensor(0.0)], {"dtype": sg.float32})
+
+
+def test_trace_records_ops_that_run_binary_and_run_unary_take_straight_to_their_plan():
+    x = dy.tensor([1.0, 2.0])
+    y = dy.tensor([3.0, 4.0])
+    (x * y).exp()  # planned: the traced call below takes the fast paths
+    traced = dy.trace(lambda a: (a * y).exp(), x)
+    assert [op.type for op in traced.graph.get_operations()
+            if op.type in ("Mul", "Exp")] == ["Mul", "Exp"]
+    with sg.Session(graph=traced.graph) as sess:
+        got = sess.run(traced.outputs, {traced.inputs[0]: np.array([1.0, 2.0], np.float32)})
+    np.testing.assert_allclose(got, np.exp([3.0, 8.0]), rtol=1e-6)
