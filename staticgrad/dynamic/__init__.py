@@ -163,6 +163,7 @@ from .functions import (  # noqa: F401
 from .mode import (  # noqa: F401
     eager_mode,
     enable_grad,
+    is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
     is_grad_enabled,
     no_grad,

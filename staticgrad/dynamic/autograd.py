@@ -180,7 +180,7 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                 if node._checks != []:  # (a node that keeps nothing has nothing to check)
                     node.check_saved()
                 in_grads = backward_step(node, grads, wanted=node.wanted)
-                if ANOMALY[0] and in_grads:
+                if ANOMALY[0] and ANOMALY[1] and in_grads:
                     _check_nan(node, in_grads)
                 if not retain_graph and (node._checks or node._ctx is not None):
                     node.release()

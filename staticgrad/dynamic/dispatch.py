@@ -139,15 +139,23 @@ def _finish(op_type, opdef, attrs: dict, inputs, outputs) -> tuple:
     if state.grad_enabled:
         for t in inputs:
             if t._requires_grad:
-                recorded = dict(attrs) if attrs else {}
-                if OVERRIDE_MAPS_OPEN[0]:
-                    _override(recorded, op_type)
+                recorded = _with_override(attrs, op_type)
                 if opdef.differentiable or "_gradient_op_type" in recorded:
                     tape.record(op_type, opdef, inputs, recorded, outputs)
                 break
-    if state.tracer is not None:
-        state.tracer.record(op_type, inputs, dict(attrs), outputs)
+    if state.tracer is not None:  # (an op built in a gradient_override_map block gets it)
+        state.tracer.record(op_type, inputs, _with_override(attrs, op_type), outputs)
     return outputs
+
+
+def _with_override(attrs: dict, op_type: str) -> dict:
+    """A copy of `attrs`, with the gradient_override_map of the default graph applied."""
+    attrs = dict(attrs) if attrs else {}
+    if OVERRIDE_MAPS_OPEN[0]:
+        override = get_default_graph()._thread.override_map.get(op_type)
+        if override is not None:
+            attrs["_gradient_op_type"] = override
+    return attrs
 
 
 # -- plans: what a call like one made before needs --------------------------------------------
@@ -195,13 +203,23 @@ def _plan_key(op_type: str, inputs, attrs: dict):
     return tuple(key)
 
 
-def _plannable(opdef, inputs) -> bool:
+def _plannable(opdef, ctx: NodeCtx) -> bool:
     """Do the op's shape rule and kernel depend on nothing but its inputs' shapes and dtypes
-    and its attrs? Not for ops that read an input's value (a target shape, begin/size, pads:
-    always an integer input, so ops with one are left out), nor for random or stateful ops."""
-    return not (opdef.stateful or opdef.draws_random or opdef.static_inputs
-                or opdef.shape_inputs or opdef.numpy is None) and \
-        all(not t.dtype.is_integer for t in inputs)
+    and its attrs? Not for random or stateful ops, nor for ops that read an input's value: a
+    target shape, begin/size, pads (always an integer input, so ops with one are left out),
+    or a float one that the shape rule reads (Range's bounds: its rule, asked again without
+    the values, must give the same outputs)."""
+    if opdef.stateful or opdef.draws_random or opdef.static_inputs or opdef.shape_inputs \
+            or opdef.numpy is None or any(dt.is_integer for dt in ctx.in_dtypes):
+        return False
+    blind = NodeCtx(ctx.type, ctx.attrs, ctx.in_shapes, ctx.in_dtypes,
+                    [None] * len(ctx.in_shapes), ctx.name)
+    try:
+        outs = opdef.infer(blind)
+    except (TypeError, ValueError):
+        return False
+    return [shape.dims for shape, _ in outs] == [shape.dims for shape in ctx.out_shapes] and \
+        [dtype for _, dtype in outs] == ctx.out_dtypes
 
 
 def _run(op_type, opdef, inputs, attrs, arrays, key=None) -> tuple:
@@ -215,9 +233,13 @@ def _run(op_type, opdef, inputs, attrs, arrays, key=None) -> tuple:
     ctx.out_dtypes = [dtype for _, dtype in outs]
     if any(dtype.is_string for dtype in ctx.out_dtypes):
         raise _no_strings(op_type)
+    fn = None
     try:
-        values = _random_kernel(opdef, ctx, arrays) if opdef.draws_random else \
-            run_kernel(opdef, ctx, arrays)
+        if opdef.draws_random:
+            values = _random_kernel(opdef, ctx, arrays)
+        else:
+            fn = kernel(opdef, ctx)
+            values = run_kernel(opdef, ctx, arrays, fn)
     except Exception as e:  # noqa: BLE001 - re-raised naming the op and the user's line
         raise InvalidArgumentError(None, None, f"{op_type} op at {_here()} failed: "
                                                f"{type(e).__name__}: {e}") from e
@@ -228,10 +250,10 @@ def _run(op_type, opdef, inputs, attrs, arrays, key=None) -> tuple:
             raise InternalError(None, None, f"{op_type}: the shape rule says {shape} but the "
                                             f"kernel made {value.shape}")
         outputs.append(make_tensor(value, dtype, view_of or [0]))
-    if key is not None and not opdef.draws_random and _plannable(opdef, inputs):
+    if key is not None and _plannable(opdef, ctx):
         if len(_PLANS) >= PLAN_CACHE_SIZE:
             _PLANS.clear()
-        _PLANS[key] = Plan(opdef, kernel(opdef, ctx), ctx.out_dtypes, dict(attrs))
+        _PLANS[key] = Plan(opdef, fn, ctx.out_dtypes, dict(attrs))
     return tuple(outputs)
 
 
@@ -239,13 +261,6 @@ def _no_strings(op_type) -> TypeError:
     return TypeError(f"{op_type} op at {_here()}: the dynamic mode has no string tensors (as "
                      "PyTorch has none); build string work into a graph and run it in a "
                      "Session")
-
-
-def _override(attrs: dict, op_type: str) -> None:
-    """Apply a `gradient_override_map` of the default graph."""
-    override = get_default_graph()._thread.override_map.get(op_type)
-    if override is not None:
-        attrs["_gradient_op_type"] = override
 
 
 def _here() -> str:

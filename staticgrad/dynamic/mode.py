@@ -105,14 +105,19 @@ class set_grad_enabled:  # noqa: N801 - PyTorch's name
 # -- anomaly detection ---------------------------------------------------------------------------
 # On (PyTorch's torch.autograd.detect_anomaly, global as PyTorch's is): each node records the
 # user's line that made it, which the errors of a backward through it name (a freed graph, a
-# NaN gradient), and backward raises at the first rule that returns NaN. Off, recording costs
-# no walk over the caller's frames.
-ANOMALY = [False]
+# NaN gradient), and (unless check_nan=False) backward raises at the first rule that returns
+# NaN. Off, recording costs no walk over the caller's frames.
+ANOMALY = [False, True]  # on?, and then: check for NaN?
 
 
 def is_anomaly_enabled() -> bool:
     """Whether anomaly detection is on (`detect_anomaly`, `set_detect_anomaly`)."""
     return ANOMALY[0]
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection, when on, raises at a rule that returns NaN."""
+    return ANOMALY[1]
 
 
 class set_detect_anomaly:  # noqa: N801 - PyTorch's name
@@ -123,14 +128,14 @@ class set_detect_anomaly:  # noqa: N801 - PyTorch's name
     """
 
     def __init__(self, mode: bool, check_nan: bool = True):
-        self._previous = ANOMALY[0]
-        ANOMALY[0] = bool(mode)
+        self._previous = list(ANOMALY)
+        ANOMALY[:] = [bool(mode), bool(check_nan)]
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        ANOMALY[0] = self._previous
+        ANOMALY[:] = self._previous
 
 
 class detect_anomaly:  # noqa: N801 - PyTorch's name
@@ -144,20 +149,23 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
     """
 
     def __init__(self, check_nan: bool = True):
+        self.check_nan = bool(check_nan)
         self._previous = None
 
     def __enter__(self):
-        self._previous = ANOMALY[0]
-        ANOMALY[0] = True
+        self._previous = list(ANOMALY)
+        ANOMALY[:] = [True, self.check_nan]
         return self
 
     def __exit__(self, *exc):
-        ANOMALY[0] = self._previous
+        ANOMALY[:] = self._previous
 
     def __call__(self, fn):
+        check_nan = self.check_nan
+
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            with detect_anomaly():
+            with detect_anomaly(check_nan):
                 return fn(*args, **kwargs)
         return run
 

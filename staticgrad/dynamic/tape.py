@@ -20,6 +20,7 @@ Nodes are instances of a class per kind, named as PyTorch names them (`MulBackwa
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 
@@ -297,6 +298,8 @@ def _plan(opdef, attrs, n_in: int, n_out: int) -> tuple:
         else:
             plan = (tuple(f"x{i}" in saves or "x*" in saves for i in range(n_in)),
                     tuple(f"y{j}" in saves or "y*" in saves for j in range(n_out)))
+        if len(_PLANS) >= BUILDERS_KEPT:
+            _PLANS.clear()
         _PLANS[key] = plan
     if attrs and "_gradient_op_type" in attrs:
         return (_ALL * n_in, _ALL * n_out)
@@ -318,6 +321,8 @@ def record(op_type, opdef, inputs, attrs, outputs) -> Node:
         key = (op_type, len(inputs), len(outputs))
         kind = _KINDS.get(key)
         if kind is None:
+            if len(_KINDS) >= BUILDERS_KEPT:  # (variadic ops: one per arity)
+                _KINDS.clear()
             kind = _KINDS[key] = (node_class(backward_name(op_type, attrs)),
                                   _builder(*_plan(opdef, attrs, key[1], key[2])))
         cls, build = kind
@@ -331,14 +336,19 @@ def record(op_type, opdef, inputs, attrs, outputs) -> Node:
 # generates a node class per op from derivatives.yaml. Nothing in the text comes from outside
 # staticgrad: it is made of numbers of inputs and outputs and which of them are kept.
 _BUILDERS: dict[tuple, object] = {}  # (keep_in, keep_out) -> builder
-BUILDERS_KEPT = 1024  # emptied beyond: one per arity of variadic ops (cat of 1, 2, 3...)
+BUILDERS_KEPT = 1024  # emptied beyond (with _KINDS and _PLANS): one per arity of variadic ops
+UNROLLED = 8  # at most this many inputs and outputs: a builder written out; more: a loop
 _BUILDER_NAMESPACE = {"new": object.__new__, "SEQUENCE": _SEQUENCE, "NO_EDGE": _NO_EDGE,
                       "NO_NODE": NO_NODE, "accumulator": accumulator, "ref": weakref.ref,
                       "user_location": user_location, "ANOMALY": ANOMALY}
 
 
 def _builder(keep_in: tuple, keep_out: tuple):
-    """The function (cls, opdef, attrs, inputs, outputs) -> node for nodes of this kind."""
+    """The function (cls, opdef, attrs, inputs, outputs) -> node for nodes of this kind:
+    written out for up to UNROLLED values, else one loop for all arities (a stack of a list
+    that grows at each step would otherwise write out ever longer builders)."""
+    if len(keep_in) + len(keep_out) > UNROLLED:
+        return functools.partial(_build_any, keep_in, keep_out)
     build = _BUILDERS.get((keep_in, keep_out))
     if build is None:
         if len(_BUILDERS) >= BUILDERS_KEPT:
@@ -394,3 +404,25 @@ def builder_source(keep_in: tuple, keep_out: tuple) -> str:
         lines += [f"    if {y}.dtype.is_floating:",
                   f"        {y}.op, {y}.value_index, {y}._requires_grad = node, {j}, True"]
     return "\n".join(lines + ["    return node", ""])
+
+
+def _build_any(keep_in: tuple, keep_out: tuple, cls, opdef, attrs, inputs, outputs) -> Node:
+    """What a written-out builder does (see builder_source), as loops: for many inputs."""
+    node = object.__new__(cls)
+    node.opdef, node.attrs, node.seq = opdef, attrs, next(_SEQUENCE)
+    node.next_functions = tuple([
+        _NO_EDGE if not x._requires_grad else (accumulator(x), 0) if x.op is NO_NODE
+        else (x.op, x.value_index) for x in inputs])
+    node._in = [x if keep else (x._data.shape, x.dtype) for x, keep in zip(inputs, keep_in)]
+    node._out = [[weakref.ref(y), y._data, y.dtype, y._version] if keep else
+                 (y._data.shape, y.dtype) for y, keep in zip(outputs, keep_out)]
+    kept = [x for x, keep in zip(inputs, keep_in) if keep] + \
+        [y for y, keep in zip(outputs, keep_out) if keep]
+    slots = [i for i, keep in enumerate(keep_in + keep_out) if keep]
+    node._checks = [(t._version, t._version[0], i) for t, i in zip(kept, slots)]
+    node._recorded_at = user_location(skip_frames=4) if ANOMALY[0] else None
+    node._inputs = None
+    for j, y in enumerate(outputs):
+        if y.dtype.is_floating:
+            y.op, y.value_index, y._requires_grad = node, j, True
+    return node

@@ -51,15 +51,18 @@ def kernel(opdef: OpDef, ctx: NodeCtx) -> Callable:
     args = [f"a{i}" for i in range(len(ctx.in_shapes))]
     expr = render_numpy(opdef, args, ctx)
     key = (expr, len(args))
-    fn = _KERNELS.get(key)
+    # popped and put back, to be the most recently used: unlike get and move_to_end, this
+    # cannot raise when another thread evicts the entry in between
+    fn = _KERNELS.pop(key, None)
     if fn is None:
         fn = _direct(expr, len(args)) or eval(f"lambda {', '.join(args)}: {expr}",  # noqa: S307
-                                   KERNEL_NAMESPACE)
-        _KERNELS[key] = fn
-        while len(_KERNELS) > KERNEL_CACHE_SIZE:
+                                              KERNEL_NAMESPACE)
+    _KERNELS[key] = fn
+    while len(_KERNELS) > KERNEL_CACHE_SIZE:
+        try:
             _KERNELS.popitem(last=False)
-    else:
-        _KERNELS.move_to_end(key)
+        except KeyError:  # (another thread emptied it meanwhile)
+            break
     return fn
 
 
@@ -85,9 +88,10 @@ def _direct(expr: str, arity: int) -> Callable | None:
     return None
 
 
-def run_kernel(opdef: OpDef, ctx: NodeCtx, arrays) -> list[np.ndarray]:
-    """Evaluate one node on NumPy values; returns one array per output, with the right dtypes."""
-    out = kernel(opdef, ctx)(*arrays)
+def run_kernel(opdef: OpDef, ctx: NodeCtx, arrays, fn: Callable | None = None) -> list:
+    """Evaluate one node on NumPy values; returns one array per output, with the right dtypes.
+    `fn`: the node's kernel, when the caller has it already."""
+    out = (fn or kernel(opdef, ctx))(*arrays)
     outs = list(out) if len(ctx.out_dtypes) > 1 else [out]
     return [np.asarray(v, dtype=dt.np) for v, dt in zip(outs, ctx.out_dtypes)]
 

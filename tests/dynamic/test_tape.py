@@ -1,6 +1,7 @@
 """The tape's node builders (code written out once per kind of node): every kind builds the
 node the module docstring describes, checked against that description field by field."""
 
+import functools
 import itertools
 import weakref
 
@@ -20,8 +21,17 @@ def _kinds():
                 yield keep_in, keep_out
 
 
+def _written_out(keep_in, keep_out):
+    return tape._builder(keep_in, keep_out)
+
+
+def _looping(keep_in, keep_out):  # what ops of more than tape.UNROLLED values use
+    return functools.partial(tape._build_any, keep_in, keep_out)
+
+
+@pytest.mark.parametrize("make", [_written_out, _looping])
 @pytest.mark.parametrize(("keep_in", "keep_out"), list(_kinds()))
-def test_each_kind_of_node_is_built_as_described(keep_in, keep_out):
+def test_each_kind_of_node_is_built_as_described(keep_in, keep_out, make):
     leaf = dy.tensor([1.0, 2.0], requires_grad=True)         # an AccumulateGrad edge
     made = leaf * 2.0                                         # a node's output: its edge
     plain = dy.tensor([[3.0], [4.0], [5.0]])                  # requires nothing: no edge
@@ -29,7 +39,7 @@ def test_each_kind_of_node_is_built_as_described(keep_in, keep_out):
     outputs = tuple(dy.tensor(np.full(2, float(j))) for j in range(len(keep_out)))
     outputs[0]._version[0] = 7  # a counter already moved is recorded as it is
     cls = tape.node_class("TestBackward0")
-    node = tape._builder(keep_in, keep_out)(cls, REGISTRY["Mul"], {}, inputs, outputs)
+    node = make(keep_in, keep_out)(cls, REGISTRY["Mul"], {}, inputs, outputs)
 
     assert type(node) is cls and node.opdef is REGISTRY["Mul"] and node.attrs == {}
     want_edges = [(tape.accumulator(leaf), 0), (made.op, 0), (None, 0)][:len(keep_in)]
@@ -57,6 +67,14 @@ def test_an_integer_output_does_not_join_the_tape():
     node = tape._builder((True,), (False, False))(
         tape.node_class("TestBackward0"), REGISTRY["Mul"], {}, (x,), (x * 1.0, index))
     assert index.op is NO_NODE and not index.requires_grad and node.n_outputs == 2
+
+
+def test_ops_of_many_inputs_share_one_looping_builder_and_record_as_others():
+    xs = [dy.tensor([float(i)], requires_grad=True) for i in range(tape.UNROLLED + 4)]
+    y = dy.stack(xs)
+    assert isinstance(tape._KINDS[("Pack", len(xs), 1)][1], functools.partial)
+    y.sum().backward()
+    assert all(x.grad.tolist() == [1.0] for x in xs)
 
 
 def test_builder_source_is_made_of_arities_and_flags_only():
