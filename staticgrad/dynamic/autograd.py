@@ -135,8 +135,13 @@ def _edge_of(t: Tensor) -> tuple:
     return (tape.accumulator(t), 0) if t.op is NO_NODE else (t.op, t.value_index)
 
 
-def _add(pending: dict, fn, index: int, g) -> None:
-    pending.setdefault(fn, {}).setdefault(index, []).append(g)
+def _add(pending: dict, key: tuple, g) -> None:
+    """Note gradient g for `key`, a (node or AccumulateGrad, output index)."""
+    parts = pending.get(key)
+    if parts is None:
+        pending[key] = [g]
+    else:
+        parts.append(g)
 
 
 def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None:
@@ -146,10 +151,10 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
         raise RuntimeError("dy.trace records a forward computation: call backward() or grad() "
                            "outside the traced function, or take sg.gradients of the traced "
                            "graph's outputs")
-    pending = {}
+    pending = {}  # (node or AccumulateGrad, output index) -> the gradients that reach it
     for t, g in zip(roots, seeds):
-        _add(pending, *_edge_of(t), g)
-    nodes = _reachable([fn for fn in pending if isinstance(fn, tape.Node)])
+        _add(pending, _edge_of(t), g)
+    nodes = _reachable([fn for fn, _ in pending if isinstance(fn, tape.Node)])
     found = capture = needed = None
     if targets is not None:
         found = [None] * len(targets)
@@ -159,49 +164,56 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
             if fn is not None:
                 capture.setdefault(fn, []).append((t.value_index, pos))
         needed = _needed(nodes, capture)
+    state = STATE
+    grad_was = state.grad_enabled
+    state.grad_enabled = bool(create_graph)  # (set_grad_enabled's work, without its calls)
     _default.stack.append(EAGER)  # rules make dynamic tensors, constants included
     try:
-        with set_grad_enabled(create_graph):
-            for node in nodes:
-                slots = pending.pop(node, None)
-                if slots is None:
+        for node in nodes:
+            n_out = len(node._out)
+            if n_out == 1:
+                parts = pending.pop((node, 0), None)
+                if parts is None:
                     continue
-                n_out = len(node._out)
-                grads = [_sum(slots.get(0))] if n_out == 1 else \
-                    [_sum(slots.get(i)) for i in range(n_out)]
-                if node._hooks is not None or node._retained is not None:
-                    grads = _output_hooks(node, grads, retain=targets is None,
-                                          create_graph=create_graph)
-                if targets is not None:
-                    for index, pos in capture.get(node, ()):
-                        found[pos] = grads[index]
-                    if node not in needed:
-                        continue
-                if node._checks != []:  # (a node that keeps nothing has nothing to check)
-                    node.check_saved()
-                in_grads = backward_step(node, grads, wanted=node.wanted)
-                if ANOMALY[0] and ANOMALY[1] and in_grads:
-                    _check_nan(node, in_grads)
-                if not retain_graph and (node._checks or node._ctx is not None):
-                    node.release()
-                if in_grads is None:
+                grads = [_sum(parts)]
+            else:
+                grads = [_sum(pending.pop((node, i), None)) for i in range(n_out)]
+                if all(g is None for g in grads):
                     continue
-                for (fn, index), g in zip(node.next_functions, in_grads):
-                    if fn is not None and g is not None:
-                        _add(pending, fn, index, g)
-            for fn, slots in pending.items():
-                if not isinstance(fn, tape.AccumulateGrad):
+            if node._hooks is not None or node._retained is not None:
+                grads = _output_hooks(node, grads, retain=targets is None,
+                                      create_graph=create_graph)
+            if targets is not None:
+                for index, pos in capture.get(node, ()):
+                    found[pos] = grads[index]
+                if node not in needed:
                     continue
-                if targets is not None and fn not in capture:
-                    continue  # grad(z, a): the hooks of leaves not asked for do not run
-                leaf = fn.variable
-                g = _run_hooks(leaf._hooks, _sum(slots[0]))
-                if targets is None:
-                    _accumulate(leaf, g, create_graph)
-                for _, pos in capture.get(fn, ()) if capture else ():
-                    found[pos] = g
+            if node._checks != []:  # (a node that keeps nothing has nothing to check)
+                node.check_saved()
+            in_grads = backward_step(node, grads, wanted=node.wanted)
+            if ANOMALY[0] and ANOMALY[1] and in_grads:
+                _check_nan(node, in_grads)
+            if not retain_graph and (node._checks or node._ctx is not None):
+                node.release()
+            if in_grads is None:
+                continue
+            for edge, g in zip(node.next_functions, in_grads):
+                if g is not None and edge[0] is not None:
+                    _add(pending, edge, g)
+        for (fn, _), parts in pending.items():
+            if type(fn) is not tape.AccumulateGrad:
+                continue
+            if targets is not None and fn not in capture:
+                continue  # grad(z, a): the hooks of leaves not asked for do not run
+            leaf = fn.variable
+            g = _run_hooks(leaf._hooks, _sum(parts))
+            if targets is None:
+                _accumulate(leaf, g, create_graph)
+            for _, pos in capture.get(fn, ()) if capture else ():
+                found[pos] = g
     finally:
         _default.stack.pop()
+        state.grad_enabled = grad_was
     return found
 
 

@@ -139,7 +139,8 @@ def _finish(op_type, opdef, attrs: dict, inputs, outputs) -> tuple:
     if state.grad_enabled:
         for t in inputs:
             if t._requires_grad:
-                recorded = _with_override(attrs, op_type)
+                recorded = _with_override(attrs, op_type) if OVERRIDE_MAPS_OPEN[0] else \
+                    dict(attrs) if attrs else {}
                 if opdef.differentiable or "_gradient_op_type" in recorded:
                     tape.record(op_type, opdef, inputs, recorded, outputs)
                 break

@@ -13,7 +13,11 @@ from .table import REGISTRY, NodeCtx, check_arity, get_opdef
 
 # -- gradient rules: which inputs' gradients are wanted -----------------------------------------
 
-_rule = threading.local()  # .running: (op, wanted) while that op's gradient rule runs
+class _RuleState(threading.local):
+    running = None  # (op, wanted) while that op's gradient rule runs (a plain read, no getattr)
+
+
+_rule = _RuleState()
 
 
 def wants(op, i: int) -> bool:
@@ -24,13 +28,13 @@ def wants(op, i: int) -> bool:
     `matmul(features, w)`: nodes the compiler would prune, made for nothing. True outside a
     rule, and in a rule of the user's (RegisterGradient, custom_gradient), which is told
     nothing: a user's rule may call a built-in one and use every gradient it returns."""
-    running = getattr(_rule, "running", None)
+    running = _rule.running
     return running is None or running[0] is not op or running[1][i]
 
 
 def run_rule(rule, op, out_grads, wanted) -> list:
     """rule(op, *out_grads), with `wanted` (one bool per input, or None) for `wants`."""
-    before = getattr(_rule, "running", None)
+    before = _rule.running
     _rule.running = None if wanted is None else (op, wanted)
     try:
         return list(rule(op, *out_grads))
