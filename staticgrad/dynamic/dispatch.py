@@ -185,15 +185,26 @@ _KEY_TYPES = frozenset({int, bool, str, type(None)})
 
 
 def _plan_key(op_type: str, inputs, attrs: dict):
-    """The key of the plan for this call: the op type, each input's shape and dtype, and the
-    attrs with their types; None if a plan cannot serve it (a foreign input, an attr whose
-    value is not a plain int, bool, str, None, dtype or tuple of ints)."""
+    """The key of the plan for this call: the op type, each input's shape and dtype, the
+    values of its static inputs (a target shape, begin and size: small integer vectors that
+    its shape rule and kernel read), and the attrs with their types; None if a plan cannot
+    serve it (a foreign input, a static input of more than STATIC_KEYED elements, an attr
+    whose value is not a plain int, bool, str, None, dtype or tuple of ints)."""
     key = [op_type]
-    for t in inputs:
+    static = None
+    for i, t in enumerate(inputs):
         if type(t) is not Tensor and not isinstance(t, Tensor):
             return None
         key.append(t._data.shape)
         key.append(t.dtype.name)
+        if t.dtype.is_integer:
+            if static is None:
+                opdef = REGISTRY.get(op_type)
+                static = opdef.static_inputs if opdef is not None else ()
+            if i in static:
+                if t._data.size > STATIC_KEYED:
+                    return None
+                key.append(t._data.tobytes())
     if attrs:
         for name, value in attrs.items():
             kind = type(value)
@@ -204,17 +215,23 @@ def _plan_key(op_type: str, inputs, attrs: dict):
     return tuple(key)
 
 
+STATIC_KEYED = 16  # static inputs (shapes, begin/size) at most this long are keyed by value
+
+
 def _plannable(opdef, ctx: NodeCtx) -> bool:
-    """Do the op's shape rule and kernel depend on nothing but its inputs' shapes and dtypes
-    and its attrs? Not for random or stateful ops, nor for ops that read an input's value: a
-    target shape, begin/size, pads (always an integer input, so ops with one are left out),
-    or a float one that the shape rule reads (Range's bounds: its rule, asked again without
-    the values, must give the same outputs)."""
-    if opdef.stateful or opdef.draws_random or opdef.static_inputs or opdef.shape_inputs \
-            or opdef.numpy is None or any(dt.is_integer for dt in ctx.in_dtypes):
+    """Do the op's shape rule and kernel depend on nothing but its inputs' shapes and dtypes,
+    its attrs and the values of its static inputs (all in the plan's key)? Not for random or
+    stateful ops; not for ops with other integer inputs (indices, labels: left out, should an
+    emitter read one); and not where the shape rule reads a float input's value (Range's
+    bounds: its rule, asked again without those values, must give the same outputs)."""
+    if opdef.stateful or opdef.draws_random or opdef.numpy is None:
+        return False
+    static = opdef.static_inputs
+    if any(dt.is_integer and i not in static for i, dt in enumerate(ctx.in_dtypes)):
         return False
     blind = NodeCtx(ctx.type, ctx.attrs, ctx.in_shapes, ctx.in_dtypes,
-                    [None] * len(ctx.in_shapes), ctx.name)
+                    [v if i in static else None for i, v in enumerate(ctx.in_values)],
+                    ctx.name)
     try:
         outs = opdef.infer(blind)
     except (TypeError, ValueError):

@@ -53,11 +53,22 @@ def test_a_planned_kernel_that_fails_is_reported_as_the_full_path_reports_it():
         x / dy.tensor([0.0, 0.0])
 
 
-def test_ops_that_read_an_input_value_are_never_planned():
+def test_the_values_of_static_inputs_are_part_of_the_key():
     x = dy.arange(8.0)
-    assert x.view(2, 4).shape == (2, 4)
-    assert x.view(4, 2).shape == (4, 2)  # same input shapes, another target
-    assert not _plans("Reshape")
+    for _ in range(2):  # the full path, then the plans
+        assert x.view(2, 4).shape == (2, 4)
+        assert x.view(4, 2).shape == (4, 2)  # same input shapes, another target
+    assert len([key for key in _plans("Reshape") if key[1] == (8,) and key[2] == "float32"]) \
+        >= 2
+    np.testing.assert_array_equal(x.view(4, 2).numpy(), np.arange(8.0).reshape(4, 2))
+
+
+def test_ops_with_other_integer_inputs_are_never_planned():
+    table = dy.tensor(np.arange(12.0).reshape(4, 3))
+    for rows in ([0, 2], [3, 1]):  # indices: read by the kernel, not part of any key
+        picked = dy.index_select(table, 0, dy.tensor(rows))
+        np.testing.assert_array_equal(picked.numpy(), np.arange(12.0).reshape(4, 3)[rows])
+    assert not _plans("GatherV2")
 
 
 def test_outputs_of_one_op_count_their_inplace_writes_apart():
