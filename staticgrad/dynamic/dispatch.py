@@ -186,25 +186,22 @@ _KEY_TYPES = frozenset({int, bool, str, type(None)})
 
 def _plan_key(op_type: str, inputs, attrs: dict):
     """The key of the plan for this call: the op type, each input's shape and dtype, the
-    values of its static inputs (a target shape, begin and size: small integer vectors that
-    its shape rule and kernel read), and the attrs with their types; None if a plan cannot
+    values of its static inputs (a target shape, begin and size: small vectors that its
+    shape rule and kernel read), and the attrs with their types; None if a plan cannot
     serve it (a foreign input, a static input of more than STATIC_KEYED elements, an attr
     whose value is not a plain int, bool, str, None, dtype or tuple of ints)."""
     key = [op_type]
-    static = None
+    opdef = REGISTRY.get(op_type)
+    static = opdef.static_inputs if opdef is not None else ()
     for i, t in enumerate(inputs):
         if type(t) is not Tensor and not isinstance(t, Tensor):
             return None
         key.append(t._data.shape)
         key.append(t.dtype.name)
-        if t.dtype.is_integer:
-            if static is None:
-                opdef = REGISTRY.get(op_type)
-                static = opdef.static_inputs if opdef is not None else ()
-            if i in static:
-                if t._data.size > STATIC_KEYED:
-                    return None
-                key.append(t._data.tobytes())
+        if static and i in static:
+            if t._data.size > STATIC_KEYED:
+                return None
+            key.append(t._data.tobytes())
     if attrs:
         for name, value in attrs.items():
             kind = type(value)
