@@ -125,9 +125,9 @@ def columns_t_dot(cols, dy2d):
 
 # -- pooling -------------------------------------------------------------------------------------
 
-def _pool_out_hw(in_hw, ksize, strides, pads):
-    return tuple(output_size(size, k, stride, 1, p)
-                 for size, k, stride, p in zip(in_hw, ksize, strides, pads))
+def output_hw(in_hw, k_hw, strides, pads, dilations=(1, 1)) -> tuple[int, int]:
+    """The number of window positions along each spatial axis (conv_fast's too)."""
+    return tuple(output_size(*axis) for axis in zip(in_hw, k_hw, strides, dilations, pads))
 
 
 def _fold_taps(ufunc, xp, ksize, strides, out_hw):
@@ -140,7 +140,7 @@ def _fold_taps(ufunc, xp, ksize, strides, out_hw):
 
 def max_pool(x, ksize, strides, padding):
     pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
-    out_hw = _pool_out_hw(x.shape[1:3], ksize, strides, pads)
+    out_hw = output_hw(x.shape[1:3], ksize, strides, pads)
     return _fold_taps(np.maximum, _pad(x, pads, -np.inf), ksize, strides, out_hw)
 
 
@@ -185,7 +185,7 @@ def _window_counts(in_hw, ksize, strides, pads, out_hw, dtype):
 
 def avg_pool(x, ksize, strides, padding):
     pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
-    out_hw = _pool_out_hw(x.shape[1:3], ksize, strides, pads)
+    out_hw = output_hw(x.shape[1:3], ksize, strides, pads)
     sums = _fold_taps(np.add, _pad(x, pads), ksize, strides, out_hw)
     return sums / _window_counts(x.shape[1:3], ksize, strides, pads, out_hw, x.dtype)
 

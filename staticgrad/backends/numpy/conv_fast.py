@@ -127,22 +127,18 @@ def _contiguous(a):
 def _columns(kernels, x, k_hw, strides, pads, dilations, out_hw):
     """The im2col matrix of x: [N*OH*OW, kh*kw*C], in a new contiguous array."""
     cols = np.empty((x.shape[0], *out_hw, *k_hw, x.shape[3]), x.dtype)
-    x, top, left = _contiguous(x), pads[0][0], pads[1][0]
+    x, (top, left) = _contiguous(x), _corner(pads)
     strides, dilations = tuple(strides), tuple(dilations)
     _over_batch(lambda lo, hi: kernels.im2col(x[lo:hi], top, left, strides, dilations,
                                               cols[lo:hi]), x.shape[0], cols.size)
     return cols.reshape(-1, k_hw[0] * k_hw[1] * x.shape[3])
 
 
-def _out_hw(in_hw, k_hw, strides, dilations, pads):
-    return tuple(ref.output_size(*args) for args in zip(in_hw, k_hw, strides, dilations, pads))
-
-
 def conv2d(x, w, strides, padding, dilations):
     """runtime_conv.conv2d: one im2col matrix times the filter as a matrix."""
     kernels = _state.get("kernels") or _load()
     pads = resolve_pads(padding, x.shape[1:3], w.shape[:2], strides, dilations)
-    out_hw = _out_hw(x.shape[1:3], w.shape[:2], strides, dilations, pads)
+    out_hw = ref.output_hw(x.shape[1:3], w.shape[:2], strides, pads, dilations)
     if kernels is None or not _fits(x, w) or min(out_hw) < 1:
         return ref.conv2d(x, w, strides, padding, dilations)
     cols = _columns(kernels, x, w.shape[:2], strides, pads, dilations, out_hw)
@@ -162,7 +158,7 @@ def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
     cols = np.empty((*dy.shape[:3], kh, kw, c), dy.dtype)
     np.matmul(dy.reshape(-1, o), w.reshape(-1, o).T, out=cols.reshape(-1, kh * kw * c))
     dx = np.zeros(input_shape, dy.dtype)
-    top, left, strides, dilations = pads[0][0], pads[1][0], tuple(strides), tuple(dilations)
+    (top, left), strides, dilations = _corner(pads), tuple(strides), tuple(dilations)
     _over_batch(lambda lo, hi: kernels.col2im(cols[lo:hi], top, left, strides, dilations,
                                               dx[lo:hi]), dx.shape[0], cols.size)
     return dx
@@ -186,7 +182,7 @@ def _corner(pads) -> tuple[int, int]:
 
 def _pool_setup(shape, ksize, strides, padding):
     pads = resolve_pads(padding, shape[1:3], ksize, strides)
-    return pads, _out_hw(shape[1:3], ksize, strides, (1, 1), pads)
+    return pads, ref.output_hw(shape[1:3], ksize, strides, pads)
 
 
 def max_pool(x, ksize, strides, padding):
