@@ -23,13 +23,9 @@ _KIND_NAMES = {"f": "a floating", "i": "an integer", "b": "a bool", "fi": "a num
                "fib": "a numeric or bool", "fibs": "any", "ib": "an integer or bool"}
 
 
-# NumPy's kind of a dtype -> the letter of its kind here ("i" for the others: integers)
-_KIND_LETTERS = {"f": "f", "b": "b", "O": "s"}
-
-
 def check_kind(ctx, i: int, kinds: str) -> None:
     dt = ctx.in_dtypes[i]
-    kind = _KIND_LETTERS.get(dt.np.kind, "i")  # (runs for every input of most ops made)
+    kind = "f" if dt.is_floating else "b" if dt.is_bool else "s" if dt.is_string else "i"
     if kind not in kinds:
         raise TypeError(f"input {i} has dtype {dt.name}, but {ctx.type} needs "
                         f"{_KIND_NAMES.get(kinds, kinds)} dtype")
