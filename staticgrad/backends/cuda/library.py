@@ -49,12 +49,17 @@ LIBRARY_OPS = frozenset({
     "Fill", "FloorDiv", "FloorMod", "GatherGrad", "GatherNd", "GatherV2", "LeakyRelu",
     "LinSpace", "LogUniformCandidates", "MaxPool", "MaxPoolGrad", "MaxPoolGradGrad", "OneHot",
     "OnesLike", "Pack", "Pad", "PlaceholderWithDefault", "RandomStandardNormal",
-    "RandomUniform", "Range", "Rank", "Reshape", "ScatterAdd", "ScatterNd", "ScatterSub",
+    "RandomUniform", "Rank", "Reshape", "ScatterAdd", "ScatterNd", "ScatterSub",
     "ScatterUpdate", "Shape", "Size", "Slice", "Split", "Squeeze", "StridedSlice",
     "StridedSliceGrad", "SumTo", "TensorArrayWrite", "TensorArrayWriteGrad", "Tile", "TopKV2",
     "Transpose", "TruncatedNormal", "Unique", "Unpack", "Where", "ZerosLike"})
-# op type -> why its device code cannot run under CuPy with this library
-NOT_ON_DEVICE: dict[str, str] = {}
+# op type -> why its device code cannot run under CuPy with this library (the host runs it)
+NOT_ON_DEVICE: dict[str, str] = {
+    "Range": "its text is cp.arange(start, limit, delta, dtype=...), and cupy.arange converts "
+             "start and delta with numpy.<dtype>(value), which refuses a CuPy array (no "
+             "implicit conversion to the host): its scalar inputs must be host values, so "
+             "the host computes it",
+}
 
 
 # -- the emitter text on the device -------------------------------------------------------------
@@ -368,7 +373,8 @@ class _Library:
             new[first] = True
             new = new[seen.size:]  # the ids seen neither before nor earlier in the batch
             # where the batch completes the set: the first position with enough new ids
-            taken = int(xp.searchsorted(xp.cumsum(new), num_sampled - seen.size)) + 1
+            need = xp.asarray(num_sampled - seen.size)
+            taken = int(xp.searchsorted(xp.cumsum(new), need)) + 1
             taken = min(taken, ids.size)
             tries += taken
             seen = xp.concatenate([seen, ids[:taken][new[:taken]]])
