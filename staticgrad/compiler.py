@@ -82,6 +82,7 @@ class CompileOptions:
     disable: frozenset = frozenset()
     verify: bool = False
     vector_math: bool = True
+    fetch_device: bool = False  # fetches stay in the device's memory (make_callable's)
 
     def __post_init__(self):
         disable = frozenset([self.disable] if isinstance(self.disable, str) else self.disable)
@@ -125,7 +126,8 @@ def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool
                 release(program, keep=new)
             program = new
             if name == "partition":
-                placed = {"place": backend.place, "host": backend.host}
+                placed = {"place": backend.place, "host": backend.host,
+                          "fetch_on": getattr(backend, "fetch_on", None)}
             if options.verify:
                 verify(program, name, **placed)
     return program
@@ -149,6 +151,8 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
     locks = {} if locks is None else locks
     options = options or DEFAULT_OPTIONS
     backend = get_backend(backend)
+    if options.fetch_device:
+        backend = backend.fetching_on_device()
     with paused_gc():
         ops = prune(fetches, set(feeds))
         spec = specialize(ops, dict(zip(feeds, feed_sig)))

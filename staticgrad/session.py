@@ -12,6 +12,7 @@ runs the compiled NumPy code.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -21,7 +22,7 @@ import numpy as np
 
 from . import compiler, runtime
 from . import dtypes as _dt
-from .backends import get_backend
+from .backends import BackendUnavailableError, get_backend
 from .compiler import CompileOptions, Plan, compile_plan, failing_op
 from .config import check_config, check_run_arguments, place
 from .errors import (
@@ -29,6 +30,7 @@ from .errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     OpError,
+    ResourceExhaustedError,
     format_location,
     user_location,
 )
@@ -285,7 +287,7 @@ class Session:
     def _run_error(self, compiled: _Compiled, e: Exception) -> Exception:
         """The error to raise for an exception from generated code: an uninitialized variable
         (a missing `V[name]`) or a failing node, named with where the user created it."""
-        if isinstance(e, OpError):
+        if isinstance(e, OpError | BackendUnavailableError):
             return e
         plan = compiled.plan
         if self._closed and isinstance(e, KeyError):  # V or R emptied under a run
@@ -302,6 +304,9 @@ class Session:
                                                           f"by {checked.op.where()} (checked by "
                                                           f"{op.name!r})")
         where = op.where() if op is not None else "the generated code"
+        if isinstance(e, MemoryError):  # (CuPy's OutOfMemoryError is one)
+            return ResourceExhaustedError(None, op, f"{where} ran out of memory on the "
+                                                    f"{self.backend} backend: {e}")
         if isinstance(e, runtime.AssertionFailed):  # an Assert op: its own words
             return InvalidArgumentError(None, op, f"{e} ({where})")
         return InvalidArgumentError(None, op, f"{where} failed at run time: "
@@ -392,13 +397,19 @@ class Session:
     def _make_generators(self, plan: Plan) -> None:
         for op in plan.random_ops:
             if op.name not in self._rngs:
-                self._rngs[op.name] = np.random.default_rng(generator_seed(op.attrs["seed"]))
+                self._rngs[op.name] = self._backend.new_generator(generator_seed(op.attrs["seed"]))
 
     # -- extras ---------------------------------------------------------------------------------
-    def make_callable(self, fetches, feed_list=None, accept_options=False):
+    def make_callable(self, fetches, feed_list=None, accept_options=False,
+                      fetch_device: bool = False):
         """A function of the values of `feed_list` (in order) returning `fetches`: the fast
         path, with no feed dict to walk and the fetch structure resolved once. Closing the
-        session frees what it compiled; calling it then raises RuntimeError."""
+        session frees what it compiled; calling it then raises RuntimeError.
+
+        With `fetch_device`, a GPU backend's fetches stay in the GPU's memory: the callable
+        returns CuPy arrays, copying nothing to the host (on the NumPy backend, whose memory
+        is the host's, it changes nothing). Feeds may be CuPy arrays already, then taken as
+        they are."""
         self._check_open(f"make_callable({_describe(fetches)})")
         leaves = []
         rebuild = _flatten(fetches, self.graph, leaves)
@@ -412,12 +423,16 @@ class Session:
         with self._compile_lock:
             self._callable_plans[next(self._callable_numbers)] = by_shapes
         what = f"a callable made by make_callable({_describe(fetches)})"
+        options = dataclasses.replace(self.options, fetch_device=True) if fetch_device else None
 
         def lookup(arrays, shapes):
             compiled = by_shapes.get(shapes)
             if compiled is None:
                 key = _cache_key(fetch_key, feeds, arrays)
-                compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key)
+                if fetch_device:
+                    key = ("fetch_device", key)
+                compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key,
+                                                                 options)
                 with self._compile_lock:  # not kept if close() came meanwhile
                     if not self._closed:
                         by_shapes[shapes] = compiled
@@ -655,6 +670,8 @@ def _feed_array(t: Tensor, value) -> np.ndarray:
     if isinstance(value, Tensor | Variable):
         raise TypeError(f"the value fed for {t.name} is a tensor ({value.name}); feed "
                         "NumPy arrays, lists or numbers")
+    if hasattr(value, "__cuda_array_interface__") and value.dtype == t.dtype.np:
+        return value  # an array on the GPU (CuPy's), which the CUDA backend takes as it is
     if t.dtype.is_string:
         try:
             return _dt.string_array(value)

@@ -25,7 +25,8 @@ class VerificationError(AssertionError):
     pass
 
 
-def verify(program: Program, after: str = "", place=None, host: str | None = None) -> None:
+def verify(program: Program, after: str = "", place=None, host: str | None = None,
+           fetch_on: str | None = None) -> None:
     """Check the IR's invariants: every input is defined before use, every node's outputs are
     what its op's shape rule says for its inputs (arity, shapes, dtypes), fetches exist;
     in each region too, which sees only its own feeds. Run after every pass in the tests.
@@ -34,7 +35,7 @@ def verify(program: Program, after: str = "", place=None, host: str | None = Non
     where = f" after pass {after!r}" if after else ""
     _verify_body(program, where, None)
     if place is not None:
-        wrong = check_partition(program, place, host)
+        wrong = check_partition(program, place, host, fetch_on)
         if wrong:
             raise VerificationError(f"the plan is not partitioned{where}: " + "; ".join(wrong))
 

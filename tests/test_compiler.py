@@ -29,7 +29,7 @@ def test_options_name_real_passes_and_switch_them_off():
 def test_pipeline_is_one_visible_list():
     assert compiler.PASS_NAMES == ("fold", "simplify", "expand", "merge_scans", "cse",
                                    "negations", "transpose_matmul", "dce", "fuse", "scalars",
-                                   "memory")
+                                   "memory", "partition")  # (the CUDA backend's partition)
 
 
 # -- the corpus, with each pass switched off -----------------------------------------------------

@@ -50,6 +50,15 @@ class Backend:
     # the device types (TF1's: "CPU", "GPU") whose ops it runs, where sg.device places them
     device_types: tuple = ("CPU",)
 
+    def fetching_on_device(self) -> Backend:
+        """This backend, its plans handing fetches back in the device's memory rather than
+        on the host (make_callable(..., fetch_device=True)); one of host memory: itself."""
+        return self
+
+    def new_generator(self, seed) -> np.random.Generator:
+        """The random generator of a random op of seed `seed` (R[op name] in its code)."""
+        return np.random.default_rng(seed)
+
     def unavailable(self) -> str | None:
         """None if this backend can run here, else why not (a library, a device...)."""
         return None

@@ -13,6 +13,9 @@ np.maximum does, where C's fmax drops it.
 from __future__ import annotations
 
 import ast
+import math
+
+import numpy as np
 
 from ..ops.expr import Printer
 from .templates import render_template
@@ -53,3 +56,35 @@ def preamble(qualifier: str = "static inline") -> str:
     """The functions C's expressions call, each declared with `qualifier` ("static inline"
     for host C++, "__device__ inline" for CUDA)."""
     return render_template("c/elementwise.h.j2", qualifier=qualifier)
+
+
+# the IEEE bit patterns of the special values, for C code with no header to name them
+_SPECIAL = {("float32", "inf"): "__uint_as_float(0x7f800000u)",
+            ("float32", "-inf"): "__uint_as_float(0xff800000u)",
+            ("float32", "nan"): "__uint_as_float(0x7fc00000u)",
+            ("float64", "inf"): "__longlong_as_double(0x7ff0000000000000LL)",
+            ("float64", "-inf"): "__longlong_as_double(0xfff0000000000000LL)",
+            ("float64", "nan"): "__longlong_as_double(0x7ff8000000000000LL)"}
+
+
+def c_literal(value, dtype: str) -> str:
+    """A C++ literal of the number `value` as C type C_TYPES[dtype], for CUDA device code:
+    `1.5f`, `(-2.0)`, `7LL`, `true`, the infinities and NaN by their bits. The text is made
+    from the number alone (never from text it was given): `float(value)` or `int(value)`."""
+    if dtype == "bool":
+        return "true" if bool(value) else "false"
+    if dtype in ("float32", "float64"):
+        v = float(np.dtype(dtype).type(value))
+        if math.isnan(v) or math.isinf(v):
+            return _SPECIAL[(dtype, "nan" if math.isnan(v) else "inf" if v > 0 else "-inf")]
+        text = repr(v) + ("f" if dtype == "float32" else "")
+        return f"({text})" if text.startswith("-") else text
+    if dtype in C_TYPES and dtype != "float16":
+        v = int(value)
+        if np.dtype(dtype).kind == "u":
+            text = f"{v}ULL"
+        else:
+            # the most negative int64 has no literal: it is (-max - 1)
+            text = f"({v + 1}LL - 1)" if v == -(1 << 63) else f"{v}LL"
+        return f"(({C_TYPES[dtype]}){text})" if v < 0 or dtype != "int64" else text
+    raise TypeError(f"no C literal for a number of dtype {dtype}")

@@ -4,10 +4,11 @@ several threads) instead of one full-size pass over memory per node.
 
 A group is a set of elementwise nodes (forward and gradient alike) whose results all have
 the group's shape, reading values of that shape or (where the policy allows) one-element
-values; it may hold reductions (of the types the policy allows) of all the elements of its
-values to one number (each block reduces its part; the result is known after the last
-block, so no member reads it). Only the group's outputs, the values that something outside
-reads, or that are fetched, are written out in full; the rest live in one block.
+values, or any values that broadcast to it; it may hold reductions (of the types the
+policy allows) of all the elements of its values to one number (each block reduces its
+part; the result is known after the last block, so no member reads it). Only the group's
+outputs, the values that something outside reads, or that are fetched, are written out in
+full; the rest live in one block.
 
 Groups are made in one pass in program order. A node joins (and merges) the open groups of
 its inputs; a group closes once something outside it reads one of its values, so that the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable
 
 from ..ir import Node, Program, Value
 from ..ops.table import OpDef
@@ -45,6 +47,10 @@ class FusePolicy:
     #                            (every axis, no keepdims) to one number: {"Sum"}
     integers: bool = False     # integer groups too (the NumPy backend: no, as blockwise and
     #                            whole-array integer results could differ)
+    broadcasts: bool = False   # a member may read any value that broadcasts to the group's
+    #                            shape (a CUDA kernel indexes each input by its own strides)
+    admits: Callable[[Node], bool] | None = None  # the backend's say on each node (None: yes):
+    #                            one its generated kernels can write, on its device
 
     def __post_init__(self):
         self.reductions = frozenset(self.reductions)
@@ -141,6 +147,8 @@ def _domain(node: Node, policy: FusePolicy):
     """The shape the node computes over, if it can be part of a group; else None."""
     if node.controls or node.members or node.opdef.stateful or node.opdef.view:
         return None
+    if policy.admits is not None and not policy.admits(node):
+        return None
     if node.type in policy.reductions:  # only a reduction of everything to a number
         x = node.inputs[0]
         axis = node.attrs["axis"]
@@ -158,10 +166,18 @@ def _domain(node: Node, policy: FusePolicy):
     for v in node.runtime_inputs():
         if v.dtype.is_string:  # (compared one Python object at a time: nothing to block)
             return None
-        if v.shape.dims != out.shape.dims and (v.shape.num_elements() != 1
-                                               or not policy.scalar_broadcasts):
+        if v.shape.dims != out.shape.dims and not (
+                v.shape.num_elements() == 1 and policy.scalar_broadcasts
+                or policy.broadcasts and _broadcasts_to(v.shape.dims, out.shape.dims)):
             return None  # broadcasting other than of a scalar: not blockwise
     return out.shape.dims
+
+
+def _broadcasts_to(dims, target) -> bool:
+    """Does a value of shape `dims` (known) broadcast to `target` without growing it?"""
+    if dims is None or len(dims) > len(target) or any(d is None for d in dims):
+        return False
+    return all(d == t or d == 1 for d, t in zip(dims[::-1], target[::-1]))
 
 
 def _group_node(members: list[Node], outputs: list[Value]) -> Node:

@@ -38,13 +38,15 @@ def placement(node: Node, place: Callable[[Node], str]) -> str:
     return place(node.members[0] if node.members else node)
 
 
-def partition(program: Program, place: Callable[[Node], str], host: str) -> Program:
+def partition(program: Program, place: Callable[[Node], str], host: str,
+              fetch_on: str | None = None) -> Program:
     """`program` with a Transfer on each edge between backends (see the module's docstring);
     `place(node)` names the backend that runs the node, `host` the one that feeds and
-    fetches live on."""
-    if all(placement(n, place) == host for n in walk(program)):
+    fetches live on; `fetch_on`, if given, the one fetches are handed back on instead (a
+    device's, for fetches kept in its memory)."""
+    if all(placement(n, place) == host for n in walk(program)) and fetch_on in (None, host):
         return program
-    return _partition(program, place, host, _region_homes(program, place))
+    return _partition(program, place, host, _region_homes(program, place), fetch_on)
 
 
 def _region_homes(program: Program, place) -> dict[int, str]:
@@ -52,8 +54,10 @@ def _region_homes(program: Program, place) -> dict[int, str]:
     return {id(r): placement(n, place) for n in walk(program) for r in n.regions}
 
 
-def _partition(program: Program, place, edge: str, region_homes: dict) -> Program:
-    """One program or region, whose feeds arrive and fetches leave on backend `edge`."""
+def _partition(program: Program, place, edge: str, region_homes: dict,
+               fetch_on: str | None = None) -> Program:
+    """One program or region, whose feeds arrive on backend `edge` and whose fetches leave
+    on `fetch_on` (by default `edge`)."""
     home: dict[int, str] = dict.fromkeys(map(id, program.feeds), edge)  # id(Value) -> backend
     moved: dict[tuple, Value] = {}  # (id(value), target) -> the value there
 
@@ -91,20 +95,22 @@ def _partition(program: Program, place, edge: str, region_homes: dict) -> Progra
 
     new = rewrite(program, visit, region=region)
     made: list[Node] = []
-    fetches = [there(f, edge, made) if isinstance(f, Value) else f for f in new.fetches]
+    fetches = [there(f, fetch_on or edge, made) if isinstance(f, Value) else f
+               for f in new.fetches]
     if any([a is not b for a, b in zip(fetches, new.fetches)]):
         new = Program(new.nodes + made, new.feeds, fetches, owned=new.owned, nested=new.nested)
     return new
 
 
-def check(program: Program, place, host: str) -> list[str]:
+def check(program: Program, place, host: str, fetch_on: str | None = None) -> list[str]:
     """What breaks the partition's invariant in `program` (nothing: []): a value read on
     another backend than its own except through a Transfer between the two, a Transfer from
-    where the value is not, a fetch not on the host."""
-    return _check(program, place, host, _region_homes(program, place))
+    where the value is not, a fetch not on the host (or on `fetch_on`)."""
+    return _check(program, place, host, _region_homes(program, place), fetch_on)
 
 
-def _check(program: Program, place, edge: str, region_homes: dict) -> list[str]:
+def _check(program: Program, place, edge: str, region_homes: dict,
+           fetch_on: str | None = None) -> list[str]:
     home = dict.fromkeys(map(id, program.feeds), edge)
     wrong = []
     for node in program.nodes:
@@ -125,6 +131,6 @@ def _check(program: Program, place, edge: str, region_homes: dict) -> list[str]:
         target = node.attrs["target"] if node.type == "Transfer" else where
         home.update(dict.fromkeys(map(id, node.outputs), target))
     for f in program.fetches:
-        if isinstance(f, Value) and home.get(id(f), edge) != edge:
-            wrong.append(f"{f!r} is fetched from {home[id(f)]}, not from {edge}")
+        if isinstance(f, Value) and home.get(id(f), edge) != (fetch_on or edge):
+            wrong.append(f"{f!r} is fetched from {home[id(f)]}, not from {fetch_on or edge}")
     return wrong

@@ -22,7 +22,8 @@ def test_the_numpy_backend_is_the_default_everywhere(g):
     assert isinstance(get_backend("numpy"), NumpyBackend)
     assert sg.available_backends()["numpy"] is None
     assert sg.Session().backend == "numpy"
-    assert sg.compiler.PASS_NAMES == tuple(name for name, _ in sg.compiler.pipeline("numpy"))
+    numpy_passes = tuple(name for name, _ in sg.compiler.pipeline("numpy"))
+    assert sg.compiler.PASS_NAMES[:len(numpy_passes)] == numpy_passes
 
 
 @pytest.mark.parametrize("name", ["tpu", "", None, 3])

@@ -164,7 +164,7 @@ def _while_grad(walk, node: Node) -> None:
     _line(walk, node, f"    {_targets(loop)} = {body}({args})")
     _line(walk, node, f"{', '.join(var_grads)} = {', '.join(seeds)}")
     for name, j in zip(cap_grads, [i for i in wanted if i >= n]):
-        _line(walk, node, f"{name} = np.zeros_like({captured[j - n]})")
+        _line(walk, node, f"{name} = {walk.xp}.zeros_like({captured[j - n]})")
     _line(walk, node, f"for {_targets(loop)} in reversed({kept}):")
     _line(walk, node, f"    {_targets(var_grads + steps)} = "
                       f"{body_grad}({', '.join(loop + captured + var_grads)})")
@@ -210,7 +210,7 @@ def _scan(walk, node: Node) -> None:
             _line(walk, node, f"{name} = [None] * {rows}")
         else:
             _line(walk, node,
-                  f"{name} = np.empty({tuple(v.shape.dims)!r}, dtype={np_dtype(v.dtype)})")
+                  f"{name} = {walk.xp}.empty({tuple(v.shape.dims)!r}, dtype={np_dtype(v.dtype)})")
     _line(walk, node, f"for {t} in {order}:")
     for name, carried in zip([k for k, _ in kept], [finals[history.index(k)] for k, _ in kept]):
         _line(walk, node, f"    {name}[{t}] = {carried}")

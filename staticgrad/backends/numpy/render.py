@@ -145,6 +145,22 @@ class _NumpyWalk(Walk):
         if dead:
             self.body.append(f"del {', '.join(dead)}")
 
+    # -- what a backend built on this one changes (backends/cuda/render.py) ------------------
+    template = "numpy/module.py.j2"  # the module's template
+    xp = "np"  # the array module of what regions.py writes around a node's regions
+
+    def code(self, node: Node, args: list[str]) -> str:
+        """The expression computing `node` from `args` (its reference kernel's)."""
+        return _code(node, args, self.shared)
+
+    def copied(self, v: Value, e: str) -> str:
+        """A fetch `e` (of value `v`) that the run keeps or shares, as a copy to hand out."""
+        return f"np.array({e})"
+
+    def module_values(self) -> dict:
+        """The template's further values."""
+        return {}
+
     # -- the hooks -----------------------------------------------------------------------------
     def group(self, node: Node) -> None:
         """A fused group: a block kernel, and the lines that run it."""
@@ -178,7 +194,7 @@ class _NumpyWalk(Walk):
     def inlined(self, region: Program, params: list[str]) -> tuple[_NumpyWalk, list[str]]:
         """`region` written for the code around it, reading `params` where it reads its
         feeds: the walk (its `body`, `line_at`, `line_op`) and the names of its results."""
-        walk = _NumpyWalk(region, self.vector_math, module=self, params=params)
+        walk = type(self)(region, self.vector_math, module=self, params=params)
         walk.walk()
         self.uses_fast = self.uses_fast or walk.uses_fast
         return walk, [walk.ref(f, None) for f in region.fetches]
@@ -186,7 +202,7 @@ class _NumpyWalk(Walk):
     def function(self, region: Program, base: str) -> str:
         """`region` as a function of the module (kept with the fused kernels, whose lines
         the line map reads alike); its name."""
-        walk = _NumpyWalk(region, self.vector_math, module=self)
+        walk = type(self)(region, self.vector_math, module=self)
         walk.walk()
         returns = [walk.ref(f, None) for f in region.fetches]
         name = self.names.make(base)
@@ -230,7 +246,7 @@ class _NumpyWalk(Walk):
             code = out_form(node.type, args, expr[id(into)], node.ctx)
         else:
             try:
-                code = _code(node, args, self.shared)
+                code = self.code(node, args)
             except ValueError as e:  # an emitter that needs what only a run knows
                 raise UnimplementedError(None, op, f"{op.where()} cannot be compiled: {e}") \
                     from None
@@ -284,7 +300,7 @@ class _NumpyWalk(Walk):
             if f.shape.ndims == 0:
                 returns.append(f"{e}[()]")
             elif id(f) in self.alias or e in constants:
-                returns.append(f"np.array({e})")
+                returns.append(self.copied(f, e))
             else:
                 returns.append(e)
         feeds = [(expr[id(v)], printable(v.tensor.name), v.dtype.name, printable(v.shape))
@@ -306,7 +322,7 @@ class _NumpyWalk(Walk):
                 part.join()
         locks = self.locks
         source = render_template(
-            "numpy/module.py.j2", title=printable(title), params=self.params,
+            self.template, **self.module_values(), title=printable(title), params=self.params,
             body=("\n        " if locks else "\n    ").join(body), returns=returns,
             parts=split[1] if split else [], constants=sorted(constants),
             kernels=[lines for lines, _ in self.kernels], feeds=feeds,
