@@ -19,6 +19,7 @@ from .base import Backend, BackendUnavailableError, Rendered  # noqa: F401
 # name -> the module (relative to this package) whose BACKEND is that backend
 BACKENDS: dict[str, str] = {
     "numpy": ".numpy",
+    "cuda": ".cuda",
 }
 
 _loaded: dict[str, Backend] = {}

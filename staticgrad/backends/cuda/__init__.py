@@ -1,0 +1,183 @@
+"""The CUDA backend: generated CUDA C kernels and CuPy calls, run on an NVIDIA GPU.
+
+    render.py       the host module: the NumPy backend's walk, with what runs on the GPU
+                    as kernel launches and CuPy calls, and the kernels' source inside it
+    elementwise.py  an elementwise node or a fused group as one kernel
+    reduce.py       reductions, softmax and the softmax cross-entropies: their templates
+    library.py      every other op the GPU runs: its reference kernel's text on CuPy
+    runtime.py      `crt` of the generated code (imports CuPy: only a run needs it)
+
+Rendering needs neither CuPy nor a GPU: `Session(backend="cuda").source(...)` works
+anywhere. Running does: the first run of a plan imports CuPy and compiles its kernels
+(NVRTC), and raises BackendUnavailableError, saying why, where either is missing.
+
+Its plans are partitioned (passes/partition.py): host-only ops (strings, summaries, Print,
+py_func) run on its host, the NumPy backend, in the same run(), with a Transfer on every
+edge between the two. Variables live on the GPU, as CuPy arrays, between runs.
+
+Its policies: fusion of elementwise chains of any size, with broadcasting, into one kernel
+each (FUSE); a sum of a whole value inside its group; every intermediate freed after its
+last use (back to CuPy's memory pool).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import linecache
+
+import numpy as np
+
+from ... import runtime as host_runtime
+from ...errors import UnimplementedError
+from ...ir import Node, Program
+from ...ops.table import REGISTRY
+from ...passes.fuse import FusePolicy
+from ...passes.liveness import liveness
+from ...passes.partition import partition
+from ..base import Backend, BackendUnavailableError, Rendered
+from ..numpy.memory import MemoryPlan
+from ..numpy.parts import compile_module
+from . import library
+from .elementwise import kernel_ok
+from .render import render
+
+# ops of regions, written as Python control flow around the kernels (the NumPy backend's)
+REGION_OPS = frozenset({"If", "While", "WhileGrad", "Scan"})
+# ops the GPU runs by their reference kernel's text on CuPy for now (its reductions, cuBLAS
+# for matmul), until their templates (reduce.py) take over; a variable's read (V['w'])
+THROUGH_CUPY = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax",
+                          "ArgMin", "Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
+                          "SparseSoftmaxCrossEntropyWithLogits", "MatMul", "VariableV2"})
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    description = "generated CUDA C kernels and CuPy calls, on an NVIDIA GPU"
+    host = "numpy"
+    device_types = ("GPU",)
+
+    def __init__(self):
+        self.fuse_policy = FusePolicy(min_elements=1, scalar_broadcasts=True, broadcasts=True,
+                                      reductions={"Sum"}, integers=True, admits=self._fusable)
+
+    @property
+    def late_passes(self) -> tuple:
+        return (
+            ("partition", self.partition),  # host-only ops to the host, with Transfers
+            ("fuse", self.fuse),            # elementwise chains -> one kernel each
+            ("memory", _free_after_last_use),
+        )
+
+    def supports(self, op_type: str) -> bool:
+        opdef = REGISTRY.get(op_type)
+        if opdef is None or opdef.host_only:
+            return False
+        return (not opdef.computes or opdef.expr is not None or op_type in REGION_OPS
+                or op_type in library.LIBRARY_OPS or op_type in THROUGH_CUPY)
+
+    def place(self, node: Node) -> str:
+        """The host for what touches strings (object arrays: never on a GPU), else as the
+        base class says."""
+        if any(v.dtype.is_string for v in (*node.inputs, *node.outputs)):
+            if self.host_backend is not None and self.host_backend.supports(node.type):
+                return self.host
+        return super().place(node)
+
+    fetch_on: str | None = None  # where its fetches are handed back (None: on the host)
+
+    def partition(self, program: Program) -> Program:
+        return partition(program, self.place, self.host, fetch_on=self.fetch_on)
+
+    def fetching_on_device(self) -> CudaBackend:
+        twin = copy.copy(self)
+        twin.fetch_on = self.name
+        return twin
+
+    def _fusable(self, node: Node) -> bool:
+        if self.place(node) != self.name:
+            return False
+        if node.type == "Sum":
+            return node.outputs[0].dtype.name in ("float32", "float64")
+        return kernel_ok(node)
+
+    def render(self, program, title: str, options) -> Rendered:
+        return render(program, self.place, self.name, title)
+
+    def load(self, rendered: Rendered, filename: str, state: dict, rngs: dict, locks: dict):
+        """run(), which loads the module at its first call: CuPy imported, the kernels
+        compiled (BackendUnavailableError without CuPy or a GPU)."""
+        lines = rendered.source.splitlines(keepends=True)
+        linecache.cache[filename] = (len(rendered.source), None, lines, filename)
+        loaded = []
+
+        def run(*feeds):
+            if not loaded:
+                crt = load_runtime()
+                namespace = {"np": np, "rt": host_runtime, "cp": crt.cp, "crt": crt,
+                             "V": state, "R": rngs, "L": locks, **rendered.constants}
+                for code in compile_module(rendered.source, filename):
+                    exec(code, namespace)  # noqa: S102
+                loaded.append(namespace["run"])
+            return loaded[0](*feeds)
+        return run
+
+    # variables live on the GPU, as CuPy arrays
+    def read_value(self, store: dict, name: str) -> np.ndarray:
+        value = store[name]
+        return value.get() if hasattr(value, "__cuda_array_interface__") else np.array(value)
+
+    def write_value(self, store: dict, name: str, array: np.ndarray) -> None:
+        store[name] = load_runtime().to_device(np.array(array))
+
+    def new_generator(self, seed):
+        return _DeviceGenerator(seed)
+
+
+def load_runtime():
+    """The runtime module (`crt`), imported now: BackendUnavailableError, saying why, where
+    CuPy or a GPU is missing."""
+    try:
+        crt = importlib.import_module(".runtime", __name__)
+        count = crt.cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # ImportError, CUDARuntimeError (no driver, no device)...
+        raise BackendUnavailableError(
+            f"the cuda backend cannot run here: {type(e).__name__}: {e} (it needs CuPy, "
+            "`pip install staticgrad[cuda]`, and an NVIDIA GPU; rendering source needs "
+            "neither)") from None
+    if count == 0:
+        raise BackendUnavailableError("the cuda backend cannot run here: no GPU was found")
+    return crt
+
+
+class _DeviceGenerator:
+    """A random generator on the GPU (CuPy's), made at its first draw from `seed`."""
+
+    def __init__(self, seed):
+        self.seed, self._generator = seed, None
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._generator is None:
+            self._generator = load_runtime().cp.random.default_rng(self.seed)
+        return getattr(self._generator, name)
+
+
+def _free_after_last_use(program: Program) -> Program:
+    """Each value the plan makes is dropped after its last use (`del`): its memory goes back
+    to CuPy's pool for the next allocation. (No `out=` reuse: a kernel writes new arrays.)"""
+    live = liveness(program)
+    free_after = {k: list(dead) for k, dead in live.dies_at.items()}
+    return _with_memory(program, MemoryPlan(free_after, {}, frozenset()))
+
+
+def _with_memory(program: Program, plan: MemoryPlan) -> Program:
+    new = Program(program.nodes, program.feeds, program.fetches, owned=program.owned,
+                  nested=program.nested)
+    new.plan = {**program.plan, "memory": plan}
+    return new
+
+
+BACKEND = CudaBackend()
+__all__ = ["BACKEND", "CudaBackend", "UnimplementedError"]

@@ -144,6 +144,37 @@ class _Library:
         transfer for a device array)."""
         return tuple(int(d) for d in (values.tolist() if hasattr(values, "tolist") else values))
 
+    # -- softmax and its cross-entropies (until their kernels land: reduce.py) -----------------
+
+    def _max_or_neg_inf(self, x, axis):
+        """max along `axis`, keeping dims; -inf where the axis is empty (CuPy's max has no
+        `initial`)."""
+        if x.shape[axis] == 0:
+            shape = list(x.shape)
+            shape[axis] = 1
+            return self.xp.full(shape, -np.inf, dtype=x.dtype)
+        return x.max(axis=axis, keepdims=True)
+
+    def softmax(self, x, axis=-1):
+        e = self.xp.exp(x - self._max_or_neg_inf(x, axis))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    def log_softmax(self, x, axis=-1):
+        z = x - self._max_or_neg_inf(x, axis)
+        return z - self.xp.log(self.xp.exp(z).sum(axis=axis, keepdims=True))
+
+    def softmax_xent(self, labels, logits, axis=-1):
+        return -(labels * self.log_softmax(logits, axis)).sum(axis=axis)
+
+    def sparse_softmax_xent(self, labels, logits):
+        depth = logits.shape[-1]
+        labels = self.xp.asarray(labels)
+        if labels.size and self._any((labels < 0) | (labels >= depth)):
+            return runtime.sparse_softmax_xent(self._host(labels), self._host(logits))  # raises
+        logp = self.log_softmax(logits, -1)
+        picked = self.xp.take_along_axis(logp, labels[..., None].astype(np.int64), axis=-1)
+        return 0 - picked[..., 0]
+
     # -- sums, selections, state ---------------------------------------------------------------
 
     def add_n(self, *xs, out=None):

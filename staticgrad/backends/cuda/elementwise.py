@@ -1,0 +1,222 @@
+"""An elementwise node, or a fused group of them (passes/fuse.py), as one generated CUDA
+kernel, and the host lines that launch it.
+
+    // fused: 4 elementwise ops over 1000000 float32 elements
+    extern "C" __global__ void __launch_bounds__(256) fused_1(
+        const float* __restrict__ in0, float* __restrict__ out0, double* __restrict__ part0)
+    {
+        double acc0 = 0;
+        for (long long i = ...; i < 1000000LL; i += ...) {  // a grid-stride loop
+            const float x0 = in0[i];
+            // Mul 'mul' at model.py:3
+            const float v0 = (float)(1.5f * x0);
+            ...
+            out0[i] = v2;
+            acc0 += v3;
+        }
+        acc0 = sg_block_sum(acc0);               // a group's sums: a part a block,
+        if (threadIdx.x == 0) part0[blockIdx.x] = acc0;  // added up by fused_1_sums
+    }
+
+Each member is its op's expression (ops/expr.py) printed as C (codegen/c_expr.py), of its
+inputs' C types, converted to its output's. An input of the group's shape is read at the
+element's index; one that broadcasts to it at the index its own strides give (the shapes
+are known, so the divisions are by constants); a one-element input once per thread; a
+number as a C literal of its dtype (c_expr.c_literal). Only the group's outputs are written
+to memory. A sum of a whole value (the only reduction a group holds) is added up per thread,
+per block (warp shuffles), and then over the blocks by a second, one-block kernel: two
+launches, the same order of additions on every run.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...codegen.c_expr import C_TYPES, C, c_literal
+from ...codegen.walk import comment
+from ...ir import Node, Value
+
+BLOCK = 256        # threads a block
+MAX_GRID = 2048    # blocks at most: the grid-stride loop does the rest (and a sum's parts)
+FINISH_BLOCK = 1024
+
+# the dtypes a kernel computes in (bool is C++'s one-byte bool, as NumPy's)
+KERNEL_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})
+# ops whose C expression gives NumPy's answer on integers too (C's `/` truncates, NumPy's
+# true division makes floats; C's integer pow and shifts differ): the rest take floats only
+INTEGER_OPS = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Sign", "Square", "Maximum",
+                         "Minimum", "Equal", "NotEqual", "Less", "LessEqual", "Greater",
+                         "GreaterEqual", "Select", "Identity", "StopGradient", "ClipByValue",
+                         "LogicalAnd", "LogicalOr", "LogicalNot", "Relu"})
+
+
+def kernel_ok(node: Node) -> bool:
+    """Can a generated kernel compute this node: an op with an expression, over values of
+    the kernel dtypes (integers only for INTEGER_OPS)?"""
+    if node.opdef.expr is None or len(node.outputs) != 1:
+        return False
+    for v in (*node.inputs, *node.outputs):
+        if v.dtype.name not in KERNEL_DTYPES:
+            return False
+        if v.dtype.is_integer and node.type not in INTEGER_OPS:
+            return False
+    return node.outputs[0].shape.is_fully_defined()
+
+
+def grid_for(n: int) -> int:
+    return max(1, min(math.ceil(n / BLOCK), MAX_GRID))
+
+
+def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
+    """(the kernels' C text, the host lines that allocate the outputs and launch them, the
+    kernels' names) of a fused group `node` (node.members) or of one elementwise node.
+
+    `ref(value)` is how the host code refers to a device array it passes in, `out_name(v)`
+    the host name of an output, `make_name(text)` a fresh host name (for a sum's parts).
+    """
+    members = list(node.members) or [node]
+    last = members[-1]
+    domain = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape.dims
+    n = math.prod(domain)
+    scalars = node.attrs.get("scalars", {}) if node.members else {}
+    inside = {id(v) for m in members for v in m.outputs}
+
+    local: dict[int, str] = {}       # id(Value) -> its name in the kernel
+    params, args, loads, hoisted = [], [], [], []
+    coords: set[int] = set()         # axes whose coordinate an input's index needs
+
+    def read_input(v: Value) -> None:
+        if id(v) in local or id(v) in inside:
+            return
+        ctype = C_TYPES[v.dtype.name]
+        if v.const is not None and v.const.size and (v.const == v.const.flat[0]).all():
+            local[id(v)] = c_literal(v.const.flat[0], v.dtype.name)  # one number throughout
+            return
+        k = len(params)
+        params.append(f"const {ctype}* __restrict__ in{k}")
+        args.append(ref(v))
+        name = local[id(v)] = f"x{k}"
+        if v.shape.num_elements() == 1:
+            hoisted.append(f"const {ctype} {name} = in{k}[0];")
+        else:
+            index = _index(v.shape.dims, domain, coords)
+            loads.append(f"const {ctype} {name} = in{k}[{index}];")
+
+    for m in members:
+        for v in m.runtime_inputs():
+            source = scalars.get(id(v))
+            if source is not None:
+                read_input(source)
+                local[id(v)] = local[id(source)]
+            else:
+                read_input(v)
+
+    body, sums, outs = [], [], []
+    wanted = {id(v) for v in node.outputs} if node.members else {id(node.outputs[0])}
+    for i, m in enumerate(members):
+        (v,) = m.outputs
+        if m.type == "Sum":
+            k = len(sums)
+            sums.append((v, local[id(m.inputs[0])]))
+            body.append(f"acc{k} += (double){local[id(m.inputs[0])]};")
+            continue
+        ctype = C_TYPES[v.dtype.name]
+        local[id(v)] = f"v{i}"
+        expr = C.format(m.opdef.expr).format(*[local[id(x)] for x in m.inputs])
+        body.append(comment(m.origin, "//") if m.origin is not None else f"// {m.type}")
+        body.append(f"const {ctype} v{i} = ({ctype})({expr});")
+        if id(v) in wanted:
+            k = len(outs)
+            outs.append(v)
+            params.append(f"{ctype}* __restrict__ out{k}")
+            body.append(f"out{k}[i] = v{i};")
+
+    host = []
+    for v in outs:
+        host.append(f"{out_name(v)} = cp.empty({tuple(v.shape.dims)!r}, "
+                    f"dtype=cp.{v.dtype.name})")
+        args.append(out_name(v))
+    grid = grid_for(n)
+    parts = []
+    for k, (v, _) in enumerate(sums):
+        parts.append(make_name(f"{out_name(v)}_parts"))
+        params.append(f"double* __restrict__ part{k}")
+        host.append(f"{parts[-1]} = cp.empty(({grid},), dtype=cp.float64)")
+        args.append(parts[-1])
+    kinds = sorted({v.dtype.name for v in outs} | {v.dtype.name for v, _ in sums})
+    head = (f"// {'fused: ' + str(len(members)) + ' elementwise ops' if node.members else 'one'}"
+            f" over {n} elements of {' and '.join(kinds)}")
+    lines = [head, f"extern \"C\" __global__ void __launch_bounds__({BLOCK}) {kname}(",
+             "    " + ",\n    ".join(params) + ")", "{"]
+    lines += [f"    double acc{k} = 0;" for k in range(len(sums))]
+    lines += ["    " + h for h in hoisted]
+    lines.append(f"    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
+                 f"i < {n}LL; i += (long long)gridDim.x * blockDim.x) {{")
+    lines += ["        " + c for c in _coordinates(domain, coords)]
+    lines += ["        " + line for line in loads + body]
+    lines.append("    }")
+    for k in range(len(sums)):
+        lines.append(f"    acc{k} = sg_block_sum(acc{k});")
+        lines.append(f"    if (threadIdx.x == 0) part{k}[blockIdx.x] = acc{k};")
+    lines.append("}")
+    if n:
+        host.append(f"{kname}(({grid},), ({BLOCK},), ({', '.join(args)},))")
+    if sums:
+        lines += _finish(kname, sums, grid)
+        finals = []
+        for v, _ in sums:
+            host.append(f"{out_name(v)} = cp.empty((), dtype=cp.{v.dtype.name})")
+            finals.append(out_name(v))
+        if n:
+            host.append(f"{kname}_sums((1,), ({FINISH_BLOCK},), "
+                        f"({', '.join(parts + finals)},))")
+        else:  # nothing to add: each sum is 0
+            host += [f"{f}.fill(0)" for f in finals]
+        host.append(f"del {', '.join(parts)}")
+    return "\n".join(lines), host, [kname] + [f"{kname}_sums"] * bool(sums)
+
+
+def _index(dims: tuple, domain: tuple, coords: set) -> str:
+    """The C index into an input of shape `dims` (which broadcasts to `domain`) of the
+    element `i` of the domain: `i` itself for the domain's shape, else the sum of the
+    domain's coordinates that the input does not broadcast along, times its strides."""
+    if tuple(dims) == tuple(domain):
+        return "i"
+    offset = len(domain) - len(dims)
+    terms, stride = [], 1
+    for axis in range(len(dims) - 1, -1, -1):
+        if dims[axis] != 1:
+            coords.add(axis + offset)
+            terms.append(f"c{axis + offset}" + (f" * {stride}LL" if stride != 1 else ""))
+        stride *= dims[axis]
+    return " + ".join(reversed(terms)) or "0"
+
+
+def _coordinates(domain: tuple, coords: set) -> list[str]:
+    """C lines giving element i's coordinate along each axis in `coords`, from the last."""
+    if not coords:
+        return []
+    lines = ["long long r = i;"]
+    for axis in range(len(domain) - 1, min(coords) - 1, -1):
+        if axis in coords:
+            lines.append(f"const long long c{axis} = r" +
+                         (f" % {domain[axis]}LL;" if axis > 0 else ";"))
+        if axis > min(coords):
+            lines.append(f"r /= {domain[axis]}LL;")
+    return lines
+
+
+def _finish(kname: str, sums: list, grid: int) -> list[str]:
+    """The one-block kernel adding up each sum's parts, in a fixed order."""
+    params = [f"const double* __restrict__ part{k}" for k in range(len(sums))]
+    params += [f"{C_TYPES[v.dtype.name]}* __restrict__ out{k}" for k, (v, _) in enumerate(sums)]
+    lines = ["", f"extern \"C\" __global__ void __launch_bounds__({FINISH_BLOCK}) "
+                 f"{kname}_sums(", "    " + ",\n    ".join(params) + ")", "{"]
+    for k, (v, _) in enumerate(sums):
+        lines += [f"    double acc{k} = 0;",
+                  f"    for (int j = threadIdx.x; j < {grid}; j += blockDim.x) "
+                  f"acc{k} += part{k}[j];",
+                  f"    acc{k} = sg_block_sum(acc{k});",
+                  f"    if (threadIdx.x == 0) out{k}[0] = ({C_TYPES[v.dtype.name]})acc{k};"]
+    lines.append("}")
+    return lines

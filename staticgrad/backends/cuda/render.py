@@ -1,0 +1,178 @@
+"""Render a plan for the CUDA backend: a Python host module whose run() launches generated
+CUDA kernels and CuPy calls, with the kernels' CUDA C source inside it.
+
+    CUDA_SOURCE = r\"\"\"                            <- every kernel of the plan, one
+    // fused: 23 elementwise ops ...                  translation unit for NVRTC
+    extern "C" __global__ void fused_1(...) { ... }
+    \"\"\"
+    fused_1 = crt.kernel(CUDA_SOURCE, "fused_1")    <- compiled once (cached by its hash)
+
+    def run(x):
+        # Transfer numpy -> cuda of Placeholder 'x' at model.py:3
+        x_to_cuda = crt.to_device(x)
+        Tanh = cp.empty((1000000,), dtype=cp.float32)
+        fused_1((2048,), (256,), (x_to_cuda, Tanh, Sum_parts))
+        ...
+
+It is the NumPy backend's walk (backends/numpy/render.py), whose node and group hooks it
+takes over for what runs on the GPU (the partition pass says which nodes those are):
+
+- an elementwise node, or a fused group of them: a generated kernel (elementwise.py);
+- any other op the device runs: its reference kernel's NumPy text on CuPy (`np.` becomes
+  `cp.`, `rt.` the CUDA runtime's library `crt.`: library.py), CuPy mirroring NumPy's API;
+  matmul goes to cuBLAS that way;
+- a Transfer: `crt.to_device(x)` / `crt.to_host(x)`, the copies between the memories;
+- a constant a device op reads: a module global on the GPU, copied there once, at load.
+
+What runs on the host (host-only ops: strings, summaries, Print, py_func) is the NumPy
+backend's own code, in the same run().
+"""
+
+from __future__ import annotations
+
+from ...codegen.c_expr import preamble
+from ...codegen.templates import render_template
+from ...codegen.walk import comment, node_comment
+from ...ir import Node, Program, Value
+from ..numpy.render import RESERVED, _NumpyWalk
+from . import library
+from .elementwise import kernel_ok, render_elementwise
+
+CUDA_RESERVED = RESERVED | {"cp", "crt", "CUDA_SOURCE"}
+
+
+def render(program: Program, place, device: str, title: str = ""):
+    """The Rendered host module of `program`; `place(node)` names the backend running a
+    node, `device` is this backend's name (the nodes it runs)."""
+    return _CudaWalk(program, False, place=place, device=device).render(title)
+
+
+class _CudaWalk(_NumpyWalk):
+    reserved = CUDA_RESERVED
+    backend = "CUDA"
+    template = "cuda/module.py.j2"
+
+    def __init__(self, program: Program, vector_math: bool, module: _CudaWalk | None = None,
+                 params: list[str] | None = None, place=None, device: str = "cuda"):
+        super().__init__(program, vector_math, module=module, params=params)
+        if module is not None:
+            place, device = module.place, module.device
+            self.cu, self.kernel_names, self.device_globals, self.device_expr = \
+                module.cu, module.kernel_names, module.device_globals, module.device_expr
+        else:
+            self.cu = []               # the kernels' C texts, in order
+            self.kernel_names = []     # the __global__ functions they define
+            self.device_globals = []   # (name, host constant's name) copied to the GPU at load
+            self.device_expr = {}      # id(constant Value) -> its name on the GPU
+        self.place, self.device = place, device
+
+    def on_device(self, node: Node) -> bool:
+        return self.place(node.members[0] if node.members else node) == self.device
+
+    # -- values ----------------------------------------------------------------------------
+    def ref(self, v: Value, consumer: Node | None) -> str:
+        if v.const is None or consumer is None or not self.on_device(consumer):
+            return super().ref(v, consumer)
+        known = self.device_expr.get(id(v))
+        if known is not None:
+            return known
+        text = super().ref(v, consumer)  # a literal, or the constant's host global
+        if text not in self.constants:
+            return text  # a Python number: CuPy takes it as NumPy does
+        name = self.device_expr[id(v)] = self.names.make(f"{text}_gpu")
+        self.device_globals.append((name, text))
+        return name
+
+    def dense(self, v: Value, consumer: Node) -> str:
+        """v as a C-contiguous device array for a kernel (a view made by CuPy may not be)."""
+        text = self.ref(v, consumer)
+        producer = v.producer
+        if producer is not None and (producer.members or kernel_ok(producer)
+                                     or producer.type == "Transfer"):
+            return text
+        return f"crt.dense({text})"
+
+    def copied(self, v: Value, e: str) -> str:
+        producer = v.producer
+        if producer is not None and producer.type == "Transfer" \
+                and producer.attrs["target"] != self.device:
+            return e  # crt.to_host made a new array
+        return f"crt.copy({e})"  # (a NumPy or a CuPy array, by what it is)
+
+    # -- the hooks ---------------------------------------------------------------------------
+    def group(self, node: Node) -> None:
+        if not self.on_device(node):
+            super().group(node)
+            return
+        self._kernel(node)
+
+    def node(self, node: Node) -> None:
+        if node.type == "Transfer":
+            self._transfer(node)
+        elif id(node) not in self.held and self.on_device(node) and kernel_ok(node):
+            self._kernel(node)
+        else:
+            super().node(node)
+
+    def regions(self, node: Node) -> None:
+        self.xp = "cp" if self.on_device(node) else "np"
+        try:
+            super().regions(node)
+        finally:
+            self.xp = "np"
+
+    def code(self, node: Node, args: list[str]) -> str:
+        code = super().code(node, args)
+        if not self.on_device(node):
+            return code
+        if isinstance(code, str):
+            return library.to_device_code(code)
+        in_place = code.in_place  # a variable's update (Store): both its forms
+        return code._replace(value=library.to_device_code(code.value),
+                             in_place=in_place and library.to_device_code(in_place))
+
+    # -- what only this backend writes ------------------------------------------------------
+    def _kernel(self, node: Node) -> None:
+        """An elementwise node or a fused group: its kernel, and the lines launching it."""
+        expr, names = self.expr, self.names
+
+        def out_name(v):
+            if id(v) not in expr:
+                expr[id(v)] = names.make(v.name)
+            return expr[id(v)]
+
+        consumer = node.members[-1] if node.members else node
+        kname = names.make("fused" if node.members else f"k_{node.type.lower()}")
+        text, host, kernels = render_elementwise(node, kname, lambda v: self.dense(v, consumer),
+                                                 out_name, names.make)
+        self.cu.append(text)
+        self.kernel_names.extend(kernels)
+        self.body.append(comment(node.origin) if node.origin is not None else "# fused")
+        self.body.extend(host)
+        self.computed(node.origin)
+        for v in node.outputs:
+            self.alias.discard(id(v))
+        if self.free_after:
+            self.free(node)
+
+    def _transfer(self, node: Node) -> None:
+        (v,) = node.inputs
+        (out,) = node.outputs
+        to_device = node.attrs["target"] == self.device
+        source = self.ref(v, None)
+        name = self.expr[id(out)] = self.names.make(out.name)
+        self.body.append(node_comment(node))
+        self.body.append(f"{name} = crt.{'to_device' if to_device else 'to_host'}({source})")
+        self.computed(node.origin)
+        if to_device and id(v) in self.alias:
+            self.alias.add(id(out))  # (a fed CuPy array is taken as it is)
+        if self.free_after:
+            self.free(node)
+
+    def module_values(self) -> dict:
+        cuda = render_template("cuda/kernels.cu.j2", preamble=preamble("__device__ inline"),
+                               kernels=self.cu)
+        if '"""' in cuda or "\\" in cuda:  # (generated text: neither can appear)
+            raise AssertionError("the CUDA source cannot be written as a raw string")
+        return {"cuda_source": cuda, "kernel_names": self.kernel_names,
+                "device_globals": self.device_globals}

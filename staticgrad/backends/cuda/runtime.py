@@ -1,0 +1,78 @@
+"""What the CUDA backend's generated host code calls, as `crt`: compiled kernels, the copies
+between host and GPU memory, and the library of ops run through CuPy (library.py).
+
+Importing it imports CuPy: only a run needs it (rendering a plan needs neither CuPy nor a
+GPU). Kernels are compiled by NVRTC through `cupy.RawModule`, once per source text (by its
+SHA-256), and CuPy keeps the compiled code on disk (in STATICGRAD_CUDA_CACHE when that is
+set, else CuPy's CUPY_CACHE_DIR, by default ~/.cupy/kernel_cache), so a new process finds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+
+if os.environ.get("STATICGRAD_CUDA_CACHE"):  # (before CuPy reads it)
+    os.environ["CUPY_CACHE_DIR"] = os.environ["STATICGRAD_CUDA_CACHE"]
+
+import cupy as cp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .library import make_library  # noqa: E402
+
+# NVRTC's options: C++17 for the preamble's templates; fast math stays off (NaN and the
+# infinities must behave as NumPy's do)
+OPTIONS = ("--std=c++17",)
+
+_modules: dict[str, cp.RawModule] = {}
+_lock = threading.Lock()
+
+
+def kernel(source: str, name: str):
+    """The kernel `name` of the CUDA source `source`, compiled once per source."""
+    key = hashlib.sha256(source.encode()).hexdigest()
+    with _lock:
+        module = _modules.get(key)
+        if module is None:
+            module = _modules[key] = cp.RawModule(code=source, options=OPTIONS)
+    return module.get_function(name)
+
+
+def to_device(x):
+    """x (a NumPy array or number) as a C-contiguous CuPy array; a CuPy array as it is."""
+    if isinstance(x, cp.ndarray):
+        return x
+    return cp.asarray(np.ascontiguousarray(x))
+
+
+def to_host(x):
+    """x as a NumPy array (a new one): the copy from the GPU, which waits for its work."""
+    if isinstance(x, cp.ndarray):
+        return cp.asnumpy(x)
+    return np.array(x)
+
+
+def dense(x):
+    """x as a C-contiguous CuPy array, which a generated kernel indexes by its shape."""
+    if isinstance(x, cp.ndarray):
+        return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
+    return cp.asarray(np.ascontiguousarray(x))
+
+
+def copy(x):
+    """A copy of a fetch the run shares (a variable's value, a constant), where it is."""
+    return x.copy() if isinstance(x, cp.ndarray) else np.array(x)
+
+
+def device_arrays(values) -> list:
+    """Values a run returns, each a CuPy array (fetch_device: a fetch made on the host, by a
+    host-only op, is copied to the GPU)."""
+    return [to_device(v) if isinstance(v, np.ndarray | np.generic) else v for v in values]
+
+
+# the library: each op the device runs through CuPy, with staticgrad.runtime's names
+_library = make_library(cp)
+_clashes = set(vars(_library)) & set(globals())
+assert not _clashes, f"library functions clash with the runtime's own: {_clashes}"
+globals().update({k: v for k, v in vars(_library).items() if not k.startswith("_")})

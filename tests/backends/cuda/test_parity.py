@@ -1,0 +1,97 @@
+"""The CUDA backend computes what the NumPy backend computes: every op of the registry's
+gradient-check rows (tests/ops/test_gradients.py, one row an op type), its value and its
+first derivatives, in float64, on a GPU where CuPy sees one, else on the CPU emulator
+(emulator.py); and a training loop reaches the same losses. Run on a GPU, this file is the
+backend's parity suite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+from tests.conftest import dense_gradients
+from tests.ops.test_gradients import CASES, _build
+
+ROWS = list({case[0]: case for case in reversed(CASES)}.values())[::-1]  # an op's first row
+
+
+@pytest.mark.parametrize("case", ROWS, ids=[c[0] for c in ROWS])
+def test_each_op_and_its_gradients_agree_with_the_numpy_backend(case, device):
+    g, xs, values, loss, _ = _build(case)
+    with g.as_default():
+        grads = [gr for gr in dense_gradients(loss, xs)]
+        fetches = [loss] + grads
+        feed = dict(zip(xs, values))
+        with sg.Session(graph=g) as host, sg.Session(graph=g, backend="cuda") as gpu:
+            want = host.run(fetches, feed)
+            got = gpu.run(fetches, feed)
+    for name, a, b in zip(["loss"] + [f"d loss / d x{i}" for i in range(len(xs))], got, want):
+        assert isinstance(a, np.ndarray | np.generic) and a.dtype == b.dtype and \
+            np.shape(a) == np.shape(b), f"{case[0]}: {name}"
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=f"{case[0]}: {name}")
+
+
+def test_fused_kernels_broadcast_and_sum_as_numpy_does(device):
+    rng = np.random.default_rng(1)
+    x = sg.placeholder(sg.float32, [None, 7], name="x")
+    b = sg.placeholder(sg.float32, [7], name="b")
+    c = sg.placeholder(sg.float32, [None, 1], name="c")
+    y = sg.tanh(x * 1.5 + b) * sg.sigmoid(c) - sg.exp(-b * b)
+    s = sg.reduce_sum(sg.square(y) + sg.log1p(sg.abs(x)))
+    grads = sg.gradients(s, [x, b, c])
+    feed = {x: rng.normal(size=(300, 7)).astype(np.float32),
+            b: rng.normal(size=7).astype(np.float32),
+            c: rng.normal(size=(300, 1)).astype(np.float32)}
+    with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+        want = host.run([y, s, *grads], feed)
+        got = gpu.run([y, s, *grads], feed)
+        assert "fused" in gpu.source([y, s, *grads], feed)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=2e-5, atol=1e-5)
+
+
+def test_a_training_loop_reaches_the_numpy_backends_losses(device):
+    """A 2-layer MLP with softmax cross-entropy and SGD, 20 steps: variables live on the
+    device between runs, and the Saver's values come back through the backend."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 10)).astype(np.float32)
+    Y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 64)]
+    losses = {}
+    for backend in ("numpy", "cuda"):
+        g = sg.Graph()
+        with g.as_default():
+            x = sg.placeholder(sg.float32, [None, 10], name="x")
+            y = sg.placeholder(sg.float32, [None, 3], name="y")
+            w1 = sg.Variable(np.random.default_rng(1).normal(0, .3, (10, 16)).astype(np.float32))
+            b1 = sg.Variable(np.zeros(16, np.float32))
+            w2 = sg.Variable(np.random.default_rng(2).normal(0, .3, (16, 3)).astype(np.float32))
+            h = sg.nn.relu(sg.matmul(x, w1) + b1)
+            loss = sg.reduce_mean(sg.nn.softmax_cross_entropy_with_logits(
+                labels=y, logits=sg.matmul(h, w2)))
+            train = sg.train.GradientDescentOptimizer(0.5).minimize(loss)
+            with sg.Session(backend=backend) as sess:
+                sess.run(sg.global_variables_initializer())
+                step = sess.make_callable([train, loss], [x, y])
+                losses[backend] = [float(step(X, Y)[1]) for _ in range(20)]
+                losses[backend + "_w2"] = sess.run(w2)
+    np.testing.assert_allclose(losses["cuda"], losses["numpy"], rtol=1e-4)
+    assert losses["cuda"][-1] < losses["cuda"][0] * 0.7
+    np.testing.assert_allclose(losses["cuda_w2"], losses["numpy_w2"], rtol=1e-4, atol=1e-5)
+
+
+def test_fetch_device_keeps_fetches_in_the_devices_memory(device):
+    x = sg.placeholder(sg.float32, [3], name="x")
+    y = sg.reduce_sum(x * 2.0)
+    with sg.Session(backend="cuda") as sess:
+        import cupy
+        on_host = sess.make_callable(y, [x])(np.ones(3, np.float32))
+        on_device = sess.make_callable(y, [x], fetch_device=True)(np.ones(3, np.float32))
+        assert isinstance(on_host, np.ndarray | np.generic) and float(on_host) == 6.0
+        assert float(on_device) == 6.0
+        if device == "gpu":  # (the emulator's arrays are NumPy's)
+            assert isinstance(on_device, cupy.ndarray)
+    feed = {x: np.ones(3, np.float32)}
+    kept = sg.Session(backend="cuda", options=sg.CompileOptions(fetch_device=True))
+    assert "crt.to_host" in sg.Session(backend="cuda").source(y, feed)
+    assert "crt.to_host" not in kept.source(y, feed)
