@@ -84,6 +84,24 @@ def test_benchmark_smoke(tmp_path):
     assert len(data["us_per_call_rounds"]["make_callable"]) == 2
 
 
+def test_cuda_benchmark_dry_run(tmp_path):
+    """bench_cuda.py without a GPU (--dry-run: the NumPy backend, small sizes): every section
+    runs, staticgrad's ways pass their checks, the CUDA-only ways say n/a; JSON written."""
+    target = tmp_path / "cuda.json"
+    out = run_script("benchmarks/bench_cuda.py", "--dry-run", "--quick", "--rounds", "1",
+                     "--turn-s", "0.005", "--out", str(target))
+    assert "Summary" in out and "FAILED" not in out
+    data = json.loads(target.read_text())
+    sections = data["sections"]
+    assert list(sections) == ["compile", "W3", "MLP_64", "MLP_512", "W1"]
+    assert all(run["status"] == "ok" for run in sections["compile"]["runs"].values())
+    for key in ("W3", "MLP_64", "MLP_512", "W1"):
+        way = sections[key]["ways"]["staticgrad"]
+        assert way["status"] == "ok" and way["agrees"] and way["median"] > 0, (key, way)
+        if key != "W3":
+            assert sections[key]["ways"]["staticgrad_cuda_graph"]["status"] == "n/a", key
+
+
 @pytest.mark.parametrize("script,way", [
     ("bench_mlp_step.py", "make_callable"),        # W2: both ways must take the same step
     ("bench_fused_backends.py", "staticgrad"),     # W3: numexpr, numba, mkl_umath when there
