@@ -32,7 +32,7 @@ def test_each_op_and_its_gradients_agree_with_the_numpy_backend(case, device):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=f"{case[0]}: {name}")
 
 
-def test_fused_kernels_broadcast_and_sum_as_numpy_does(device):
+def test_fused_kernels_broadcast_and_sum_as_numpy_does(g, device):
     rng = np.random.default_rng(1)
     x = sg.placeholder(sg.float32, [None, 7], name="x")
     b = sg.placeholder(sg.float32, [7], name="b")
@@ -80,7 +80,7 @@ def test_a_training_loop_reaches_the_numpy_backends_losses(device):
     np.testing.assert_allclose(losses["cuda_w2"], losses["numpy_w2"], rtol=1e-4, atol=1e-5)
 
 
-def test_fetch_device_keeps_fetches_in_the_devices_memory(device):
+def test_fetch_device_keeps_fetches_in_the_devices_memory(g, device):
     x = sg.placeholder(sg.float32, [3], name="x")
     y = sg.reduce_sum(x * 2.0)
     with sg.Session(backend="cuda") as sess:

@@ -26,7 +26,7 @@ NVCC = shutil.which("nvcc") or next((p for p in ["/usr/local/cuda/bin/nvcc"]
 _KERNEL_NAME = re.compile(r"__launch_bounds__\(\d+\) (\w+)\(")
 
 
-def test_source_needs_neither_cupy_nor_a_gpu():
+def test_source_needs_neither_cupy_nor_a_gpu(g):
     x = sg.placeholder(sg.float32, [None, 3], name="x")
     y = sg.reduce_sum(sg.tanh(x) * 2.0)
     source = sg.Session(backend="cuda").source(y, {x: np.zeros((4, 3), np.float32)})
@@ -36,7 +36,7 @@ def test_source_needs_neither_cupy_nor_a_gpu():
     assert "crt.to_device(x)" in source and "crt.to_host(" in source
 
 
-def test_running_without_a_gpu_says_why(monkeypatch):
+def test_running_without_a_gpu_says_why(g):
     import staticgrad.backends.cuda as cuda
     try:
         import cupy
