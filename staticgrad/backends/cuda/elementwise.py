@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...codegen.c_expr import C_TYPES, C, c_literal
 from ...codegen.walk import comment
 from ...ir import Node, Value
@@ -89,7 +91,7 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
         if id(v) in local or id(v) in inside:
             return
         ctype = C_TYPES[v.dtype.name]
-        if v.const is not None and v.const.size and (v.const == v.const.flat[0]).all():
+        if v.const is not None and _one_number(v.const):
             local[id(v)] = c_literal(v.const.flat[0], v.dtype.name)  # one number throughout
             return
         k = len(params)
@@ -174,6 +176,18 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
             host += [f"{f}.fill(0)" for f in finals]
         host.append(f"del {', '.join(parts)}")
     return "\n".join(lines), host, [kname] + [f"{kname}_sums"] * bool(sums)
+
+
+def _one_number(c) -> bool:
+    """Is every element of the constant `c` one number, its first? A NaN throughout is one
+    (a 0-d NaN, never equal to itself, would otherwise go to the kernel as a Python float: a
+    float64 array read as float*)."""
+    if not c.size:
+        return False
+    first = c.flat[0]
+    if c.dtype.kind == "f" and first != first:
+        return bool(np.isnan(c).all())
+    return bool((c == first).all())
 
 
 def _index(dims: tuple, domain: tuple, coords: set) -> str:

@@ -95,3 +95,19 @@ def test_fetch_device_keeps_fetches_in_the_devices_memory(device):
     kept = sg.Session(backend="cuda", options=sg.CompileOptions(fetch_device=True))
     assert "crt.to_host" in sg.Session(backend="cuda").source(y, feed)
     assert "crt.to_host" not in kept.source(y, feed)
+
+
+def test_a_nan_constant_reaches_a_kernel_as_a_literal_of_its_dtype(device):
+    """A 0-d NaN is not equal to itself: it once went to the kernel as `crt.dense(np.nan)`, a
+    float64 array that a float* parameter reads as 0.0 on a GPU."""
+    x = sg.placeholder(sg.float32, [3], name="x")
+    fetches = [x * sg.constant(np.nan, sg.float32), sg.exp(x) + np.float32(np.nan),
+               sg.maximum(x, sg.constant(np.full((2, 3), np.nan, np.float32)))]
+    feed = {x: np.array([1, -2, 0], np.float32)}
+    with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+        source = gpu.source(fetches, feed)
+        want = host.run(fetches, feed)
+        got = gpu.run(fetches, feed)
+    assert "crt.dense(np.nan)" not in source and "__uint_as_float(0x7fc00000u)" in source
+    for a, w in zip(got, want):
+        assert a.dtype == w.dtype and a.shape == w.shape and np.isnan(a).all()
