@@ -111,3 +111,20 @@ def test_a_nan_constant_reaches_a_kernel_as_a_literal_of_its_dtype(device):
     assert "crt.dense(np.nan)" not in source and "__uint_as_float(0x7fc00000u)" in source
     for a, w in zip(got, want):
         assert a.dtype == w.dtype and a.shape == w.shape and np.isnan(a).all()
+
+
+def test_a_strided_feed_reaches_kernels_dense(device):
+    """A fed view (a transpose, a step) is taken on the device as it is: it must be made
+    C-contiguous before a kernel indexes it as dense memory."""
+    x = sg.placeholder(sg.float32, [3, 2], name="x")
+    fetches = [sg.tanh(x) * 2.0, sg.reduce_sum(x * x)]
+    base = np.arange(12, dtype=np.float32).reshape(2, 6) / 10
+    feed = {x: base[:, ::2].T}
+    if device == "gpu":
+        import cupy
+        feed = {x: cupy.asarray(base)[:, ::2].T}
+    with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+        want = host.run(fetches, {x: base[:, ::2].T})
+        got = gpu.run(fetches, feed)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=1e-6)
