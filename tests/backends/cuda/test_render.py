@@ -27,9 +27,10 @@ _KERNEL_NAME = re.compile(r"__launch_bounds__\(\d+\) (\w+)\(")
 
 
 def test_source_needs_neither_cupy_nor_a_gpu():
-    x = sg.placeholder(sg.float32, [None, 3], name="x")
-    y = sg.reduce_sum(sg.tanh(x) * 2.0)
-    source = sg.Session(backend="cuda").source(y, {x: np.zeros((4, 3), np.float32)})
+    with sg.Graph().as_default():  # (its own graph: the names below are the first made)
+        x = sg.placeholder(sg.float32, [None, 3], name="x")
+        y = sg.reduce_sum(sg.tanh(x) * 2.0)
+        source = sg.Session(backend="cuda").source(y, {x: np.zeros((4, 3), np.float32)})
     assert 'CUDA_SOURCE = r"""' in source and "__global__ void" in source
     assert "# Sum 'Sum' at test_render.py:" in source        # the host code's comments
     assert "// Tanh 'Tanh' at test_render.py:" in source     # and the kernels'
