@@ -52,6 +52,22 @@ INTEGER_OPS = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Sign", "Square", "M
                          "LogicalAnd", "LogicalOr", "LogicalNot", "Relu"})
 
 
+# signed overflow is undefined in C (a compiler folds `x + 1 > x` to true), where NumPy's
+# integers wrap: these ops compute on the unsigned type of the width, which wraps, and the
+# member's cast converts back (modulo 2**n, in C++20 and in g++'s and NVCC's C++17)
+_UNSIGNED = {"int32": "unsigned int", "int64": "unsigned long long"}
+_WRAPPING = {"Add": "{u}{{0}} + {u}{{1}}", "Sub": "{u}{{0}} - {u}{{1}}",
+             "Mul": "{u}{{0}} * {u}{{1}}", "Neg": "{u}0 - {u}{{0}}",
+             "Square": "{u}{{0}} * {u}{{0}}", "Abs": "{{0}} < 0 ? {u}0 - {u}{{0}} : {u}{{0}}"}
+
+
+def _wrapping(op_type: str, dtype: str) -> str | None:
+    """The C expression (of `{0}`, `{1}`) of an integer op that can overflow, else None."""
+    if dtype not in _UNSIGNED or op_type not in _WRAPPING:
+        return None
+    return _WRAPPING[op_type].format(u=f"({_UNSIGNED[dtype]})")
+
+
 def kernel_ok(node: Node) -> bool:
     """Can a generated kernel compute this node: an op with an expression, over values of
     the kernel dtypes (integers only for INTEGER_OPS)?"""
@@ -124,7 +140,8 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
             continue
         ctype = C_TYPES[v.dtype.name]
         local[id(v)] = f"v{i}"
-        expr = C.format(m.opdef.expr).format(*[local[id(x)] for x in m.inputs])
+        expr = _wrapping(m.type, v.dtype.name) or C.format(m.opdef.expr)
+        expr = expr.format(*[local[id(x)] for x in m.inputs])
         body.append(comment(m.origin, "//") if m.origin is not None else f"// {m.type}")
         body.append(f"const {ctype} v{i} = ({ctype})({expr});")
         if id(v) in wanted:

@@ -128,3 +128,23 @@ def test_a_strided_feed_reaches_kernels_dense(device):
         got = gpu.run(fetches, feed)
     for a, w in zip(got, want):
         np.testing.assert_allclose(a, w, rtol=1e-6)
+
+
+def test_integer_kernels_wrap_on_overflow_as_numpy_does(device):
+    """Signed overflow is undefined in C: `x + 1 > x` compiled as it reads folds to true.
+    NumPy's integers wrap, and so must a kernel's (computing on the unsigned type)."""
+    fetches, feed = [], {}
+    for dtype in (sg.int32, sg.int64):
+        info = np.iinfo(dtype.np)
+        x = sg.placeholder(dtype, [4], name="x")
+        feed[x] = np.array([info.max, 0, info.min, -7], dtype.np)
+        fetches += [sg.greater(x + 1, x), sg.less(x - 1, x), sg.greater(x * 2, x),
+                    sg.greater_equal(sg.abs(x), 0), sg.less(-x, 0), sg.greater(sg.square(x), -1),
+                    x * 3 + info.max]
+    with np.errstate(over="ignore"), sg.Session() as host, \
+            sg.Session(backend="cuda") as gpu:
+        want = host.run(fetches, feed)
+        got = gpu.run(fetches, feed)
+    for a, w in zip(got, want):
+        assert a.dtype == w.dtype
+        np.testing.assert_array_equal(a, w)
