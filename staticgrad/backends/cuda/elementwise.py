@@ -181,18 +181,19 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
     if n:
         host.append(f"{kname}(({grid},), ({BLOCK},), ({', '.join(args)},))")
     if sums:
-        lines += _finish(kname, sums, grid)
+        finish = make_name(f"{kname}_sums")  # (a fresh name: a node may be called so)
+        lines += _finish(finish, sums, grid)
         finals = []
         for v, _ in sums:
             host.append(f"{out_name(v)} = cp.empty((), dtype=cp.{v.dtype.name})")
             finals.append(out_name(v))
         if n:
-            host.append(f"{kname}_sums((1,), ({FINISH_BLOCK},), "
+            host.append(f"{finish}((1,), ({FINISH_BLOCK},), "
                         f"({', '.join(parts + finals)},))")
         else:  # nothing to add: each sum is 0
             host += [f"{f}.fill(0)" for f in finals]
         host.append(f"del {', '.join(parts)}")
-    return "\n".join(lines), host, [kname] + [f"{kname}_sums"] * bool(sums)
+    return "\n".join(lines), host, [kname, finish] if sums else [kname]
 
 
 def _one_number(c) -> bool:
@@ -237,12 +238,12 @@ def _coordinates(domain: tuple, coords: set) -> list[str]:
     return lines
 
 
-def _finish(kname: str, sums: list, grid: int) -> list[str]:
+def _finish(name: str, sums: list, grid: int) -> list[str]:
     """The one-block kernel adding up each sum's parts, in a fixed order."""
     params = [f"const double* __restrict__ part{k}" for k in range(len(sums))]
     params += [f"{C_TYPES[v.dtype.name]}* __restrict__ out{k}" for k, (v, _) in enumerate(sums)]
     lines = ["", f"extern \"C\" __global__ void __launch_bounds__({FINISH_BLOCK}) "
-                 f"{kname}_sums(", "    " + ",\n    ".join(params) + ")", "{"]
+                 f"{name}(", "    " + ",\n    ".join(params) + ")", "{"]
     for k, (v, _) in enumerate(sums):
         lines += [f"    double acc{k} = 0;",
                   f"    for (int j = threadIdx.x; j < {grid}; j += blockDim.x) "

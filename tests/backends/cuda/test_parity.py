@@ -148,3 +148,22 @@ def test_integer_kernels_wrap_on_overflow_as_numpy_does(device):
     for a, w in zip(got, want):
         assert a.dtype == w.dtype
         np.testing.assert_array_equal(a, w)
+
+
+@pytest.mark.parametrize("first", ["node", "kernel"])
+def test_a_node_named_as_a_sums_kernel_does_not_shadow_it(device, first):
+    """A sum's second kernel (`fused_sums`) is a module global: its name is made fresh, as
+    every name is, so a node called `fused_sums` (before or after it) is a local of its own."""
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [3], name="x")
+        xv = {x: np.array([1, 2, 3], np.float32)}
+        mm = lambda: sg.matmul(sg.reshape(x, [1, 3]), sg.reshape(x, [3, 1]),  # noqa: E731
+                               name="fused_sums")
+        y = mm() if first == "node" else None
+        s = sg.reduce_sum(sg.tanh(x) * 2.0)
+        y = y if y is not None else mm()
+        with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+            want = host.run([s, y], xv)
+            got = gpu.run([s, y], xv)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=1e-6)
