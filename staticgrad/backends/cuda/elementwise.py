@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...codegen.c_expr import C_TYPES, C, c_literal
 from ...codegen.walk import comment
 from ...ir import Node, Value
@@ -48,6 +50,22 @@ INTEGER_OPS = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Sign", "Square", "M
                          "Minimum", "Equal", "NotEqual", "Less", "LessEqual", "Greater",
                          "GreaterEqual", "Select", "Identity", "StopGradient", "ClipByValue",
                          "LogicalAnd", "LogicalOr", "LogicalNot", "Relu"})
+
+
+# signed overflow is undefined in C (a compiler folds `x + 1 > x` to true), where NumPy's
+# integers wrap: these ops compute on the unsigned type of the width, which wraps, and the
+# member's cast converts back (modulo 2**n, in C++20 and in g++'s and NVCC's C++17)
+_UNSIGNED = {"int32": "unsigned int", "int64": "unsigned long long"}
+_WRAPPING = {"Add": "{u}{{0}} + {u}{{1}}", "Sub": "{u}{{0}} - {u}{{1}}",
+             "Mul": "{u}{{0}} * {u}{{1}}", "Neg": "{u}0 - {u}{{0}}",
+             "Square": "{u}{{0}} * {u}{{0}}", "Abs": "{{0}} < 0 ? {u}0 - {u}{{0}} : {u}{{0}}"}
+
+
+def _wrapping(op_type: str, dtype: str) -> str | None:
+    """The C expression (of `{0}`, `{1}`) of an integer op that can overflow, else None."""
+    if dtype not in _UNSIGNED or op_type not in _WRAPPING:
+        return None
+    return _WRAPPING[op_type].format(u=f"({_UNSIGNED[dtype]})")
 
 
 def kernel_ok(node: Node) -> bool:
@@ -89,7 +107,7 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
         if id(v) in local or id(v) in inside:
             return
         ctype = C_TYPES[v.dtype.name]
-        if v.const is not None and v.const.size and (v.const == v.const.flat[0]).all():
+        if v.const is not None and _one_number(v.const):
             local[id(v)] = c_literal(v.const.flat[0], v.dtype.name)  # one number throughout
             return
         k = len(params)
@@ -122,7 +140,8 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
             continue
         ctype = C_TYPES[v.dtype.name]
         local[id(v)] = f"v{i}"
-        expr = C.format(m.opdef.expr).format(*[local[id(x)] for x in m.inputs])
+        expr = _wrapping(m.type, v.dtype.name) or C.format(m.opdef.expr)
+        expr = expr.format(*[local[id(x)] for x in m.inputs])
         body.append(comment(m.origin, "//") if m.origin is not None else f"// {m.type}")
         body.append(f"const {ctype} v{i} = ({ctype})({expr});")
         if id(v) in wanted:
@@ -162,18 +181,31 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
     if n:
         host.append(f"{kname}(({grid},), ({BLOCK},), ({', '.join(args)},))")
     if sums:
-        lines += _finish(kname, sums, grid)
+        finish = make_name(f"{kname}_sums")  # (a fresh name: a node may be called so)
+        lines += _finish(finish, sums, grid)
         finals = []
         for v, _ in sums:
             host.append(f"{out_name(v)} = cp.empty((), dtype=cp.{v.dtype.name})")
             finals.append(out_name(v))
         if n:
-            host.append(f"{kname}_sums((1,), ({FINISH_BLOCK},), "
+            host.append(f"{finish}((1,), ({FINISH_BLOCK},), "
                         f"({', '.join(parts + finals)},))")
         else:  # nothing to add: each sum is 0
             host += [f"{f}.fill(0)" for f in finals]
         host.append(f"del {', '.join(parts)}")
-    return "\n".join(lines), host, [kname] + [f"{kname}_sums"] * bool(sums)
+    return "\n".join(lines), host, [kname, finish] if sums else [kname]
+
+
+def _one_number(c) -> bool:
+    """Is every element of the constant `c` one number, its first? A NaN throughout is one
+    (a 0-d NaN, never equal to itself, would otherwise go to the kernel as a Python float: a
+    float64 array read as float*)."""
+    if not c.size:
+        return False
+    first = c.flat[0]
+    if c.dtype.kind == "f" and first != first:
+        return bool(np.isnan(c).all())
+    return bool((c == first).all())
 
 
 def _index(dims: tuple, domain: tuple, coords: set) -> str:
@@ -206,12 +238,12 @@ def _coordinates(domain: tuple, coords: set) -> list[str]:
     return lines
 
 
-def _finish(kname: str, sums: list, grid: int) -> list[str]:
+def _finish(name: str, sums: list, grid: int) -> list[str]:
     """The one-block kernel adding up each sum's parts, in a fixed order."""
     params = [f"const double* __restrict__ part{k}" for k in range(len(sums))]
     params += [f"{C_TYPES[v.dtype.name]}* __restrict__ out{k}" for k, (v, _) in enumerate(sums)]
     lines = ["", f"extern \"C\" __global__ void __launch_bounds__({FINISH_BLOCK}) "
-                 f"{kname}_sums(", "    " + ",\n    ".join(params) + ")", "{"]
+                 f"{name}(", "    " + ",\n    ".join(params) + ")", "{"]
     for k, (v, _) in enumerate(sums):
         lines += [f"    double acc{k} = 0;",
                   f"    for (int j = threadIdx.x; j < {grid}; j += blockDim.x) "

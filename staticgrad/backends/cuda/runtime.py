@@ -40,9 +40,10 @@ def kernel(source: str, name: str):
 
 
 def to_device(x):
-    """x (a NumPy array or number) as a C-contiguous CuPy array; a CuPy array as it is."""
+    """x (a NumPy array or number) as a C-contiguous CuPy array; a CuPy array as it is where
+    it is C-contiguous (a fed view, `x.T`, `x[:, ::2]`, goes to kernels that index it densely)."""
     if isinstance(x, cp.ndarray):
-        return x
+        return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
     return cp.asarray(np.ascontiguousarray(x))
 
 

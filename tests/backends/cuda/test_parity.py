@@ -95,3 +95,75 @@ def test_fetch_device_keeps_fetches_in_the_devices_memory(g, device):
     kept = sg.Session(backend="cuda", options=sg.CompileOptions(fetch_device=True))
     assert "crt.to_host" in sg.Session(backend="cuda").source(y, feed)
     assert "crt.to_host" not in kept.source(y, feed)
+
+
+def test_a_nan_constant_reaches_a_kernel_as_a_literal_of_its_dtype(device):
+    """A 0-d NaN is not equal to itself: it once went to the kernel as `crt.dense(np.nan)`, a
+    float64 array that a float* parameter reads as 0.0 on a GPU."""
+    x = sg.placeholder(sg.float32, [3], name="x")
+    fetches = [x * sg.constant(np.nan, sg.float32), sg.exp(x) + np.float32(np.nan),
+               sg.maximum(x, sg.constant(np.full((2, 3), np.nan, np.float32)))]
+    feed = {x: np.array([1, -2, 0], np.float32)}
+    with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+        source = gpu.source(fetches, feed)
+        want = host.run(fetches, feed)
+        got = gpu.run(fetches, feed)
+    assert "crt.dense(np.nan)" not in source and "__uint_as_float(0x7fc00000u)" in source
+    for a, w in zip(got, want):
+        assert a.dtype == w.dtype and a.shape == w.shape and np.isnan(a).all()
+
+
+def test_a_strided_feed_reaches_kernels_dense(device):
+    """A fed view (a transpose, a step) is taken on the device as it is: it must be made
+    C-contiguous before a kernel indexes it as dense memory."""
+    x = sg.placeholder(sg.float32, [3, 2], name="x")
+    fetches = [sg.tanh(x) * 2.0, sg.reduce_sum(x * x)]
+    base = np.arange(12, dtype=np.float32).reshape(2, 6) / 10
+    feed = {x: base[:, ::2].T}
+    if device == "gpu":
+        import cupy
+        feed = {x: cupy.asarray(base)[:, ::2].T}
+    with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+        want = host.run(fetches, {x: base[:, ::2].T})
+        got = gpu.run(fetches, feed)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=1e-6)
+
+
+def test_integer_kernels_wrap_on_overflow_as_numpy_does(device):
+    """Signed overflow is undefined in C: `x + 1 > x` compiled as it reads folds to true.
+    NumPy's integers wrap, and so must a kernel's (computing on the unsigned type)."""
+    fetches, feed = [], {}
+    for dtype in (sg.int32, sg.int64):
+        info = np.iinfo(dtype.np)
+        x = sg.placeholder(dtype, [4], name="x")
+        feed[x] = np.array([info.max, 0, info.min, -7], dtype.np)
+        fetches += [sg.greater(x + 1, x), sg.less(x - 1, x), sg.greater(x * 2, x),
+                    sg.greater_equal(sg.abs(x), 0), sg.less(-x, 0), sg.greater(sg.square(x), -1),
+                    x * 3 + info.max]
+    with np.errstate(over="ignore"), sg.Session() as host, \
+            sg.Session(backend="cuda") as gpu:
+        want = host.run(fetches, feed)
+        got = gpu.run(fetches, feed)
+    for a, w in zip(got, want):
+        assert a.dtype == w.dtype
+        np.testing.assert_array_equal(a, w)
+
+
+@pytest.mark.parametrize("first", ["node", "kernel"])
+def test_a_node_named_as_a_sums_kernel_does_not_shadow_it(device, first):
+    """A sum's second kernel (`fused_sums`) is a module global: its name is made fresh, as
+    every name is, so a node called `fused_sums` (before or after it) is a local of its own."""
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [3], name="x")
+        xv = {x: np.array([1, 2, 3], np.float32)}
+        mm = lambda: sg.matmul(sg.reshape(x, [1, 3]), sg.reshape(x, [3, 1]),  # noqa: E731
+                               name="fused_sums")
+        y = mm() if first == "node" else None
+        s = sg.reduce_sum(sg.tanh(x) * 2.0)
+        y = y if y is not None else mm()
+        with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+            want = host.run([s, y], xv)
+            got = gpu.run([s, y], xv)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=1e-6)
