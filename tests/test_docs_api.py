@@ -22,6 +22,6 @@ def test_the_op_reference_is_current():
         "docs/api.md is out of date: run python docs/make_api.py"
     public = [t for t, d in REGISTRY.items() if not d.internal]
     assert all(f"| `{t}` |" in made for t in public)
-    assert "| `MatMul` | `sg.matmul` | yes | numpy | exported |" in made
+    assert "| `MatMul` | `sg.matmul` | yes | numpy, cuda | exported |" in made
     assert ("| `Tanh` | `sg.math.tanh`, `sg.nn.tanh`, `sg.tanh` | yes | numpy | exported | "
             "`dy.tanh` |") in made
