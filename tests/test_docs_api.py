@@ -23,5 +23,5 @@ def test_the_op_reference_is_current():
     public = [t for t, d in REGISTRY.items() if not d.internal]
     assert all(f"| `{t}` |" in made for t in public)
     assert "| `MatMul` | `sg.matmul` | yes | numpy, cuda | exported |" in made
-    assert ("| `Tanh` | `sg.math.tanh`, `sg.nn.tanh`, `sg.tanh` | yes | numpy | exported | "
+    assert ("| `Tanh` | `sg.math.tanh`, `sg.nn.tanh`, `sg.tanh` | yes | numpy, cuda | exported | "
             "`dy.tanh` |") in made
