@@ -6,13 +6,12 @@ backend runs them, against the ops' NumPy reference kernels. Skipped without CuP
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
-from staticgrad import runtime
-from staticgrad.backends.cuda.reduce import reduce_plan, softmax_plan, xent_plan
+from staticgrad.backends.cuda.reduce import reduce_plan, softmax_plan
+
+from . import reduce_cases as cases
 
 cp = pytest.importorskip("cupy")
 try:
@@ -21,7 +20,15 @@ try:
 except cp.cuda.runtime.CUDARuntimeError:
     pytest.skip("no GPU", allow_module_level=True)
 
-RNG = np.random.default_rng(0)
+RNG = np.random.default_rng(1)
+# beside the shared cases, sizes that take the two-pass plans at full scale
+LARGE_CASES = [
+    (["Sum", "Max", "ArgMax", "Mean"], (1 << 24,), (0,), ["float32"]),
+    (["Sum", "Min", "ArgMin"], (1 << 22, 2), (0,), ["float32", "int64"]),
+    (["Sum", "Max", "ArgMax"], (4, 1 << 20), (1,), ["float64"]),
+    (["Sum", "Max"], (1 << 20, 3), (1,), ["float32", "int32"]),
+    (["All", "Any"], (1 << 22,), (0,), ["bool"]),
+]
 
 
 def run_plan(plan, inputs):
@@ -37,140 +44,25 @@ def run_plan(plan, inputs):
     return [cp.asnumpy(arrays[f"out{i}"]) for i in range(len(plan.outputs))]
 
 
-def reference(op_type, x, axes, keepdims, out_dtype):
-    """What the op's NumPy kernel (ops/reduction_ops.py) gives."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        if op_type in ("ArgMax", "ArgMin"):
-            fn = np.argmax if op_type == "ArgMax" else np.argmin
-            return fn(x, axis=axes[0]).astype(out_dtype)
-        fn = {"Sum": np.sum, "Mean": np.mean, "Max": np.max, "Min": np.min, "Prod": np.prod,
-              "All": np.all, "Any": np.any}[op_type]
-        kwargs = {"dtype": out_dtype} if op_type in ("Sum", "Prod") and x.dtype.kind in "iu" \
-            else {}
-        return np.asarray(fn(x, axis=axes, keepdims=keepdims, **kwargs)).astype(out_dtype)
+ALL_CASES = list(cases.reduce_cases()) + list(cases.reduce_cases(LARGE_CASES))
 
 
-def sample(op_type, shape, dtype):
-    """Inputs that test the op: values near 1 for Prod, ties and NaNs for the arg and
-    extreme ops, large integers that wrap for Sum."""
-    if dtype == "bool":
-        return RNG.random(shape) < (0.97 if op_type == "All" else 0.03)
-    if op_type == "Prod":
-        x = RNG.uniform(0.9, 1.1, shape) if dtype.startswith("float") else \
-            RNG.integers(-3, 4, shape)
-    elif dtype.startswith("int"):
-        high = 1 << (30 if op_type == "Sum" else 20)
-        x = RNG.integers(-high, high, shape)
-    elif op_type in ("Max", "Min", "ArgMax", "ArgMin"):
-        x = RNG.integers(-5, 6, shape).astype(dtype)  # ties
-        flat = x.reshape(-1)
-        if flat.size > 10:
-            flat[RNG.integers(0, flat.size, max(1, flat.size // 50))] = np.nan
-    else:
-        x = RNG.uniform(0.5, 1.5, shape)
-    return np.asarray(x).astype(dtype)
-
-
-CASES = [  # (op types, shape, axes, dtypes)
-    (["Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin"], (7,), (0,), ["float32", "int32"]),
-    (["Sum", "Mean", "Max", "Min", "Prod"], (), (), ["float64", "int64"]),
-    (["Sum", "Mean", "Max", "Min", "ArgMax", "ArgMin"], (300, 500), (1,),
-     ["float32", "float64", "int64"]),
-    (["Sum", "Mean", "Max", "Min", "ArgMax", "ArgMin"], (300, 500), (0,),
-     ["float32", "int32"]),
-    (["Sum", "Max", "ArgMax"], (1 << 24,), (0,), ["float32"]),
-    (["Sum", "Min", "ArgMin", "Mean"], (1 << 21, 2), (0,), ["float32", "int64"]),
-    (["Sum", "Max", "ArgMax"], (4, 1 << 20), (1,), ["float64"]),
-    (["Sum", "Max"], (1 << 20, 3), (1,), ["float32", "int32"]),
-    (["Sum", "Mean", "Max", "Prod"], (5, 1, 7, 9), (0, 3), ["float32", "int32"]),
-    (["Sum", "Min", "Prod"], (64, 33, 2, 3), (1, 3), ["float64", "int64"]),
-    (["Sum", "Max", "ArgMax"], (64, 33, 2, 3), (1,), ["float32"]),
-    (["Sum", "Mean", "Max"], (64, 33, 2, 3), (0, 1, 2, 3), ["float32"]),
-    (["Sum", "Mean", "Prod"], (3, 0, 2), (1,), ["float32", "int32"]),
-    (["Sum", "Mean", "Max"], (6, 5), (), ["float32"]),
-    (["All", "Any"], (300, 500), (1,), ["bool"]),
-    (["All", "Any"], (300, 500), (0,), ["bool"]),
-    (["All", "Any"], (1 << 22,), (0,), ["bool"]),
-    (["All", "Any"], (2, 3, 4), (0, 2), ["bool"]),
-]
-
-
-def _expand():
-    for op_types, shape, axes, dtypes in CASES:
-        for op_type in op_types:
-            for dtype in dtypes:
-                for keepdims in ((False,) if op_type.startswith("Arg") else (False, True)):
-                    yield op_type, shape, axes, keepdims, dtype
-
-
-@pytest.mark.parametrize("op_type,shape,axes,keepdims,dtype", list(_expand()))
+@pytest.mark.parametrize("op_type,shape,axes,keepdims,dtype", ALL_CASES)
 def test_reduce_matches_numpy(op_type, shape, axes, keepdims, dtype):
-    out_dtype = "int64" if op_type.startswith("Arg") else dtype
-    x = sample(op_type, shape, dtype)
-    plan = reduce_plan("k", op_type, shape, axes, keepdims, dtype, out_dtype)
-    [got] = run_plan(plan, [x])
-    want = reference(op_type, x, axes, keepdims, out_dtype)
-    assert got.shape == want.shape and got.dtype == want.dtype
-    rtol = {"float32": 2e-5, "float64": 1e-12}.get(dtype, 0)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=0, equal_nan=True,
-                               err_msg=f"{op_type} of {dtype}{shape} over {axes}")
+    plan = cases.reduce_case_plan("k", op_type, shape, axes, keepdims, dtype)
+    cases.check_reduce(run_plan, plan, op_type, shape, axes, keepdims, dtype)
 
 
 def test_load_fuses_a_product():
-    x = RNG.uniform(0.5, 1.5, (64, 1000)).astype(np.float32)
-    w = RNG.uniform(0.5, 1.5, 1000).astype(np.float32)
-    plan = reduce_plan("k", "Sum", x.shape, (1,), False, "float32", "float32",
-                       load="in0[idx] * in1[idx % 1000]", extra_inputs=[("const float*", "in1")])
-    [got] = run_plan(plan, [x, w])
-    np.testing.assert_allclose(got, (x * w).sum(axis=1), rtol=2e-5)
+    cases.check_load(run_plan, cases.load_plan("k"))
 
 
-def logits(shape, dtype):
-    x = RNG.normal(0, 4, shape).astype(dtype)
-    if x.size > 20:
-        x.reshape(-1)[[3, 11]] = [-np.inf, 80]
-    return x
-
-
-SOFTMAX = [((7,), 0), ((5, 3), 0), ((64, 1000), 1), ((8, 1024), 1), ((4, 1025), 1),
-           ((2, 16384), 1), ((2, 100000), 1), ((3, 4, 5), 1), ((1 << 16, 10), 1),
-           ((200, 3), 1)]
-
-
-@pytest.mark.parametrize("shape,axis", SOFTMAX)
+@pytest.mark.parametrize("shape,axis", cases.SOFTMAX_CASES + [((2, 100000), 1),
+                                                             ((1 << 16, 10), 1)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_softmax_family_matches_numpy(shape, axis, dtype):
-    tol = {"float32": 2e-5, "float64": 1e-12}[dtype]
-    x = logits(shape, dtype)
-    for op_type, fn in (("Softmax", runtime.softmax), ("LogSoftmax", runtime.log_softmax)):
-        [got] = run_plan(softmax_plan("k", op_type, shape, axis, dtype), [x])
-        np.testing.assert_allclose(got, fn(x, axis), rtol=tol, atol=tol, equal_nan=True,
-                                   err_msg=f"{op_type} of {dtype}{shape} along {axis}")
-    labels = RNG.dirichlet(np.ones(shape[axis]), shape[:axis] + shape[axis + 1:])
-    labels = np.moveaxis(labels, -1, axis).astype(dtype)
-    plan = xent_plan("k", "SoftmaxCrossEntropyWithLogits", shape, dtype, axis=axis,
-                     backprop=True)
-    loss, backprop = run_plan(plan, [labels, x])
-    with np.errstate(all="ignore"):
-        np.testing.assert_allclose(loss, runtime.softmax_xent(labels, x, axis), rtol=tol,
-                                   atol=tol, equal_nan=True)
-        np.testing.assert_allclose(backprop, runtime.softmax(x, axis) - labels, rtol=tol,
-                                   atol=tol)
-    if axis == len(shape) - 1:
-        classes = RNG.integers(0, shape[-1], shape[:-1])
-        if classes.size > 2:
-            classes.reshape(-1)[1] = shape[-1]  # out of range: NaN
-        plan = xent_plan("k", "SparseSoftmaxCrossEntropyWithLogits", shape, dtype,
-                         labels_dtype="int64", backprop=True)
-        loss, backprop = run_plan(plan, [classes, x])
-        valid = classes < shape[-1]
-        want = runtime.sparse_softmax_xent(np.where(valid, classes, 0), x)
-        np.testing.assert_allclose(loss[valid], want[valid], rtol=tol, atol=tol)
-        assert np.isnan(loss[~valid]).all() and np.isnan(backprop[~valid]).all()
-        onehot = np.eye(shape[-1], dtype=dtype)[np.where(valid, classes, 0)]
-        np.testing.assert_allclose(backprop[valid], (runtime.softmax(x) - onehot)[valid],
-                                   rtol=tol, atol=tol)
+    plans = cases.softmax_family_plans("k", shape, axis, dtype)
+    cases.check_softmax_family(run_plan, plans, shape, axis, dtype)
 
 
 def _time(plan, inputs, repeat=20):
