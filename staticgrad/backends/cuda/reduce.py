@@ -274,7 +274,8 @@ def reduce_plan(name: str, op_type: str, in_shape: tuple, axes: tuple, keepdims:
     kept, reduced, innermost_reduced = _merged_dims(in_shape, axes)
     if n_reduced == 0:
         reduced = []
-    index_t = "int" if math.prod(in_shape) < 2**31 - 2**24 else "long long"
+    # 32-bit index arithmetic where every index fits (with room for a chunk's overshoot)
+    index_t = "int" if max(math.prod(in_shape), n_out) < 2**31 - 2**24 else "long long"
     p1 = _choose_pass(n_out, n_reduced, innermost_reduced, kept[-1][0] if kept else 1,
                       may_split=True)
     load = load or "in0[idx]"
@@ -291,12 +292,10 @@ def reduce_plan(name: str, op_type: str, in_shape: tuple, axes: tuple, keepdims:
         return KernelPlan(helpers + "\n" + source, [launch], [], outputs)
 
     # two passes: partials of S chunks into scratch, then a pass over them
-    scratch = [Scratch((n_out * p1.S,), _SCRATCH_DTYPES[algebra.acc])]
-    partial_params = [f"{algebra.acc}* __restrict__ scratch0"]
-    if algebra.arg:
-        scratch.append(Scratch((n_out * p1.S,), "int64"))
-        partial_params.append("long long* __restrict__ scratch1")
-    first = _render_pass(name, comment + f" (partials of {p1.S} chunks)", inputs + partial_params,
+    partials = [(algebra.acc, "scratch0")] + ([("long long", "scratch1")] if algebra.arg else [])
+    scratch = [Scratch((n_out * p1.S,), _SCRATCH_DTYPES[c_type]) for c_type, _ in partials]
+    first = _render_pass(name, comment + f" (partials of {p1.S} chunks)",
+                         inputs + [f"{c_type}* __restrict__ {arg}" for c_type, arg in partials],
                          p1, kept, reduced, n_out, n_reduced, algebra, element, "r", None,
                          index_t)
     if p1.order == "r":  # partials [O, S]
@@ -305,12 +304,12 @@ def reduce_plan(name: str, op_type: str, in_shape: tuple, axes: tuple, keepdims:
         kept2, reduced2, inner2, inner_kept2 = [(n_out, 1)], [(p1.S, n_out)], False, n_out
     kept2 = [d for d in kept2 if d[0] > 1]
     p2 = _choose_pass(n_out, p1.S, inner2, inner_kept2, may_split=False)
-    final_params = [f"const {p.split('*')[0]}* __restrict__ {p.split()[-1]}"
-                    for p in partial_params] + [f"{out_c}* __restrict__ out0"]
+    final_params = [f"const {c_type}* __restrict__ {arg}" for c_type, arg in partials] + [
+        f"{out_c}* __restrict__ out0"]
     second = _render_pass(f"{name}_final", comment + " (the partials combined)", final_params,
                           p2, kept2, reduced2, n_out, p1.S, algebra, "scratch0[idx]",
                           "scratch1[idx]", finalize, "int")
-    scratch_args = [f"scratch{i}" for i in range(len(scratch))]
+    scratch_args = [arg for _, arg in partials]
     launches = [Launch(name, p1.grid(n_out), p1.X * p1.Y, 0, in_args + scratch_args),
                 Launch(f"{name}_final", p2.grid(n_out), p2.X * p2.Y, 0, scratch_args + ["out0"])]
     return KernelPlan("\n".join([helpers, first, second]), launches, scratch, outputs)
