@@ -37,7 +37,7 @@ REDUCE_CASES = [  # (op types, shape, axes, dtypes)
 
 SOFTMAX_CASES = [((7,), 0), ((5, 3), 0), ((16, 1000), 1), ((4, 1024), 1), ((2, 1025), 1),
                  ((2, 16384), 1), ((2, 20000), 1), ((3, 4, 5), 1), ((3000, 10), 1),
-                 ((200, 3), 1)]
+                 ((200, 3), 1), ((4, 0), 1), ((3, 0, 2), 2)]
 
 
 def reduce_cases(cases=REDUCE_CASES):
@@ -113,9 +113,10 @@ def check_load(run_plan, plan):
 
 
 def logits(shape, dtype):
+    """Normal logits with a -inf, a large one and a NaN (its row is all NaN)."""
     x = RNG.normal(0, 4, shape).astype(dtype)
-    if x.size > 20:
-        x.reshape(-1)[[3, 11]] = [-np.inf, 80]
+    if x.size > 40:
+        x.reshape(-1)[[3, 11, 37]] = [-np.inf, 80, np.nan]
     return x
 
 
@@ -125,7 +126,7 @@ def softmax_family_plans(name, shape, axis, dtype):
              for op_type in ("Softmax", "LogSoftmax")}
     plans["xent"] = xent_plan(f"{name}_xent", "SoftmaxCrossEntropyWithLogits", shape, dtype,
                               axis=axis, backprop=True)
-    if axis == len(shape) - 1:
+    if axis == len(shape) - 1 and shape[-1]:  # (no label is valid among 0 classes)
         plans["sparse"] = xent_plan(f"{name}_sparse", "SparseSoftmaxCrossEntropyWithLogits",
                                     shape, dtype, labels_dtype="int64", backprop=True)
     return plans
@@ -146,7 +147,7 @@ def check_softmax_family(run_plan, plans, shape, axis, dtype):
         np.testing.assert_allclose(loss, runtime.softmax_xent(labels, x, axis), rtol=tol,
                                    atol=tol, equal_nan=True, err_msg=f"xent of {where}")
         np.testing.assert_allclose(backprop, runtime.softmax(x, axis) - labels, rtol=tol,
-                                   atol=tol, err_msg=f"xent backprop of {where}")
+                                   atol=tol, equal_nan=True, err_msg=f"xent backprop of {where}")
     if "sparse" in plans:
         classes = RNG.integers(0, shape[-1], shape[:-1])
         if classes.size > 2:
@@ -155,8 +156,9 @@ def check_softmax_family(run_plan, plans, shape, axis, dtype):
         valid = classes < shape[-1]
         want = runtime.sparse_softmax_xent(np.where(valid, classes, 0), x)
         np.testing.assert_allclose(loss[valid], want[valid], rtol=tol, atol=tol,
-                                   err_msg=f"sparse xent of {where}")
+                                   equal_nan=True, err_msg=f"sparse xent of {where}")
         assert np.isnan(loss[~valid]).all() and np.isnan(backprop[~valid]).all()
         onehot = np.eye(shape[-1], dtype=dtype)[np.where(valid, classes, 0)]
         np.testing.assert_allclose(backprop[valid], (runtime.softmax(x) - onehot)[valid],
-                                   rtol=tol, atol=tol, err_msg=f"sparse backprop of {where}")
+                                   rtol=tol, atol=tol, equal_nan=True,
+                                   err_msg=f"sparse backprop of {where}")
