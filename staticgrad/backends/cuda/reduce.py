@@ -330,6 +330,16 @@ def _row_layout(n: int) -> tuple[int, int, int]:
     return G, max(G, 128), E if E <= (32 if G <= 32 else 16) else 0
 
 
+def _column_layout(rows: int, n: int, inner: int) -> tuple[int, int, int]:
+    """(G, X, 0) for rows of n elements `inner` apart: X neighbouring rows a block, a thread
+    each where they are many, else G threads a row (a shared-memory tree combines them)."""
+    if rows >= 32 * BLOCK * 4:  # enough to fill the GPU at a thread a row
+        return 1, BLOCK, 0
+    X = min(32, inner)
+    G = min(_pow2_floor(n // 8), _pow2_floor(BLOCK // X))
+    return G, max(X, BLOCK // G // X * X), 0
+
+
 def _softmax_source(kernel: str, comment: str, mode: str, shape: tuple[int, ...], axis: int,
                     dtype: str, params: list[str], backprop: bool = False) -> tuple[str, Launch]:
     val_t = C_TYPES[dtype]
@@ -338,13 +348,13 @@ def _softmax_source(kernel: str, comment: str, mode: str, shape: tuple[int, ...]
     inner = math.prod(shape[axis + 1:])
     if inner == 1:
         G, threads, E = _row_layout(n)
-        layout, grid = "rows", -(-rows // (threads // G))
+        X, layout, grid = threads // G, "rows", -(-rows // (threads // G))
     else:
-        G, threads, E = 1, BLOCK, 0
-        layout, grid = "columns", -(-rows // threads)
+        G, X, E = _column_layout(rows, n, inner)
+        threads, layout, grid = X * G, "columns", -(-rows // X)
     source = _drop_blank_lines(render_template(
         "cuda/softmax.cu.j2", kernel=kernel, comment=comment, mode=mode, layout=layout, G=G,
-        threads=threads, E=E, N=n, ROWS=rows, INNER=inner, val_t=val_t, params=params,
+        threads=threads, E=E, X=X, N=n, ROWS=rows, INNER=inner, val_t=val_t, params=params,
         logits="in0" if mode in ("softmax", "log_softmax") else "in1", backprop=backprop,
         neg_inf=_infinity(val_t, -1), nan=_nan(val_t)))
     args = [p.split()[-1] for p in params]
