@@ -92,7 +92,8 @@ def _plans():
     load = cases.load_plan("load")
     plans["Sum with a load"] = (load, lambda run: cases.check_load(run, load))
     for i, (shape, axis) in enumerate(cases.SOFTMAX_CASES):
-        for dtype in ("float32", "float64"):
+        # float64 on long rows too would add 20 s of 1024 threads meeting at barriers
+        for dtype in ("float32", "float64") if shape[axis] <= 8192 else ("float32",):
             family = cases.softmax_family_plans(f"s{i}_{dtype}", shape, axis, dtype)
             for what, plan in family.items():
                 plans[f"{what} {dtype}{list(shape)} axis {axis}"] = (plan, None)
