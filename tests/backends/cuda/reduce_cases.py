@@ -29,6 +29,8 @@ REDUCE_CASES = [  # (op types, shape, axes, dtypes)
     (["Sum", "Mean", "Max"], (16, 33, 2, 3), (0, 1, 2, 3), ["float32"]),
     (["Sum", "Mean", "Prod"], (3, 0, 2), (1,), ["float32", "int32"]),
     (["Sum", "Mean", "Max"], (6, 5), (), ["float32"]),
+    (["ArgMax", "ArgMin", "Sum", "Max"], (200, 40), (1,), ["float32", "int32"]),  # 8 a row
+    (["ArgMax", "ArgMin", "Min"], (3, 500), (0,), ["float64"]),  # a thread a column
     (["All", "Any"], (30, 500), (1,), ["bool"]),
     (["All", "Any"], (300, 50), (0,), ["bool"]),
     (["All", "Any"], (1 << 16,), (0,), ["bool"]),
