@@ -47,7 +47,9 @@ def run_plan(plan, inputs):
 ALL_CASES = list(cases.reduce_cases()) + list(cases.reduce_cases(LARGE_CASES))
 
 
-@pytest.mark.parametrize("op_type,shape,axes,keepdims,dtype", ALL_CASES)
+@pytest.mark.parametrize("op_type,shape,axes,keepdims,dtype", ALL_CASES, ids=[
+    f"{op} {dtype}{list(shape)} axes{list(axes)} keepdims={keep}"
+    for op, shape, axes, keep, dtype in ALL_CASES])
 def test_reduce_matches_numpy(op_type, shape, axes, keepdims, dtype):
     plan = cases.reduce_case_plan("k", op_type, shape, axes, keepdims, dtype)
     cases.check_reduce(run_plan, plan, op_type, shape, axes, keepdims, dtype)
@@ -57,8 +59,11 @@ def test_load_fuses_a_product():
     cases.check_load(run_plan, cases.load_plan("k"))
 
 
-@pytest.mark.parametrize("shape,axis", cases.SOFTMAX_CASES + [((2, 100000), 1),
-                                                             ((1 << 16, 10), 1)])
+SOFTMAX_CASES = cases.SOFTMAX_CASES + [((2, 100000), 1), ((1 << 16, 10), 1)]
+
+
+@pytest.mark.parametrize("shape,axis", SOFTMAX_CASES,
+                         ids=[f"{list(shape)} axis {axis}" for shape, axis in SOFTMAX_CASES])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_softmax_family_matches_numpy(shape, axis, dtype):
     plans = cases.softmax_family_plans("k", shape, axis, dtype)
