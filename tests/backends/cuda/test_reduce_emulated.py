@@ -1,0 +1,150 @@
+"""The CUDA reductions and softmax kernels' own text, compiled as host C++ by g++ over a small
+emulation of CUDA (a block's threads are std::threads, __syncthreads a std::barrier, warp
+shuffles a barrier-fenced exchange), run on the CPU against the ops' NumPy kernels. It checks
+the kernels' index arithmetic, their reductions across threads and the two-pass plans'
+partials where no GPU is at hand; what only a GPU shows (timing, the memory model, real warp
+divergence) is test_reduce_gpu.py's."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from . import reduce_cases as cases
+
+EMULATION = r"""
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <utility>
+#include <vector>
+using std::exp;
+using std::log;
+
+struct sg_dim3 { int x = 0, y = 0, z = 0; };
+static thread_local sg_dim3 threadIdx, blockIdx;
+static std::barrier<>* sg_block_barrier;
+static unsigned long long sg_lanes[1024];  // each thread's value in a shuffle
+
+#define __global__
+#define __device__
+#define __shared__ static
+#define __launch_bounds__(n)
+
+inline void __syncthreads() { sg_block_barrier->arrive_and_wait(); }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+
+// every thread of the block reaches each shuffle (the kernels shuffle in uniform code only)
+template <typename T> T sg_shuffle_from(T v, int source) {
+    static_assert(sizeof(T) <= 8);
+    std::memcpy(&sg_lanes[threadIdx.x], &v, sizeof(T));
+    __syncthreads();
+    T got;
+    std::memcpy(&got, &sg_lanes[source], sizeof(T));
+    __syncthreads();
+    return got;
+}
+template <typename T> T __shfl_down_sync(unsigned, T v, int delta, int width) {
+    const int lane = threadIdx.x % width;
+    return sg_shuffle_from(v, lane + delta < width ? threadIdx.x + delta : threadIdx.x);
+}
+template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int width) {
+    return sg_shuffle_from(v, threadIdx.x ^ mask);
+}
+
+template <typename... A, std::size_t... I>
+void sg_call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
+    kernel(static_cast<A>(args[I])...);
+}
+template <typename... A> void sg_launch(void (*kernel)(A...), int grid, int block, void** args) {
+    std::barrier<> barrier(block);
+    sg_block_barrier = &barrier;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < block; ++t)
+        threads.emplace_back([=, &barrier] {
+            threadIdx.x = t;
+            for (int b = 0; b < grid; ++b) {
+                blockIdx.x = b;
+                sg_call(kernel, args, std::index_sequence_for<A...>{});
+                barrier.arrive_and_wait();  // the next block reuses the shared memory
+            }
+        });
+    for (auto& thread : threads) thread.join();
+}
+"""
+
+
+def _plans():
+    """{case: (plan, check)} of every case, each kernel named apart for one library; a plan
+    of None is checked with others' (the softmax family's)."""
+    plans = {}
+    for i, case in enumerate(cases.reduce_cases()):
+        op_type, shape, axes, keepdims, dtype = case
+        plan = cases.reduce_case_plan(f"r{i}", *case)
+        plans[f"{op_type} {dtype}{list(shape)} axes{list(axes)} keepdims={keepdims}"] = (
+            plan, lambda run, plan=plan, case=case: cases.check_reduce(run, plan, *case))
+    load = cases.load_plan("load")
+    plans["Sum with a load"] = (load, lambda run: cases.check_load(run, load))
+    for i, (shape, axis) in enumerate(cases.SOFTMAX_CASES):
+        # float64 on long rows too would add 20 s of 1024 threads meeting at barriers
+        for dtype in ("float32", "float64") if shape[axis] <= 8192 else ("float32",):
+            family = cases.softmax_family_plans(f"s{i}_{dtype}", shape, axis, dtype)
+            for what, plan in family.items():
+                plans[f"{what} {dtype}{list(shape)} axis {axis}"] = (plan, None)
+            plans[f"softmax family {dtype}{list(shape)} axis {axis}"] = (
+                None, lambda run, family=family, shape=shape, axis=axis, dtype=dtype:
+                cases.check_softmax_family(run, family, shape, axis, dtype))
+    return plans
+
+
+PLANS = _plans()
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    """The kernels of every plan and a launcher of each, built into one shared library."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ is not installed")
+    parts = [EMULATION]
+    for plan, _ in PLANS.values():
+        if plan is None:
+            continue
+        parts.append(plan.source)
+        for launch in plan.launches:
+            parts.append(f'extern "C" void launch_{launch.kernel}(int grid, int block, '
+                         f'void** args) {{ sg_launch({launch.kernel}, grid, block, args); }}')
+    folder = tmp_path_factory.mktemp("emulated")
+    (folder / "kernels.cpp").write_text("\n".join(parts))
+    done = subprocess.run([gxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+                           "-o", str(folder / "kernels.so"), str(folder / "kernels.cpp")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-5000:]
+    return ctypes.CDLL(str(folder / "kernels.so"))
+
+
+def _runner(library):
+    def run_plan(plan, inputs):
+        arrays = {f"in{i}": np.ascontiguousarray(x) for i, x in enumerate(inputs)}
+        arrays |= {f"out{i}": np.full(shape, 123, dtype)
+                   for i, (shape, dtype) in enumerate(plan.outputs)}
+        arrays |= {f"scratch{i}": np.full(s.shape, 77, s.dtype)  # uninitialised on a GPU
+                   for i, s in enumerate(plan.scratch)}
+        for launch in plan.launches:
+            args = (ctypes.c_void_p * len(launch.args))(
+                *[arrays[a].ctypes.data for a in launch.args])
+            getattr(library, f"launch_{launch.kernel}")(launch.grid, launch.block, args)
+        return [arrays[f"out{i}"] for i in range(len(plan.outputs))]
+    return run_plan
+
+
+@pytest.mark.parametrize("case", [c for c, (_, check) in PLANS.items() if check is not None])
+def test_kernels_match_numpy(library, case):
+    _, check = PLANS[case]
+    check(_runner(library))
