@@ -51,6 +51,8 @@ class FusePolicy:
     #                            shape (a CUDA kernel indexes each input by its own strides)
     admits: Callable[[Node], bool] | None = None  # the backend's say on each node (None: yes):
     #                            one its generated kernels can write, on its device
+    max_inputs: int | None = None  # the most values a group may read from outside (a CUDA
+    #                            kernel's parameters have a size limit)
 
     def __post_init__(self):
         self.reductions = frozenset(self.reductions)
@@ -73,6 +75,7 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
     merged_into: dict[int, int] = {}     # group number -> the group it was merged into
     members: dict[int, list[Node]] = {}
     domain_of: dict[int, tuple] = {}
+    reads: dict[int, set] = {}           # group number -> id(Value) of what it reads from outside
     closed: set[int] = set()
     numbers = itertools.count()
 
@@ -94,6 +97,11 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
         if assigns and any(reads_variable(v) for v in node.runtime_inputs()):
             domain = None  # a group runs late: its variable reads could cross an assignment
         joinable = [g for g in read if g not in closed and domain_of[g] == domain]
+        outside = {id(v) for v in node.runtime_inputs()
+                   if v.producer is None or id(v.producer) not in group_of}
+        if policy.max_inputs is not None and joinable and \
+                len(outside.union(*[reads[g] for g in joinable])) > policy.max_inputs:
+            joinable = []  # one kernel would take too many arrays: the node starts anew
         if domain is None or (not joinable and node.type in reductions):
             closed.update(read)  # an outside reader closes the groups it reads
             continue
@@ -103,9 +111,11 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
             for other in joinable[1:]:
                 merged_into[other] = g
                 members[g].extend(members.pop(other))
+                reads[g] |= reads.pop(other)
         else:
             g = next(numbers)
-            members[g], domain_of[g] = [], domain
+            members[g], domain_of[g], reads[g] = [], domain, set()
+        reads[g] |= outside
         members[g].append(node)
         group_of[id(node)] = g
 

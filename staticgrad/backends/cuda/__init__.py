@@ -12,8 +12,8 @@ anywhere. Running does: the first run of a plan imports CuPy and compiles its ke
 (NVRTC), and raises BackendUnavailableError, saying why, where either is missing.
 
 Its plans are partitioned (passes/partition.py): host-only ops (strings, summaries, Print,
-py_func) run on its host, the NumPy backend, in the same run(), with a Transfer on every
-edge between the two. Variables live on the GPU, as CuPy arrays, between runs.
+py_func) and ops placed on the CPU (`with sg.device("/cpu:0")`) run on its host, the NumPy
+backend, in the same run(), with a Transfer on every edge between the two. Variables live on the GPU, as CuPy arrays, between runs.
 
 Its policies: fusion of elementwise chains of any size, with broadcasting, into one kernel
 each (FUSE); a sum of a whole value inside its group; every intermediate freed after its
@@ -23,12 +23,14 @@ last use (back to CuPy's memory pool).
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import linecache
 
 import numpy as np
 
 from ... import runtime as host_runtime
+from ...devices import parse
 from ...errors import UnimplementedError
 from ...ir import Node, Program
 from ...ops.table import REGISTRY
@@ -44,6 +46,9 @@ from .render import render
 
 # ops of regions, written as Python control flow around the kernels (the NumPy backend's)
 REGION_OPS = frozenset({"If", "While", "WhileGrad", "Scan"})
+# the most arrays a fused group's kernel reads: 8-byte pointers within the 4 KB of
+# parameters every CUDA version and GPU allows (newer ones allow 32 KB), its outputs beside
+MAX_KERNEL_INPUTS = 400
 # ops the GPU runs by their reference kernel's text on CuPy for now (its reductions, cuBLAS
 # for matmul), until their templates (reduce.py) take over; a variable's read (V['w'])
 THROUGH_CUPY = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax",
@@ -59,7 +64,8 @@ class CudaBackend(Backend):
 
     def __init__(self):
         self.fuse_policy = FusePolicy(min_elements=1, scalar_broadcasts=True, broadcasts=True,
-                                      reductions={"Sum"}, integers=True, admits=self._fusable)
+                                      reductions={"Sum"}, integers=True, admits=self._fusable,
+                                      max_inputs=MAX_KERNEL_INPUTS)
 
     @property
     def late_passes(self) -> tuple:
@@ -77,9 +83,11 @@ class CudaBackend(Backend):
                 or op_type in library.LIBRARY_OPS or op_type in THROUGH_CUPY)
 
     def place(self, node: Node) -> str:
-        """The host for what touches strings (object arrays: never on a GPU), else as the
-        base class says."""
-        if any(v.dtype.is_string for v in (*node.inputs, *node.outputs)):
+        """The host for an op placed on the CPU (`sg.device("/cpu:0")`) and for what touches
+        strings (object arrays: never on a GPU), else as the base class says."""
+        op = node.origin
+        if (op is not None and op.device and _on_cpu(op.device)) or \
+                any(v.dtype.is_string for v in (*node.inputs, *node.outputs)):
             if self.host_backend is not None and self.host_backend.supports(node.type):
                 return self.host
         return super().place(node)
@@ -162,6 +170,12 @@ class _DeviceGenerator:
         if self._generator is None:
             self._generator = load_runtime().cp.random.default_rng(self.seed)
         return getattr(self._generator, name)
+
+
+@functools.lru_cache(maxsize=256)
+def _on_cpu(device: str) -> bool:
+    """Does the device name `device` (an op's, checked when it was made) name the CPU?"""
+    return parse(device).device_type == "CPU"
 
 
 def _free_after_last_use(program: Program) -> Program:

@@ -167,3 +167,35 @@ def test_a_node_named_as_a_sums_kernel_does_not_shadow_it(device, first):
             got = gpu.run([s, y], xv)
     for a, w in zip(got, want):
         np.testing.assert_allclose(a, w, rtol=1e-6)
+
+
+def test_ops_placed_on_the_cpu_run_on_the_host_within_the_plan(g, device):
+    x = sg.placeholder(sg.float32, [3], name="x")
+    with sg.device("/cpu:0"):
+        a = sg.exp(x, name="on_cpu")
+    with sg.device("/gpu:0"):
+        b = sg.tanh(a, name="on_gpu")
+    feed = {x: np.array([0.5, -1.0, 2.0], np.float32)}
+    with sg.Session(backend="cuda") as sess:
+        source = sess.source(b, feed)
+        np.testing.assert_allclose(sess.run(b, feed), np.tanh(np.exp(feed[x])), rtol=1e-6)
+    assert "on_cpu = np.exp(x)" in source
+    assert "on_cpu_to_cuda = crt.to_device(on_cpu)" in source
+    assert "k_tanh(" in source
+
+
+def test_a_kernel_reads_at_most_max_kernel_inputs_arrays(g, device):
+    """A chain over many fed arrays is cut into several kernels, each within the parameter
+    space CUDA allows (found by an attack: 700 inputs made one kernel of 701 pointers)."""
+    from staticgrad.backends.cuda import MAX_KERNEL_INPUTS
+    xs = [sg.placeholder(sg.float32, [4], name=f"x{i}") for i in range(MAX_KERNEL_INPUTS + 50)]
+    y = xs[0]
+    for v in xs[1:]:
+        y = y * 0.5 + v
+    feed = {v: np.full(4, i % 7, np.float32) for i, v in enumerate(xs)}
+    with sg.Session(backend="cuda") as gpu, sg.Session() as host:
+        source = gpu.source(y, feed)
+        np.testing.assert_allclose(gpu.run(y, feed), host.run(y, feed), rtol=1e-5)
+    kernels = source.split('extern "C"')[1:]
+    assert len(kernels) >= 2
+    assert max(k.count("__restrict__ in") for k in kernels) <= MAX_KERNEL_INPUTS
