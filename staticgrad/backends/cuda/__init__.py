@@ -13,7 +13,8 @@ anywhere. Running does: the first run of a plan imports CuPy and compiles its ke
 
 Its plans are partitioned (passes/partition.py): host-only ops (strings, summaries, Print,
 py_func) and ops placed on the CPU (`with sg.device("/cpu:0")`) run on its host, the NumPy
-backend, in the same run(), with a Transfer on every edge between the two. Variables live on the GPU, as CuPy arrays, between runs.
+backend, in the same run(), with a Transfer on every edge between the two. Variables live
+on the GPU, as CuPy arrays, between runs.
 
 Its policies: fusion of elementwise chains of any size, with broadcasting, into one kernel
 each (FUSE); a sum of a whole value inside its group; every intermediate freed after its
