@@ -37,6 +37,7 @@ from ...ir import Node, Program, Value
 from ..numpy.render import RESERVED, _NumpyWalk
 from . import library
 from .elementwise import kernel_ok, render_elementwise
+from .templates import template_plan
 
 CUDA_RESERVED = RESERVED | {"cp", "crt", "CUDA_SOURCE"}
 
@@ -109,10 +110,16 @@ class _CudaWalk(_NumpyWalk):
     def node(self, node: Node) -> None:
         if node.type == "Transfer":
             self._transfer(node)
-        elif id(node) not in self.held and self.on_device(node) and kernel_ok(node):
+        elif not self.on_device(node):
+            super().node(node)
+        elif kernel_ok(node):
             self._kernel(node)
         else:
-            super().node(node)
+            plan = template_plan(node, self._reserve)
+            if plan is not None:
+                self._template(node, plan)
+            else:
+                super().node(node)
 
     def regions(self, node: Node) -> None:
         self.xp = "cp" if self.on_device(node) else "np"
@@ -152,6 +159,42 @@ class _CudaWalk(_NumpyWalk):
         self.computed(node.origin)
         for v in node.outputs:
             self.alias.discard(id(v))
+        if self.free_after:
+            self.free(node)
+
+    def _reserve(self, base: str) -> str:
+        """A kernel name `p` with `p_final` unused too (a plan's second kernel), both taken."""
+        while True:
+            name = self.names.make(base)
+            if f"{name}_final" not in self.names.used:
+                self.names.used.add(f"{name}_final")
+                return name
+
+    def _template(self, node: Node, plan) -> None:
+        """A reduction, softmax or cross-entropy: its template's kernels (reduce.py), the
+        outputs and scratch arrays they write, and their launches."""
+        names, expr = self.names, self.expr
+        refs = {f"in{k}": self.dense(v, node) for k, v in enumerate(node.runtime_inputs())}
+        body = [comment(node.origin)]
+        for k, (v, (shape, dtype)) in enumerate(zip(node.outputs, plan.outputs)):
+            name = expr[id(v)] = names.make(v.name)
+            refs[f"out{k}"] = name
+            body.append(f"{name} = cp.empty({tuple(shape)!r}, dtype=cp.{dtype})")
+        for k, scratch in enumerate(plan.scratch):
+            refs[f"scratch{k}"] = names.make(f"{node.outputs[0].name}_scratch")
+            body.append(f"{refs[f'scratch{k}']} = cp.empty({tuple(scratch.shape)!r}, "
+                        f"dtype=cp.{scratch.dtype})")
+        for launch in plan.launches:
+            args = ", ".join(refs[a] for a in launch.args)
+            shared = f", shared_mem={launch.shared}" if launch.shared else ""
+            body.append(f"{launch.kernel}(({launch.grid},), ({launch.block},), ({args},){shared})")
+            if launch.kernel not in self.kernel_names:
+                self.kernel_names.append(launch.kernel)
+        if plan.scratch:
+            body.append(f"del {', '.join(refs[f'scratch{k}'] for k in range(len(plan.scratch)))}")
+        self.cu.append(plan.source)
+        self.body.extend(body)
+        self.computed(node.origin)
         if self.free_after:
             self.free(node)
 

@@ -1,10 +1,10 @@
 """CuPy stood in for on the CPU, for the CUDA backend's tests on machines without a GPU.
 
 Arrays are NumPy's. A RawModule compiles the generated CUDA source as C++ with g++, behind a
-few lines that give CUDA's names a meaning on the CPU, and a kernel launch runs the grid's
-blocks one after the other with one thread each (the kernels stride by gridDim * blockDim,
-so one thread a block still covers every element, and a block's sum of one thread is that
-thread's). What a GPU alone can show (timing, races, NVRTC itself) it does not; what it
+few lines that give CUDA's names a meaning on the CPU (SHIM): a launch runs the block's
+threads as std::threads, each taking the grid's blocks in turn, `__syncthreads` is a barrier
+and a warp shuffle an exchange between two barriers (the kernels shuffle in code every thread
+of the block runs). What a GPU alone can show (timing, races, NVRTC itself) it does not; what it
 does show: that the host code and its kernels compute what the NumPy backend computes, and
 that every array a kernel is given is dense and of the C type its parameter declares. Every
 array `empty` makes is filled with NaN (or a pattern) first: a kernel that leaves an element
@@ -27,48 +27,115 @@ import numpy as np
 CXX = shutil.which("g++") or shutil.which("c++")
 
 SHIM = r"""
+#include <barrier>
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <utility>
+#include <vector>
 using namespace std;
-struct sg_dim3 { unsigned x, y, z; };
-static sg_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0}, blockDim = {1, 1, 1},
-               gridDim = {1, 1, 1};
-extern "C" void sg_emu_set(unsigned block, unsigned grid) { blockIdx.x = block; gridDim.x = grid; }
+
+struct sg_dim3 { unsigned x = 0, y = 0, z = 0; };
+static thread_local sg_dim3 threadIdx, blockIdx;
+static sg_dim3 blockDim, gridDim;
+static std::barrier<>* sg_block_barrier;
+static unsigned long long sg_lanes[1024];  // each thread's value in a shuffle
+
 #define __global__
 #define __device__
-#define __launch_bounds__(n)
 #define __shared__ static
-inline void __syncthreads() {}
-template <typename T> inline T __shfl_down_sync(unsigned, T, int) { return T(0); }
-inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
-inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
+#define __launch_bounds__(n)
+
+inline void __syncthreads() { sg_block_barrier->arrive_and_wait(); }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+
+// every thread of the block reaches each shuffle (the kernels shuffle in uniform code only)
+template <typename T> T sg_shuffle_from(T v, unsigned source) {
+    static_assert(sizeof(T) <= 8);
+    std::memcpy(&sg_lanes[threadIdx.x], &v, sizeof(T));
+    __syncthreads();
+    T got;
+    std::memcpy(&got, &sg_lanes[source], sizeof(T));
+    __syncthreads();
+    return got;
+}
+template <typename T> T __shfl_down_sync(unsigned, T v, int delta, int width = 32) {
+    const unsigned lane = threadIdx.x % width;
+    return sg_shuffle_from(v, lane + delta < unsigned(width) ? threadIdx.x + delta : threadIdx.x);
+}
+template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+    return sg_shuffle_from(v, threadIdx.x ^ mask);
+}
+
+// a launch: `block` threads, each running the grid's blocks in turn (a barrier between)
+template <typename... A, std::size_t... I>
+void sg_call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
+    kernel(static_cast<A>(args[I])...);
+}
+template <typename... A> void sg_launch(void (*kernel)(A...), int grid, int block, void** args) {
+    std::barrier<> barrier(block);
+    sg_block_barrier = &barrier;
+    blockDim.x = block;
+    gridDim.x = grid;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < block; ++t)
+        threads.emplace_back([=, &barrier] {
+            threadIdx.x = t;
+            for (int b = 0; b < grid; ++b) {
+                blockIdx.x = b;
+                sg_call(kernel, args, std::index_sequence_for<A...>{});
+                barrier.arrive_and_wait();  // the next block reuses the shared memory
+            }
+        });
+    for (auto& thread : threads) thread.join();
+}
 """
 
 C_DTYPES = {"float": "float32", "double": "float64", "bool": "bool", "int": "int32",
             "long long": "int64", "signed char": "int8", "short": "int16",
             "unsigned char": "uint8"}
-_KERNEL = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(([^)]*)\)')
+_KERNEL = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+\)\s+(\w+)\(([^)]*)\)')
 _built: dict[str, ctypes.CDLL] = {}
 _folder = tempfile.mkdtemp(prefix="sg-cuda-emulator-")
 
 
+FLAGS = ["-std=c++20", "-O1", "-fPIC", "-pthread", "-w"]
+
+
+def _shim() -> None:
+    """SHIM as a header beside the sources, precompiled once (each kernel's compile then
+    skips parsing the standard headers it includes)."""
+    header = os.path.join(_folder, "sg_shim.h")
+    if not os.path.exists(header + ".gch"):
+        with open(header, "w") as f:
+            f.write("#pragma once\n" + SHIM)
+        subprocess.run([CXX, *FLAGS, "-x", "c++-header", header, "-o", header + ".gch"],
+                       check=True, capture_output=True, text=True)
+
+
 class RawModule:
     def __init__(self, code: str, options=()):
+        _shim()
         key = hashlib.sha256(code.encode()).hexdigest()[:20]
         if key not in _built:
             source = os.path.join(_folder, f"{key}.cpp")
             library = os.path.join(_folder, f"{key}.so")
+            launchers = [f'extern "C" void launch_{name}(int grid, int block, void** args) '
+                         f'{{ sg_launch({name}, grid, block, args); }}'
+                         for name, _ in _KERNEL.findall(code)]
             with open(source, "w") as f:
-                f.write(SHIM + code)
-            subprocess.run([CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-o", library,
-                            source], check=True, capture_output=True, text=True)
+                f.write("\n".join(['#include "sg_shim.h"', code, *launchers]))
+            subprocess.run([CXX, *FLAGS, "-shared", "-I", _folder, "-o", library, source],
+                           check=True, capture_output=True, text=True)
             _built[key] = ctypes.CDLL(library)
         self.lib = _built[key]
         self.params = {m.group(1): [_c_dtype(p) for p in m.group(2).split(",")]
                        for m in _KERNEL.finditer(code)}
 
     def get_function(self, name: str):
-        fn, dtypes, set_block = getattr(self.lib, name), self.params[name], self.lib.sg_emu_set
+        fn, dtypes = getattr(self.lib, f"launch_{name}"), self.params[name]
         fn.restype = None
 
         def launch(grid, block, args, shared_mem=0):
@@ -78,10 +145,8 @@ class RawModule:
                 assert isinstance(a, np.ndarray) and a.flags.c_contiguous, \
                     f"{name}: argument {k} is not a dense array: {type(a)}"
                 assert a.dtype == dtype, f"{name}: argument {k} is {a.dtype}, not {dtype}"
-            pointers = [ctypes.c_void_p(a.ctypes.data) for a in args]
-            for b in range(grid[0]):
-                set_block(b, grid[0])
-                fn(*pointers)
+            pointers = (ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
+            fn(int(grid[0]), int(block[0]), pointers)
         return launch
 
 

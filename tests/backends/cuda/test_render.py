@@ -23,7 +23,7 @@ from tests.ops.test_gradients import _build
 
 NVCC = shutil.which("nvcc") or next((p for p in ["/usr/local/cuda/bin/nvcc"]
                                      if os.path.exists(p)), None)
-_KERNEL_NAME = re.compile(r"__launch_bounds__\(\d+\) (\w+)\(")
+_KERNEL_NAME = re.compile(r"__launch_bounds__\(\d+\)\s+(\w+)\(")
 
 
 def test_source_needs_neither_cupy_nor_a_gpu(g):
