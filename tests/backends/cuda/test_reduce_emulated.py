@@ -15,69 +15,9 @@ import numpy as np
 import pytest
 
 from . import reduce_cases as cases
+from .emulator import SHIM
 
-EMULATION = r"""
-#include <barrier>
-#include <cmath>
-#include <cstring>
-#include <thread>
-#include <utility>
-#include <vector>
-using std::exp;
-using std::log;
-
-struct sg_dim3 { int x = 0, y = 0, z = 0; };
-static thread_local sg_dim3 threadIdx, blockIdx;
-static std::barrier<>* sg_block_barrier;
-static unsigned long long sg_lanes[1024];  // each thread's value in a shuffle
-
-#define __global__
-#define __device__
-#define __shared__ static
-#define __launch_bounds__(n)
-
-inline void __syncthreads() { sg_block_barrier->arrive_and_wait(); }
-inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
-inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
-
-// every thread of the block reaches each shuffle (the kernels shuffle in uniform code only)
-template <typename T> T sg_shuffle_from(T v, int source) {
-    static_assert(sizeof(T) <= 8);
-    std::memcpy(&sg_lanes[threadIdx.x], &v, sizeof(T));
-    __syncthreads();
-    T got;
-    std::memcpy(&got, &sg_lanes[source], sizeof(T));
-    __syncthreads();
-    return got;
-}
-template <typename T> T __shfl_down_sync(unsigned, T v, int delta, int width) {
-    const int lane = threadIdx.x % width;
-    return sg_shuffle_from(v, lane + delta < width ? threadIdx.x + delta : threadIdx.x);
-}
-template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int width) {
-    return sg_shuffle_from(v, threadIdx.x ^ mask);
-}
-
-template <typename... A, std::size_t... I>
-void sg_call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
-    kernel(static_cast<A>(args[I])...);
-}
-template <typename... A> void sg_launch(void (*kernel)(A...), int grid, int block, void** args) {
-    std::barrier<> barrier(block);
-    sg_block_barrier = &barrier;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < block; ++t)
-        threads.emplace_back([=, &barrier] {
-            threadIdx.x = t;
-            for (int b = 0; b < grid; ++b) {
-                blockIdx.x = b;
-                sg_call(kernel, args, std::index_sequence_for<A...>{});
-                barrier.arrive_and_wait();  // the next block reuses the shared memory
-            }
-        });
-    for (auto& thread : threads) thread.join();
-}
-"""
+EMULATION = SHIM  # (the emulator's: CUDA's names on the CPU, and sg_launch)
 
 
 def _plans():
