@@ -92,63 +92,19 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
     `ref(value)` is how the host code refers to a device array it passes in, `out_name(v)`
     the host name of an output, `make_name(text)` a fresh host name (for a sum's parts).
     """
-    members = list(node.members) or [node]
-    last = members[-1]
-    domain = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape.dims
-    n = math.prod(domain)
-    scalars = node.attrs.get("scalars", {}) if node.members else {}
-    inside = {id(v) for m in members for v in m.outputs}
-
-    local: dict[int, str] = {}       # id(Value) -> its name in the kernel
-    params, args, loads, hoisted = [], [], [], []
-    coords: set[int] = set()         # axes whose coordinate an input's index needs
-
-    def read_input(v: Value) -> None:
-        if id(v) in local or id(v) in inside:
-            return
-        ctype = C_TYPES[v.dtype.name]
-        if v.const is not None and _one_number(v.const):
-            local[id(v)] = c_literal(v.const.flat[0], v.dtype.name)  # one number throughout
-            return
-        k = len(params)
-        params.append(f"const {ctype}* __restrict__ in{k}")
-        args.append(ref(v))
-        name = local[id(v)] = f"x{k}"
-        if v.shape.num_elements() == 1:
-            hoisted.append(f"const {ctype} {name} = in{k}[0];")
-        else:
-            index = _index(v.shape.dims, domain, coords)
-            loads.append(f"const {ctype} {name} = in{k}[{index}];")
-
-    for m in members:
-        for v in m.runtime_inputs():
-            source = scalars.get(id(v))
-            if source is not None:
-                read_input(source)
-                local[id(v)] = local[id(source)]
-            else:
-                read_input(v)
-
-    body, sums, outs = [], [], []
+    e = _elements(node, ref)
+    members, domain, n, params, args, body = e.members, e.domain, e.n, e.params, e.args, e.body
+    sums, outs = [], []
     wanted = {id(v) for v in node.outputs} if node.members else {id(node.outputs[0])}
-    for i, m in enumerate(members):
+    for m in members:
         (v,) = m.outputs
         if m.type == "Sum":
-            k = len(sums)
-            sums.append((v, local[id(m.inputs[0])]))
-            body.append(f"acc{k} += (double){local[id(m.inputs[0])]};")
-            continue
-        ctype = C_TYPES[v.dtype.name]
-        local[id(v)] = f"v{i}"
-        expr = _wrapping(m.type, v.dtype.name) or C.format(m.opdef.expr)
-        expr = expr.format(*[local[id(x)] for x in m.inputs])
-        body.append(comment(m.origin, "//") if m.origin is not None else f"// {m.type}")
-        body.append(f"const {ctype} v{i} = ({ctype})({expr});")
-        if id(v) in wanted:
-            k = len(outs)
+            body.append(f"acc{len(sums)} += (double){e.local[id(m.inputs[0])]};")
+            sums.append((v, e.local[id(m.inputs[0])]))
+        elif id(v) in wanted:
+            params.append(f"{C_TYPES[v.dtype.name]}* __restrict__ out{len(outs)}")
+            body.append(f"out{len(outs)}[i] = {e.local[id(v)]};")
             outs.append(v)
-            params.append(f"{ctype}* __restrict__ out{k}")
-            body.append(f"out{k}[i] = v{i};")
 
     host = []
     for v in outs:
@@ -168,11 +124,11 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
     lines = [head, f"extern \"C\" __global__ void __launch_bounds__({BLOCK}) {kname}(",
              "    " + ",\n    ".join(params) + ")", "{"]
     lines += [f"    double acc{k} = 0;" for k in range(len(sums))]
-    lines += ["    " + h for h in hoisted]
+    lines += ["    " + h for h in e.hoisted]
     lines.append(f"    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
                  f"i < {n}LL; i += (long long)gridDim.x * blockDim.x) {{")
-    lines += ["        " + c for c in _coordinates(domain, coords)]
-    lines += ["        " + line for line in loads + body]
+    lines += ["        " + c for c in _coordinates(domain, e.coords)]
+    lines += ["        " + line for line in e.loads + body]
     lines.append("    }")
     for k in range(len(sums)):
         lines.append(f"    acc{k} = sg_block_sum(acc{k});")
@@ -206,6 +162,83 @@ def _one_number(c) -> bool:
     if c.dtype.kind == "f" and first != first:
         return bool(np.isnan(c).all())
     return bool((c == first).all())
+
+
+def element_function(node: Node, fname: str, ref):
+    """(the C text of a __device__ function `fname(i, in0, in1...)` giving element i of the
+    single output of `node`, an elementwise node or a fused group without sums; the host
+    references of its array parameters; their C parameter types): what a reduction's kernel
+    calls to read its input (reduce.py's `load`) where that input is never written out."""
+    e = _elements(node, ref)
+    (out,) = node.outputs
+    ctype = C_TYPES[out.dtype.name]
+    lines = [f"// {len(e.members)} elementwise ops computed where a reduction reads them",
+             f"__device__ inline {ctype} {fname}(long long i" +
+             "".join(f", {p}" for p in e.params) + ") {"]
+    lines += ["    " + line for line in e.hoisted + _coordinates(e.domain, e.coords)
+              + e.loads + e.body]
+    lines += [f"    return {e.local[id(out)]};", "}"]
+    return "\n".join(lines), e.args, [p.split(" __restrict__")[0] for p in e.params]
+
+
+class _Elements:
+    """What a kernel of an elementwise node or group computes for element i: its array
+    parameters (C) and arguments (host), the lines reading them (`hoisted` once a thread,
+    `loads` an element, after the `coords` lines) and computing each member (`body`), and
+    each value's C name (`local`)."""
+
+    def __init__(self, node: Node):
+        self.members = list(node.members) or [node]
+        last = self.members[-1]
+        self.domain = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape.dims
+        self.n = math.prod(self.domain)
+        self.local: dict[int, str] = {}
+        self.params, self.args, self.hoisted, self.loads, self.body = [], [], [], [], []
+        self.coords: set[int] = set()
+
+
+def _elements(node: Node, ref) -> _Elements:
+    e = _Elements(node)
+    scalars = node.attrs.get("scalars", {}) if node.members else {}
+    inside = {id(v) for m in e.members for v in m.outputs}
+    local = e.local
+
+    def read_input(v: Value) -> None:
+        if id(v) in local or id(v) in inside:
+            return
+        ctype = C_TYPES[v.dtype.name]
+        if v.const is not None and _one_number(v.const):
+            local[id(v)] = c_literal(v.const.flat[0], v.dtype.name)  # one number throughout
+            return
+        k = len(e.params)
+        e.params.append(f"const {ctype}* __restrict__ in{k}")
+        e.args.append(ref(v))
+        name = local[id(v)] = f"x{k}"
+        if v.shape.num_elements() == 1:
+            e.hoisted.append(f"const {ctype} {name} = in{k}[0];")
+        else:
+            index = _index(v.shape.dims, e.domain, e.coords)
+            e.loads.append(f"const {ctype} {name} = in{k}[{index}];")
+
+    for m in e.members:
+        for v in m.runtime_inputs():
+            source = scalars.get(id(v))
+            if source is not None:
+                read_input(source)
+                local[id(v)] = local[id(source)]
+            else:
+                read_input(v)
+    for i, m in enumerate(e.members):
+        if m.type == "Sum":
+            continue
+        (v,) = m.outputs
+        ctype = C_TYPES[v.dtype.name]
+        local[id(v)] = f"v{i}"
+        expr = _wrapping(m.type, v.dtype.name) or C.format(m.opdef.expr)
+        expr = expr.format(*[local[id(x)] for x in m.inputs])
+        e.body.append(comment(m.origin, "//") if m.origin is not None else f"// {m.type}")
+        e.body.append(f"const {ctype} v{i} = ({ctype})({expr});")
+    return e
 
 
 def _index(dims: tuple, domain: tuple, coords: set) -> str:

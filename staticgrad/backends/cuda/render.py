@@ -30,14 +30,15 @@ backend's own code, in the same run().
 
 from __future__ import annotations
 
-from ...codegen.c_expr import preamble
+from ...codegen.c_expr import C_TYPES, preamble
 from ...codegen.templates import render_template
-from ...codegen.walk import comment, node_comment
+from ...codegen.walk import comment, node_comment, printable
 from ...ir import Node, Program, Value
+from ...passes.liveness import liveness
 from ..numpy.render import RESERVED, _NumpyWalk
 from . import library
-from .elementwise import kernel_ok, render_elementwise
-from .templates import template_plan
+from .elementwise import element_function, kernel_ok, render_elementwise
+from .templates import REDUCTIONS, template_plan
 
 CUDA_RESERVED = RESERVED | {"cp", "crt", "CUDA_SOURCE"}
 
@@ -65,6 +66,8 @@ class _CudaWalk(_NumpyWalk):
             self.kernel_names = []     # the __global__ functions they define
             self.device_globals = []   # (name, host constant's name) copied to the GPU at load
             self.device_expr = {}      # id(constant Value) -> its name on the GPU
+        self.folded = {}       # id(reduction) -> its input's function, arrays, their C types
+        self.free_later = {}   # id(reduction) -> values to free once it ran (a folded input's)
         self.place, self.device = place, device
 
     def on_device(self, node: Node) -> bool:
@@ -115,9 +118,16 @@ class _CudaWalk(_NumpyWalk):
         elif kernel_ok(node):
             self._kernel(node)
         else:
-            plan = template_plan(node, self._reserve)
+            folded = self.folded.get(id(node))
+            if folded is not None:  # its input computed where it is read
+                fname, args, ctypes = folded
+                extra = [(t, f"in{k}") for k, t in enumerate(ctypes) if k]
+                load = f"{fname}(idx{''.join(f', in{k}' for k in range(len(ctypes)))})"
+                plan = template_plan(node, self._reserve, load, extra)
+            else:
+                plan = template_plan(node, self._reserve)
             if plan is not None:
-                self._template(node, plan)
+                self._template(node, plan, folded[1] if folded else None)
             else:
                 super().node(node)
 
@@ -149,6 +159,8 @@ class _CudaWalk(_NumpyWalk):
             return expr[id(v)]
 
         consumer = node.members[-1] if node.members else node
+        if self._fold(node, consumer):
+            return
         kname = names.make("fused" if node.members else f"k_{node.type.lower()}")
         text, host, kernels = render_elementwise(node, kname, lambda v: self.dense(v, consumer),
                                                  out_name, names.make)
@@ -162,6 +174,35 @@ class _CudaWalk(_NumpyWalk):
         if self.free_after:
             self.free(node)
 
+    def _fold(self, node: Node, consumer: Node) -> bool:
+        """Leave `node` (elementwise, or a group) to the reduction that alone reads its one
+        value: a __device__ function the reduction's kernel calls for each element it reads,
+        so that the value is never written to memory. False where that cannot be."""
+        if len(node.outputs) != 1 or any(m.type == "Sum" for m in node.members):
+            return False
+        (x,) = node.outputs
+        readers = liveness(self.program).readers.get(id(x), [])
+        if len(readers) != 1 or any(f is x for f in self.program.fetches):
+            return False
+        (reader,) = readers
+        if reader.type not in REDUCTIONS or reader.members or not self.on_device(reader) \
+                or reader.inputs[0] is not x:
+            return False
+        fname = self.names.make(f"{x.name}_at")
+        text, args, ctypes = element_function(node, fname, lambda v: self.dense(v, consumer))
+        if not ctypes or ctypes[0] != f"const {C_TYPES[x.dtype.name]}*":
+            self.names.used.discard(fname)
+            return False
+        self.cu.append(text)
+        self.folded[id(reader)] = (fname, args, ctypes)
+        self.body.append(comment(node.origin) if node.origin is not None else "# fused")
+        self.body.append(f"# (computed inside the kernel of {printable(reader.origin.name)}"
+                         f", where it is read: {fname})")
+        self.computed(node.origin)
+        if self.free_after:  # its inputs live until the reduction has read them
+            self.free_later[id(reader)] = self.free_after.get(id(node), [])
+        return True
+
     def _reserve(self, base: str) -> str:
         """A kernel name `p` with `p_final` unused too (a plan's second kernel), both taken."""
         while True:
@@ -170,11 +211,14 @@ class _CudaWalk(_NumpyWalk):
                 self.names.used.add(f"{name}_final")
                 return name
 
-    def _template(self, node: Node, plan) -> None:
+    def _template(self, node: Node, plan, inputs: list | None = None) -> None:
         """A reduction, softmax or cross-entropy: its template's kernels (reduce.py), the
-        outputs and scratch arrays they write, and their launches."""
+        outputs and scratch arrays they write, and their launches; `inputs`, the host names
+        of the arrays it reads where its input is computed inside it (`_fold`)."""
         names, expr = self.names, self.expr
-        refs = {f"in{k}": self.dense(v, node) for k, v in enumerate(node.runtime_inputs())}
+        if inputs is None:
+            inputs = [self.dense(v, node) for v in node.runtime_inputs()]
+        refs = {f"in{k}": ref for k, ref in enumerate(inputs)}
         body = [comment(node.origin)]
         for k, (v, (shape, dtype)) in enumerate(zip(node.outputs, plan.outputs)):
             name = expr[id(v)] = names.make(v.name)
@@ -197,6 +241,10 @@ class _CudaWalk(_NumpyWalk):
         self.computed(node.origin)
         if self.free_after:
             self.free(node)
+            later = [self.expr[id(v)] for v in self.free_later.pop(id(node), ())
+                     if id(v) in self.expr and self.expr[id(v)] not in self.params]
+            if later:
+                self.body.append(f"del {', '.join(later)}")
 
     def _transfer(self, node: Node) -> None:
         (v,) = node.inputs

@@ -199,3 +199,20 @@ def test_a_kernel_reads_at_most_max_kernel_inputs_arrays(g, device):
     kernels = source.split('extern "C"')[1:]
     assert len(kernels) >= 2
     assert max(k.count("__restrict__ in") for k in kernels) <= MAX_KERNEL_INPUTS
+
+
+def test_a_reduction_computes_its_elementwise_input_where_it_reads_it(g, device):
+    """mean(square(x - y), axis=1): the square of the difference is never written out; the
+    reduction's kernel calls a function of x and y for each element it reads."""
+    rng = np.random.default_rng(3)
+    x = sg.placeholder(sg.float32, [50, 7], name="x")
+    y = sg.placeholder(sg.float32, [7], name="y")
+    fetches = [sg.reduce_mean(sg.square(x - y), axis=1), sg.reduce_max(sg.tanh(x) * 2.0, 0)]
+    feed = {x: rng.normal(size=(50, 7)).astype(np.float32),
+            y: rng.normal(size=7).astype(np.float32)}
+    with sg.Session(backend="cuda") as gpu, sg.Session() as host:
+        source = gpu.source(fetches, feed)
+        for a, b in zip(gpu.run(fetches, feed), host.run(fetches, feed)):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert "__device__ inline float Square_at(long long i" in source
+    assert "Square = cp.empty" not in source and "Mul = cp.empty" not in source
