@@ -45,29 +45,18 @@ class Split:
 
 def split_module(source: str, tree: ast.Module) -> Split:
     """`source` (a module render.py made; `tree` its syntax tree) taken apart: its functions
-    and the statements run at load, the CUDA source apart."""
-    lines = source.splitlines()
-    cuda_source, load, drop = None, [], set()
-    for stmt in tree.body[1:]:  # (after the docstring)
-        if isinstance(stmt, ast.FunctionDef):
-            continue
-        target = stmt.targets[0].id if isinstance(stmt, ast.Assign) else None
-        if target == "CUDA_SOURCE":
-            cuda_source = stmt.value.value
-        else:
-            load.append(ast.get_source_segment(source, stmt))
-        drop.update(range(stmt.lineno - 1, stmt.end_lineno))
-    drop.update(range(tree.body[0].end_lineno))
-    if cuda_source is None:
-        raise AssertionError("the generated CUDA module has no CUDA_SOURCE")
-    kept = [line for i, line in enumerate(lines) if i not in drop]
-    # the comment above the device constants' copies goes with them
-    kept = [line for line in kept if line != "# the constants that device ops read, copied "
-            "to the GPU once"]
-    functions = "\n".join(kept).strip("\n")
-    while "\n\n\n\n" in functions:
-        functions = functions.replace("\n\n\n\n", "\n\n\n")
-    return Split(cuda_source, functions, load)
+    and the statements run at load, the CUDA source apart. (cuda/module.py.j2 puts every
+    statement that is not a function before the first function.)"""
+    body = tree.body[1:]  # (after the docstring)
+    first_def = next(i for i, stmt in enumerate(body) if isinstance(stmt, ast.FunctionDef))
+    if not all(isinstance(stmt, ast.FunctionDef) for stmt in body[first_def:]):
+        raise AssertionError("the generated CUDA module has statements between its functions")
+    head = body[:first_def]
+    if not head or not (isinstance(head[0], ast.Assign) and head[0].targets[0].id == "CUDA_SOURCE"):
+        raise AssertionError("the generated CUDA module does not begin with CUDA_SOURCE")
+    load = [ast.get_source_segment(source, stmt) for stmt in head[1:]]
+    functions = "\n".join(source.splitlines()[body[first_def].lineno - 1:])
+    return Split(head[0].value.value, functions.strip("\n"), load)
 
 
 def crt_references(tree: ast.Module) -> list[str]:
