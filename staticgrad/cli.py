@@ -1,6 +1,7 @@
 """The `staticgrad` command: export, draw and read graphs saved as JSON, and run the demo.
 
     staticgrad export model.json --fetch probs --feed x:?,2 --checkpoint ckpt/model -o m.py
+    staticgrad export model.json --fetch probs --feed x:8,2 --backend cuda -o m.py  # + m.cu
     staticgrad draw model.json -o model.svg          # .svg, .png, or .dot (needs no graphviz)
     staticgrad source model.json --fetch probs --feed x:?,2
     staticgrad demo
@@ -13,8 +14,8 @@ A feed's shape follows a colon: `x:4,3` (4 by 3), `x:?,3` (a `?` keeps the place
 own size there), `x:` or `x:()` (a scalar); with a tensor index, `x:0:4,3` (so `x:4` is x's
 first output with shape (4,), not tensor 4). Without a shape the placeholder's declared
 shape is used. `export` leaves a size that stays unknown free (the module takes any size
-there: see sg.export); `source` needs every size known. Feeds are zeros of the
-placeholder's dtype where values are needed (`source`).
+there: see sg.export); `export --backend cuda` and `source` need every size known. Feeds
+are zeros of the placeholder's dtype where values are needed (`source`).
 
 Every error is one line on stderr, `staticgrad: error: ...`, with exit status 1 (2 for a
 command line argparse rejects).
@@ -171,11 +172,14 @@ def cmd_export(args) -> None:
     graph, saver = _load_graph(args.graph)
     fetches = [_element(graph, name, "fetch") for name in args.fetch]
     feeds, shapes = _feeds(graph, args.feed, free=True)
-    sess = _session(graph, saver, args.checkpoint, args.backend)
+    # the values are computed on the host whatever the backend exported to (cuda needs no GPU)
+    sess = _session(graph, saver, args.checkpoint)
     with graph.as_default():
         path = sg.export(fetches, feeds, args.output, backend=args.backend, session=sess,
                          feed_shapes=shapes)
-    print(f"wrote {path} and {os.path.splitext(path)[0]}.npz")
+    stem = os.path.splitext(path)[0]
+    cuda = f", {stem}.cu" if sg.backends.get_backend(args.backend).name == "cuda" else ""
+    print(f"wrote {path}{cuda} and {stem}.npz")
 
 
 def cmd_draw(args) -> None:
@@ -228,10 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
     backend_help = "the backend to generate code for (default numpy; see sg.available_backends())"
 
     p = commands.add_parser(
-        "export", help="write a standalone NumPy module computing fetches of a saved graph",
+        "export", help="write a standalone NumPy (or CUDA) module computing fetches of a saved "
+        "graph",
         description="Import GRAPH.json into a fresh graph, give its variables the values of "
         "--checkpoint (else their initializers'), and write OUT.py (needing only NumPy) with "
-        "run(<feeds>) returning the fetches, and OUT.npz with the variable values beside it.")
+        "run(<feeds>) returning the fetches, and OUT.npz with the variable values beside it. "
+        "With --backend cuda, OUT.py needs NumPy and CuPy, and its kernels go to OUT.cu "
+        "beside it; every size must then be known.")
     p.add_argument("graph", metavar="GRAPH.json", help="a graph saved by export_meta_graph")
     p.add_argument("--fetch", action="append", required=True, metavar="NAME", help=fetch_help)
     p.add_argument("--feed", action="append", default=[], metavar="NAME[:SHAPE]",

@@ -108,6 +108,7 @@ class Plan:
     fetches: list
     feeds: list
     locks: list = dataclasses.field(default_factory=list)  # variables a run holds locked
+    constants: dict = dataclasses.field(default_factory=dict)  # the module's arrays, by name
 
 
 def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool = False,
@@ -168,7 +169,7 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
             locks.setdefault(name, threading.Lock())
         fn = backend.load(rendered, filename, state, rngs, locks)
     plan = Plan(fn, rendered.source, filename, rendered.line_ops, rendered.var_reads,
-                rendered.random_ops, fetches, feeds, rendered.locks)
+                rendered.random_ops, fetches, feeds, rendered.locks, rendered.constants)
     # tracebacks show generated lines while the plan lives; the text goes with it
     weakref.finalize(plan, linecache.cache.pop, filename, None)
     return plan

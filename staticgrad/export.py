@@ -1,6 +1,8 @@
-"""Export the computation of some fetches as a standalone Python module that needs only NumPy.
+"""Export the computation of some fetches as a standalone Python module that needs only NumPy
+(or, for the GPU, only NumPy and CuPy).
 
     sg.export([loss, train_op], [x, y], "out/step.py", session=sess)
+    sg.export([loss, train_op], [x, y], "out/step.py", backend="cuda", session=sess)
 
 writes `out/step.py` and, beside it, `out/step.npz` (the session's current values of the
 variables the code reads or assigns, and the constants of the generated code). The module:
@@ -15,18 +17,32 @@ variables the code reads or assigns, and the constants of the generated code). T
 - carries a copy of the staticgrad runtime helpers its code calls (the `rt.<name>` calls),
   so it imports no staticgrad.
 
+With `backend="cuda"` the module is the CUDA backend's plan (backends/cuda/render.py) and
+needs NumPy and CuPy (and, to run, a GPU; writing it needs neither). Its kernels' CUDA C goes
+to `out/step.cu` beside it, which the module reads and compiles with `cupy.RawModule` at
+import, after checking its SHA-256 against the one it holds (so a `.cu` from another export,
+or edited, is refused by name). `V` holds the variables as CuPy arrays, made from the `.npz`
+at import and by `reset()`; `R` holds CuPy's generators; feeds may be NumPy or CuPy arrays.
+It carries copies of the CUDA runtime helpers its code calls (`crt.<name>`: runtime.py's
+functions, and library.py's methods in a class over `cupy`; backends/cuda/export.py). Every
+size must be known (CUDA kernels are compiled for whole shapes): a free dimension is refused,
+naming it; give it in `feed_shapes`. The session only gives the variables' values: it may be
+a NumPy session on a machine without a GPU.
+
 A string value (a constant or a variable of dtype string) is kept in the `.npz` as two
 numeric arrays, its strings' lengths and their bytes, which the module joins when it loads
 them: the data file holds no pickles, and the strings never become source text.
 
-The two files are a pair: the `.npz` holds an `export_id` (a hash of both files' contents) that
-the module checks whenever it reads it, so it never runs with another export's data. Both are
-written to temporary files first and renamed into place only once both are complete, the
-module first (`atomic_write_all`): a failed export leaves the previous pair as it was. A
-failure or crash between the two renames leaves the new module beside the old data file; the
-new module then refuses to load, naming the mismatch (export again), while a process running
-the old module keeps reading the data file it was exported with. The other order would leave
-the old module with new data, and a running old module's `reset()` would fail instead.
+The files are a set: the `.npz` holds an `export_id` (a hash of the module's and the data's
+contents; the module holds the `.cu`'s hash, so that is in it too) that the module checks
+whenever it reads it, so it never runs with another export's data. All are written to
+temporary files first and renamed into place only once all are complete, the module first,
+then the `.cu`, then the `.npz` (`atomic_write_all`): a failed export leaves the previous set
+as it was. A failure or crash between two renames leaves the new module beside an old `.cu`
+or data file; the new module then refuses to load, naming the mismatch (export again), while
+a process running the old module keeps reading the data file it was exported with (it read
+its `.cu` once, at import). The other order would leave the old module with new data, and a
+running old module's `reset()` would fail instead.
 
 The code is the code `Session.run` executes, specialized to the feed shapes: they come from
 `feed_shapes` or from the placeholders' static shapes. A size left None there (a batch
@@ -64,6 +80,8 @@ import numpy as np
 
 from . import runtime
 from .backends import get_backend
+from .backends.cuda import export as cuda_export
+from .backends.cuda import library as cuda_library
 from .backends.numpy import runtime as generated_rt
 from .backends.numpy.parts import compile_module
 from .codegen.templates import render_template
@@ -83,12 +101,18 @@ __all__ = ["export"]
 # globals the exported module defines beside the generated code
 _MODULE_NAMES = {"np", "os", "types", "rt", "V", "R", "run", "reset", "FEEDS", "FETCHES",
                  "_compute", "_DIR", "_DATA_FILE", "_VARIABLES", "_CONSTANTS", "_SEEDS",
-                 "_EXPORT_ID", "_open_data", "_as_feed", "_same_sizes", "_data", "annotations"}
+                 "_EXPORT_ID", "_open_data", "_as_feed", "_same_sizes", "_data", "annotations",
+                 "_value", "_fits", "_out_of_range", "threading", "L"}
+# and those a CUDA export's module defines besides
+_CUDA_MODULE_NAMES = {"cp", "crt", "CUDA_SOURCE", "hashlib", "_CUDA_FILE", "_CUDA_SHA256",
+                      "_read_cuda", "_Library", "_library"}
+# the backends an export writes a module for
+BACKENDS = ("numpy", "cuda")
 
 
 def export(fetches, feed_list, path, backend: str = "numpy", session: Session | None = None,
            feed_shapes=None) -> str:
-    """Write a standalone NumPy module computing `fetches` from `feed_list`; return its path.
+    """Write a standalone module computing `fetches` from `feed_list`; return its path.
 
     `fetches`: a tensor, op, name, or nesting of them (the module returns the leaves as a
     flat tuple, in the order `Session.run` visits them). `feed_list`: the tensors (or names)
@@ -96,16 +120,20 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     values go to the `.npz` beside it. `feed_shapes`: a shape per feed (a list aligned with
     `feed_list`, or a dict keyed by tensor or name), to fix sizes the placeholders leave
     unknown or to give a rank; a size None there, or unknown in a placeholder's shape, stays
-    free: the module accepts any size there. `session`: whose variable values to store (the
-    default session if None).
+    free: the module accepts any size there. `backend`: "numpy" (a module needing only
+    NumPy) or "cuda" (NumPy and CuPy, its kernels in a `.cu` beside it; no free size).
+    `session`: whose variable values to store (the default session if None).
 
     >>> x = sg.placeholder(sg.float32, [None, 3])             # doctest: +SKIP
     >>> sg.export(y, [x], "model.py", session=sess)           # doctest: +SKIP
     >>> import model; model.run(np.ones((2, 3), np.float32))  # any batch size  # doctest: +SKIP
+    >>> sg.export(y, [x], "gpu.py", backend="cuda", feed_shapes=[(2, 3)])  # doctest: +SKIP
     """
-    if get_backend(backend).name != "numpy":
-        raise ValueError(f"sg.export writes a NumPy module; backend {backend!r} has no "
-                         "exported form yet (export with backend='numpy')")
+    target = get_backend(backend)
+    if target.name not in BACKENDS:
+        raise ValueError(f"sg.export writes a module for the backends {list(BACKENDS)}; "
+                         f"backend {backend!r} has no exported form")
+    cuda = target.name == "cuda"
     path = os.fspath(path)
     folder, filename = os.path.split(os.path.abspath(path))
     stem, ext = os.path.splitext(filename)
@@ -118,13 +146,17 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     session._check_open("export")
     feeds = [session._feed_tensor(k) for k in (feed_list or ())]
     shapes = _feed_shapes(session.graph, feeds, feed_shapes)
+    free = _free_dims(feeds, shapes)
+    if cuda and free:
+        raise ValueError(f"cannot export for the cuda backend with {_describe_dims(free, feeds)}"
+                         " free (None): CUDA kernels are compiled for shapes known in full; give "
+                         f"{'its size' if len(free) == 1 else 'their sizes'} in feed_shapes")
     signature = [(s, t.dtype) for t, s in zip(feeds, shapes)]
     # NumPy's ufuncs throughout, not runtime_fast's kernels: the module needs only NumPy
     options = dataclasses.replace(session.options, vector_math=False)
     try:
-        plan = session._plan_at(fetches, feeds, signature, options)
+        plan = session._plan_at(fetches, feeds, signature, options, backend=target)
     except UnimplementedError as e:
-        free = _free_dims(feeds, shapes)
         if not free or e.op is None:
             raise
         dims = _upstream(e.op, free, feeds)
@@ -137,17 +169,28 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     if any(calls_python(op) for op in plan.line_ops.ops):  # (the plan's ops, by line)
         raise ValueError("cannot export: the graph calls a Python function of this process "
                          "(sg.py_func), which an exported module cannot carry")
-    namespace = plan.fn.__globals__
     tree = ast.parse(plan.source)
     var_names, rng_names, rt_names = _references(tree)
-    if _holds_strings(session, feeds, namespace, var_names):
+    constants = {k: v for k, v in plan.constants.items() if isinstance(v, np.ndarray)}
+    if _holds_strings(session, feeds, constants, var_names):
         rt_names = sorted({*rt_names, "join_strings", "to_strings"})  # (the module's loaders)
-    imports, helpers = _runtime_source(rt_names)
-    constants = {k: v for k, v in namespace.items() if isinstance(v, np.ndarray)
-                 and k not in ("V", "R")}
-    kernels = {k for k, v in namespace.items() if isinstance(v, types.FunctionType)} - {"run"}
-    taken = _MODULE_NAMES | _top_level_names(imports + helpers)
-    clash = sorted(taken & (set(constants) | kernels))
+    generated_names = set(constants) | {s.name for s in tree.body
+                                        if isinstance(s, ast.FunctionDef) and s.name != "run"}
+    taken = set(_MODULE_NAMES)
+    if cuda:
+        split = cuda_export.split_module(plan.source, tree)
+        crt = cuda_export.crt_helpers(cuda_export.crt_references(tree))
+        rt_names = sorted({*rt_names, *crt.rt_names})
+        generated_names |= {ast.parse(line).body[0].targets[0].id for line in split.load}
+        taken |= _CUDA_MODULE_NAMES | _top_level_names(
+            [*crt.functions, crt.library] if crt.library else crt.functions)
+    imports, helpers = _runtime_source(
+        rt_names, [(cuda_library, name) for name in crt.library_globals] if cuda else ())
+    if cuda:  # (the template imports NumPy and CuPy itself)
+        imports = [*imports, "import hashlib", *(line for line in crt.imports
+                                                 if line != "import cupy as cp")]
+    taken |= _top_level_names(imports + helpers)
+    clash = sorted(taken & generated_names)
     if clash:
         raise ValueError(f"cannot export: generated names {clash} clash with the names of the "
                          "exported module's runtime section; rename those graph nodes")
@@ -169,25 +212,54 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
     for name in rng_names:
         seeds.setdefault(name, None)
 
-    pieces = (stem, plan, tree, feeds, shapes, same_sizes, imports, helpers, rt_names,
-              var_keys, sorted(constants), seeds)
+    if cuda:
+        generated = split.functions
+        template, extra = "cuda/export.py.j2", _cuda_values(stem, split, crt)
+    else:
+        generated = "\n".join(plan.source.splitlines()[tree.body[0].end_lineno:])  # (no doc)
+        template, extra = "numpy/export.py.j2", {}
+    pieces = (template, extra, stem, plan, tree, generated, feeds, shapes, same_sizes, imports,
+              helpers, rt_names, var_keys, sorted(constants), seeds)
     export_id = _export_id(_module_source(*pieces, export_id=""), arrays)
     source = _module_source(*pieces, export_id=export_id)
-    del tree, pieces
+    del tree, pieces, generated
     arrays["export_id"] = np.array(export_id)
     compile_module(source, path)  # a bug here should fail before anything is written
     # the module first: see the module docstring for what a crash between the renames leaves
-    atomic_write_all([(os.path.join(folder, filename), lambda f: f.write(source.encode())),
-                      (os.path.join(folder, stem + ".npz"), lambda f: np.savez(f, **arrays))])
+    files = [(os.path.join(folder, filename), lambda f: f.write(source.encode()))]
+    if cuda:  # (the module holds the .cu's hash, and so does its export_id)
+        files.append((os.path.join(folder, stem + ".cu"),
+                      lambda f: f.write(split.cuda_source.encode())))
+    files.append((os.path.join(folder, stem + ".npz"), lambda f: np.savez(f, **arrays)))
+    atomic_write_all(files)
     return os.path.join(folder, filename)
 
 
-def _holds_strings(session, feeds, namespace, var_names) -> bool:
+def _definitions(texts: list[str]) -> str:
+    """Top-level statements as module text: a definition is followed by two blank lines, a
+    binding is not."""
+    lines = []
+    for text in texts:
+        lines += [text, "", ""] if "\n" in text else [text]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines)
+
+
+def _cuda_values(stem: str, split, crt) -> dict:
+    """What codegen_templates/cuda/export.py.j2 adds to the NumPy export's values."""
+    return {"cuda_file": repr(stem + ".cu"),
+            "cuda_sha256": repr(hashlib.sha256(split.cuda_source.encode()).hexdigest()),
+            "crt_functions": _definitions(crt.functions), "crt_library": crt.library,
+            "crt_names": crt.bindings, "load": split.load}
+
+
+def _holds_strings(session, feeds, constants, var_names) -> bool:
     """Whether a feed, a constant of the code or a variable it reads is strings: then the
     module carries the helpers that take string feeds and load string values."""
     graph = session.graph
     return (any(t.dtype.is_string for t in feeds)
-            or any(v.dtype.kind == "O" for v in namespace.values() if isinstance(v, np.ndarray))
+            or any(v.dtype.kind == "O" for v in constants.values())
             or any(graph.get_operation_by_name(v).outputs[0].dtype.is_string
                    for v in var_names if v in session.variable_names()))
 
@@ -331,9 +403,10 @@ def _references(tree) -> tuple[list[str], list[str], list[str]]:
     return list(keys["V"]), list(keys["R"]), sorted(rt_names)
 
 
-def _runtime_source(rt_names: list[str]) -> tuple[list[str], list[str]]:
-    """Source of the runtime helpers named, with their module-level dependencies: the import
-    lines, and each definition (in its module's order)."""
+def _runtime_source(rt_names: list[str], others=()) -> tuple[list[str], list[str]]:
+    """Source of the runtime helpers named, and of the `others` (module, name), with their
+    module-level dependencies: the import lines, and each definition (in its module's
+    order)."""
     imports, defs, seen = [], {}, set()
 
     def visit(module, name):
@@ -372,6 +445,8 @@ def _runtime_source(rt_names: list[str]) -> tuple[list[str], list[str]]:
             visit(home, obj.__name__)  # defined in a staticgrad module
         else:  # a NumPy object that the runtime binds to a name (rt.clip)
             visit(runtime, name)
+    for module, name in others:
+        visit(module, name)
     order = {m: i for i, m in enumerate(dict.fromkeys(m for m, _ in defs))}
     body = [defs[k] for k in sorted(defs, key=lambda k: (order[k[0]], k[1]))]
     return [line for line in imports if line != "import numpy as np"], body
@@ -426,24 +501,18 @@ def _export_id(source: str, arrays: dict) -> str:
     return digest.hexdigest()[:16]
 
 
-def _module_source(stem, plan, tree, feeds, shapes, same_sizes, imports, helpers, rt_names,
-                   var_keys, constants, seeds, export_id: str) -> str:
-    """The exported module, from codegen_templates/numpy/export.py.j2. Every value that comes
-    from the graph reaches the text as a Python literal (repr of names already checked,
-    numbers, tuples) or as the generated code itself."""
-    doc_end = tree.body[0].end_lineno  # the generated module's docstring
-    generated = plan.source.splitlines()[doc_end:]
-    generated = "\n".join(generated).replace("\ndef run(", "\ndef _compute(", 1).strip("\n")
+def _module_source(template, extra, stem, plan, tree, generated, feeds, shapes, same_sizes,
+                   imports, helpers, rt_names, var_keys, constants, seeds, export_id: str) -> str:
+    """The exported module, from `template` (codegen_templates/numpy/export.py.j2 or
+    cuda/export.py.j2, which takes the `extra` values too) around `generated`, the plan's
+    code. Every value that comes from the graph reaches the text as a Python literal (repr
+    of names already checked, numbers, tuples) or as the generated code itself."""
+    generated = ("\n" + generated).replace("\ndef run(", "\ndef _compute(", 1).strip("\n")
     params = [a.arg for a in next(s for s in tree.body if isinstance(s, ast.FunctionDef)
                                   and s.name == "run").args.args]
     fetch_names = [f.name for f in plan.fetches]
-    helper_lines = []
-    for text in helpers:  # a definition is followed by two blank lines, a binding is not
-        helper_lines += [text, "", ""] if "\n" in text else [text]
-    while helper_lines and helper_lines[-1] == "":
-        helper_lines.pop()
     return render_template(
-        "numpy/export.py.j2", stem=stem, params=params,
+        template, **extra, device=template.startswith("cuda/"), stem=stem, params=params,
         feeds=[(p, t.name, t.dtype.name, str(TensorShape(s)), np_dtype(t.dtype)[len("np."):],
                 repr(tuple(s)), repr(t.name)) for p, t, s in zip(params, feeds, shapes)],
         free=any(d is None for s in shapes for d in s),
@@ -452,11 +521,11 @@ def _module_source(stem, plan, tree, feeds, shapes, same_sizes, imports, helpers
                      " and ".join(f"{feeds[k].name} dimension {axis}" for k, axis in group))
                     for group in same_sizes],
         fetches=fetch_names,
-        imports=sorted({"import os", "import types"} | set(imports)
+        imports=sorted({"import os", "import types"} | set(imports) - {"import numpy as np"}
                        | ({"import threading"} if plan.locks else set())),
         data_file=repr(stem + ".npz"), export_id=repr(export_id), var_keys=repr(var_keys),
         seeds=repr(seeds), feed_names=repr([t.name for t in feeds]),
         fetch_names=repr(fetch_names), locks=repr(list(plan.locks)) if plan.locks else "",
         constants=[(name, repr("c_" + name)) for name in constants],
-        generated=generated, helpers="\n".join(helper_lines),
+        generated=generated, helpers=_definitions(helpers),
         rt_names=", ".join(f"{n}={n}" for n in rt_names))

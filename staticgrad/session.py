@@ -345,17 +345,20 @@ class Session:
                                 [(a.shape, _dt.as_dtype(a.dtype)) for a in arrays], key, options)
 
     def _plan_at(self, fetches, feeds: list[Tensor], signature: list[tuple],
-                 options: CompileOptions | None = None) -> Plan:
+                 options: CompileOptions | None = None, backend=None) -> Plan:
         """A plan (not kept) for `fetches` compiled at the feed `signature`, a (shape, dtype)
         per feed where a shape may leave dimensions unknown (None): the generated code then
         reads those sizes from its arrays. A session's own runs always compile at their
-        arrays' shapes; sg.export compiles at the shapes a module is to accept."""
+        arrays' shapes; sg.export compiles at the shapes a module is to accept, for the
+        backend it exports to (`backend`: the session's own if None; the plan is not run)."""
         self._check_open(f"plan({_describe(fetches)})")
         leaves = []
         _flatten(fetches, self.graph, leaves)
-        return self._compile_at(tuple(leaves), list(feeds), signature, None, options).plan
+        return self._compile_at(tuple(leaves), list(feeds), signature, None, options,
+                                backend).plan
 
-    def _compile_at(self, fetch_list, feeds, signature, key, options=None) -> _Compiled:
+    def _compile_at(self, fetch_list, feeds, signature, key, options=None,
+                    backend=None) -> _Compiled:
         with self._compile_lock:
             if self._closed:
                 raise self._closed_error(f"compiling {', '.join(f.name for f in fetch_list)}")
@@ -375,12 +378,14 @@ class Session:
             if key is not None:
                 reason = self._recompile_reason(fetch_list, feeds, signature)
                 log.debug("compiling %s: %s", [f.name for f in fetch_list], reason)
+            backend = backend or self._backend
             if self.graph._devices_used or self._config.log_device_placement:
-                place(prune(fetch_list, set(feeds)), self._backend.device_types, self._config)
+                place(prune(fetch_list, set(feeds)), backend.device_types, self._config)
             plan = compile_plan(list(fetch_list), list(feeds), list(signature), self._vars,
                                 self._rngs, options=options or self.options,
-                                locks=self._locks, backend=self._backend)
-            self._make_generators(plan)
+                                locks=self._locks, backend=backend)
+            if backend is self._backend:  # (another's plan is only read: sg.export)
+                self._make_generators(plan)
             compiled = _Compiled(plan)
             if key is not None:
                 self._cache[key] = compiled

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import staticgrad as sg
+from tests.backends.cuda.emulator import CXX, fake_cupy
 
 ROOT = Path(__file__).resolve().parents[1]
 X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 2.0], [0.5, 0.5]], np.float32)
@@ -116,6 +117,30 @@ def test_export_leaves_an_unknown_size_free(saved, tmp_path, feed):
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("free", None)
+
+
+def test_export_for_cuda_writes_the_kernels_beside_the_module(saved, tmp_path, monkeypatch):
+    folder, (probs, total) = saved
+    out, _ = staticgrad("export", folder / "graph.json", "--fetch", "layer/probs",
+                        "--fetch", "total", "--feed", "x:4,2", "--checkpoint",
+                        folder / "ckpt" / "model", "--backend", "cuda",
+                        "-o", tmp_path / "gpu.py", cwd=tmp_path)  # (no GPU needed)
+    assert "gpu.cu" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu.cu", "gpu.npz", "gpu.py"]
+    _, err = staticgrad("export", folder / "graph.json", "--fetch", "total", "--feed", "x",
+                        "--backend", "cuda", "-o", tmp_path / "free.py", cwd=tmp_path,
+                        returncode=1)
+    assert "x:0 dimension 0 free" in one_error_line(err) and "feed_shapes" in err
+    if CXX is None:
+        return
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "gpu", raising=False)
+    import gpu
+    p, t = gpu.run(X)
+    np.testing.assert_allclose(p, probs, rtol=1e-6)
+    np.testing.assert_allclose(t, total, rtol=1e-6)
+    sys.modules.pop("gpu", None)
 
 
 def test_export_needs_the_rank_of_a_feed(tmp_path):

@@ -247,7 +247,7 @@ def test_bad_paths(tmp_path):
             with pytest.raises(ValueError, match="identifier"):
                 sg.export(x + 1.0, [x], tmp_path / "my-model.py")
             with pytest.raises(ValueError, match="backend"):
-                sg.export(x + 1.0, [x], tmp_path / "m.py", backend="cuda")
+                sg.export(x + 1.0, [x], tmp_path / "m.py", backend="tpu")
     assert not list(tmp_path.iterdir())
 
 

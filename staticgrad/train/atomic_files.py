@@ -65,8 +65,8 @@ def atomic_write_all(files) -> None:
     The renames follow the order of `files`, one at a time (no file system renames two files
     as one step): a rename that fails, or a crash between two renames, leaves the files before
     it new and the rest old. List first the file whose new version is safest beside the
-    others' old versions; `export` writes its module first, and the module checks that its
-    data file is the one written with it.
+    others' old versions; `export` writes its module first (then a CUDA export's `.cu`, then
+    the data file), and the module checks that the others are the ones written with it.
 
     >>> atomic_write_all([("m.py", write_code), ("m.npz", write_data)])  # doctest: +SKIP
     """
