@@ -54,6 +54,9 @@ def argument_parser(doc: str, epochs: int, lr: float) -> argparse.ArgumentParser
     parser.add_argument("--lr", type=float, default=lr, help="learning rate")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the initial weights, dropout masks and batch order")
+    parser.add_argument("--backend", default="numpy",
+                        help="the session's backend: numpy, or cuda (an NVIDIA GPU, through "
+                             "CuPy: pip install '.[cuda]')")
     return parser
 
 

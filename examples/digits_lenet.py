@@ -47,7 +47,7 @@ def main():
     train_op = sg.train.AdamOptimizer(args.lr).minimize(loss)
     accuracy = _digits.accuracy(logits, labels)
 
-    with sg.Session() as sess:
+    with sg.Session(backend=args.backend) as sess:
         sess.run(sg.global_variables_initializer())
         _digits.train(sess, train_op, loss, images, labels, data, args, "LeNet")
         test_accuracy = sess.run(accuracy, {images: data.x_test, labels: data.y_test})

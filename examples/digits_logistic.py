@@ -36,7 +36,7 @@ def main():
     accuracy = _digits.accuracy(logits, labels)
 
     # Run it: initialize W and b, train, then measure on the held-out images.
-    with sg.Session() as sess:
+    with sg.Session(backend=args.backend) as sess:
         sess.run(sg.global_variables_initializer())
         _digits.train(sess, train_op, loss, x, labels, data, args, "logistic regression")
         test_accuracy = sess.run(accuracy, {x: data.x_test, labels: data.y_test})

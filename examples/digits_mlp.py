@@ -44,7 +44,7 @@ def main():
     train_op = sg.train.AdamOptimizer(args.lr).minimize(loss)
     accuracy = _digits.accuracy(logits, labels)
 
-    with sg.Session() as sess:
+    with sg.Session(backend=args.backend) as sess:
         sess.run(sg.global_variables_initializer())
         _digits.train(sess, train_op, loss, x, labels, data, args, "MLP", feed={training: True})
         # `training` is not fed here: it defaults to False, so dropout is off.

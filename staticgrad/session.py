@@ -205,6 +205,7 @@ class Session:
             # emptied, not replaced: the generated code holds these very dicts as V and R
             self._vars.clear()
             self._rngs.clear()
+            self._backend.release()  # (a GPU backend's memory its pool still holds)
 
     @property
     def closed(self) -> bool:

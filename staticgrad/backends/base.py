@@ -50,6 +50,10 @@ class Backend:
     # the device types (TF1's: "CPU", "GPU") whose ops it runs, where sg.device places them
     device_types: tuple = ("CPU",)
 
+    def release(self) -> None:
+        """A session closed: give back what the backend holds for it beyond its values (a
+        GPU's memory pool); its values are gone already."""
+
     def fetching_on_device(self) -> Backend:
         """This backend, its plans handing fetches back in the device's memory rather than
         on the host (make_callable(..., fetch_device=True)); one of host memory: itself."""

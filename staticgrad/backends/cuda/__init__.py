@@ -27,6 +27,7 @@ import copy
 import functools
 import importlib
 import linecache
+import sys
 
 import numpy as np
 
@@ -141,6 +142,13 @@ class CudaBackend(Backend):
 
     def new_generator(self, seed):
         return _DeviceGenerator(seed)
+
+    def release(self) -> None:
+        """The GPU memory that CuPy's pools keep for reuse, freed (where the runtime was
+        loaded: a session that never ran holds none)."""
+        crt = sys.modules.get(f"{__name__}.runtime")
+        if crt is not None:
+            crt.free_pools()
 
 
 def load_runtime():

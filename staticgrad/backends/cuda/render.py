@@ -167,8 +167,7 @@ class _CudaWalk(_NumpyWalk):
         self.cu.append(text)
         self.kernel_names.extend(kernels)
         self.body.append(comment(node.origin) if node.origin is not None else "# fused")
-        self.body.extend(host)
-        self.computed(node.origin)
+        self._lines(host, node.origin)
         for v in node.outputs:
             self.alias.discard(id(v))
         if self.free_after:
@@ -202,6 +201,13 @@ class _CudaWalk(_NumpyWalk):
         if self.free_after:  # its inputs live until the reduction has read them
             self.free_later[id(reader)] = self.free_after.get(id(node), [])
         return True
+
+    def _lines(self, lines: list[str], op) -> None:
+        """Lines computing `op`, each of them its line in the line map (an allocation that
+        runs out of memory names the op, as the launch would)."""
+        for line in lines:
+            self.body.append(line)
+            self.computed(op)
 
     def _reserve(self, base: str) -> str:
         """A kernel name `p` with `p_final` unused too (a plan's second kernel), both taken."""
@@ -237,8 +243,8 @@ class _CudaWalk(_NumpyWalk):
         if plan.scratch:
             body.append(f"del {', '.join(refs[f'scratch{k}'] for k in range(len(plan.scratch)))}")
         self.cu.append(plan.source)
-        self.body.extend(body)
-        self.computed(node.origin)
+        self.body.append(body[0])
+        self._lines(body[1:], node.origin)
         if self.free_after:
             self.free(node)
             later = [self.expr[id(v)] for v in self.free_later.pop(id(node), ())

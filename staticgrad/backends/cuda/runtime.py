@@ -66,10 +66,11 @@ def copy(x):
     return x.copy() if isinstance(x, cp.ndarray) else np.array(x)
 
 
-def device_arrays(values) -> list:
-    """Values a run returns, each a CuPy array (fetch_device: a fetch made on the host, by a
-    host-only op, is copied to the GPU)."""
-    return [to_device(v) if isinstance(v, np.ndarray | np.generic) else v for v in values]
+def free_pools() -> None:
+    """Give the blocks CuPy's memory pools hold for reuse back to the device (a session
+    closed: its arrays are gone, and the pool would keep their memory)."""
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()
 
 
 # the library: each op the device runs through CuPy, with staticgrad.runtime's names

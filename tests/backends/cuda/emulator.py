@@ -173,5 +173,8 @@ def fake_cupy() -> types.ModuleType:
     cupy.empty = _poisoned_empty
     cupy.asnumpy = lambda x: np.array(x)
     cupy.RawModule = RawModule
+    pool = types.SimpleNamespace(free_all_blocks=lambda: pool.__dict__.update(freed=True),
+                                 freed=False)
+    cupy.get_default_memory_pool = cupy.get_default_pinned_memory_pool = lambda: pool
     cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1))
     return cupy

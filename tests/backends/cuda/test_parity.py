@@ -216,3 +216,81 @@ def test_a_reduction_computes_its_elementwise_input_where_it_reads_it(g, device)
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     assert "__device__ inline float Square_at(long long i" in source
     assert "Square = cp.empty" not in source and "Mul = cp.empty" not in source
+
+
+def test_the_digits_lenet_trains_to_the_numpy_backends_losses(g, device, monkeypatch):
+    """examples/digits_lenet.py's network (convolutions, pooling, dense layers, Adam and the
+    sparse cross-entropy), five steps from the same start on both backends."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[3] / "examples" / "digits_lenet.py"
+    monkeypatch.syspath_prepend(str(path.parent))  # (its _digits helper, as a script has it)
+    spec = importlib.util.spec_from_file_location("digits_lenet_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, (16, 8, 8, 1)).astype(np.float32)
+    Y = rng.integers(0, 10, 16)
+    sg.set_random_seed(0)
+    images = sg.placeholder(sg.float32, [None, 8, 8, 1], name="images")
+    labels = sg.placeholder(sg.int64, [None], name="labels")
+    logits = example.lenet(images)
+    loss = sg.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    train = sg.train.AdamOptimizer(0.01).minimize(loss)
+    with sg.Session() as host:
+        host.run(sg.global_variables_initializer())
+        start = {v.op.name: host.run(v) for v in sg.global_variables()}
+        want = [host.run([train, loss], {images: X, labels: Y})[1] for _ in range(5)]
+    with sg.Session(backend="cuda") as gpu:
+        for v in sg.global_variables():
+            v.load(start[v.op.name], gpu)
+        got = [gpu.run([train, loss], {images: X, labels: Y})[1] for _ in range(5)]
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    assert got[-1] < got[0]
+
+
+def test_closing_frees_the_pools_memory_and_oom_names_the_op(g, device, monkeypatch):
+    import cupy
+    x = sg.placeholder(sg.float32, [4], name="x")
+    y = sg.tanh(x, name="squash")
+    sess = sg.Session(backend="cuda")
+    sess.run(y, {x: np.ones(4, np.float32)})
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError("Out of memory allocating 16 bytes")  # (CuPy's is a MemoryError)
+    monkeypatch.setattr(cupy, "empty", exhausted)
+    with pytest.raises(sg.errors.ResourceExhaustedError,
+                       match="squash.*test_parity.py.*out of memory on the cuda backend"):
+        sess.run(y, {x: np.ones(4, np.float32)})
+    monkeypatch.undo()
+    sess.close()
+    if device == "emulator":
+        assert cupy.get_default_memory_pool().freed
+
+
+def test_random_ops_draw_on_the_device_by_their_distribution(g, device):
+    """Random ops draw from CuPy's generator (not NumPy's stream): checked by moments, and
+    a seeded op draws alike in two sessions."""
+    u = sg.random.uniform([20000], -1.0, 3.0, seed=1)
+    n = sg.random.normal([20000], 2.0, 0.5, seed=2)
+    t = sg.random.truncated_normal([20000], 0.0, 1.0, seed=3)
+    with sg.Session(backend="cuda") as one, sg.Session(backend="cuda") as two:
+        a, b, c = one.run([u, n, t])
+        assert np.array_equal(a, two.run(u))
+    assert a.min() >= -1 and a.max() < 3 and abs(a.mean() - 1.0) < 0.05
+    assert abs(b.mean() - 2.0) < 0.02 and abs(b.std() - 0.5) < 0.02
+    assert np.abs(c).max() <= 2 and abs(c.std() - 0.88) < 0.03
+
+
+def test_a_saver_round_trips_variables_that_live_on_the_device(g, device, tmp_path):
+    w = sg.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
+    step = w.assign_add(sg.ones_like(w))
+    saver = sg.train.Saver()
+    with sg.Session(backend="cuda") as sess:
+        sess.run(sg.global_variables_initializer())
+        sess.run(step)
+        path = saver.save(sess, str(tmp_path / "model"))
+        sess.run(step)
+    with sg.Session(backend="cuda") as sess:
+        saver.restore(sess, path)
+        np.testing.assert_array_equal(sess.run(w), np.arange(6).reshape(2, 3) + 1)
