@@ -676,8 +676,15 @@ def _feed_array(t: Tensor, value) -> np.ndarray:
     if isinstance(value, Tensor | Variable):
         raise TypeError(f"the value fed for {t.name} is a tensor ({value.name}); feed "
                         "NumPy arrays, lists or numbers")
-    if hasattr(value, "__cuda_array_interface__") and value.dtype == t.dtype.np:
-        return value  # an array on the GPU (CuPy's), which the CUDA backend takes as it is
+    if hasattr(value, "__cuda_array_interface__"):  # an array on the GPU (CuPy's): the CUDA
+        if value.dtype == t.dtype.np:               # backend takes it as it is
+            return value
+        if not _dt.can_cast_value(value, t.dtype):
+            raise InvalidArgumentError(
+                None, t.op, f"cannot feed a GPU array of dtype {value.dtype} for {t.name}, "
+                            f"which has dtype {t.dtype.name}, without losing information "
+                            f"({t.op.where()})")
+        return value.astype(t.dtype.np)
     if t.dtype.is_string:
         try:
             return _dt.string_array(value)

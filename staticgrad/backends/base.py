@@ -51,8 +51,8 @@ class Backend:
     device_types: tuple = ("CPU",)
 
     def release(self) -> None:
-        """A session closed: give back what the backend holds for it beyond its values (a
-        GPU's memory pool); its values are gone already."""
+        """A session closed (its values are gone already): give back what the backend keeps
+        for reuse beyond them, e.g. the device memory a GPU library's pool holds."""
 
     def fetching_on_device(self) -> Backend:
         """This backend, its plans handing fetches back in the device's memory rather than

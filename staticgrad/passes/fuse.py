@@ -97,11 +97,11 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
         if assigns and any(reads_variable(v) for v in node.runtime_inputs()):
             domain = None  # a group runs late: its variable reads could cross an assignment
         joinable = [g for g in read if g not in closed and domain_of[g] == domain]
-        outside = {id(v) for v in node.runtime_inputs()
-                   if v.producer is None or id(v.producer) not in group_of}
+        outside = _read_from_outside(node, joinable, group_of, find)
         if policy.max_inputs is not None and joinable and \
                 len(outside.union(*[reads[g] for g in joinable])) > policy.max_inputs:
             joinable = []  # one kernel would take too many arrays: the node starts anew
+            outside = _read_from_outside(node, joinable, group_of, find)
         if domain is None or (not joinable and node.type in reductions):
             closed.update(read)  # an outside reader closes the groups it reads
             continue
@@ -181,6 +181,14 @@ def _domain(node: Node, policy: FusePolicy):
                 or policy.broadcasts and _broadcasts_to(v.shape.dims, out.shape.dims)):
             return None  # broadcasting other than of a scalar: not blockwise
     return out.shape.dims
+
+
+def _read_from_outside(node: Node, joinable: list, group_of: dict, find) -> set[int]:
+    """id(Value) of what `node` reads that the groups it joins do not make: arrays its
+    group's kernel takes (a value of another group, closed or not, is one too)."""
+    return {id(v) for v in node.runtime_inputs()
+            if v.producer is None or id(v.producer) not in group_of
+            or find(group_of[id(v.producer)]) not in joinable}
 
 
 def _broadcasts_to(dims, target) -> bool:

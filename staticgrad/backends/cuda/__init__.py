@@ -33,7 +33,7 @@ import numpy as np
 
 from ... import runtime as host_runtime
 from ...devices import parse
-from ...errors import UnimplementedError
+from ...errors import InternalError, UnimplementedError
 from ...ir import Node, Program
 from ...ops.table import REGISTRY
 from ...passes.fuse import FusePolicy
@@ -51,8 +51,9 @@ REGION_OPS = frozenset({"If", "While", "WhileGrad", "Scan"})
 # the most arrays a fused group's kernel reads: 8-byte pointers within the 4 KB of
 # parameters every CUDA version and GPU allows (newer ones allow 32 KB), its outputs beside
 MAX_KERNEL_INPUTS = 400
-# ops the GPU runs by their reference kernel's text on CuPy for now (its reductions, cuBLAS
-# for matmul), until their templates (reduce.py) take over; a variable's read (V['w'])
+# ops the GPU runs by their reference kernel's text on CuPy where no template of reduce.py
+# computes them (templates.py says which do: shapes known, kernel dtypes), cuBLAS for
+# matmul; and a variable's read (V['w'])
 THROUGH_CUPY = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax",
                           "ArgMin", "Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
                           "SparseSoftmaxCrossEntropyWithLogits", "MatMul", "VariableV2"})
@@ -126,8 +127,13 @@ class CudaBackend(Backend):
                 crt = load_runtime()
                 namespace = {"np": np, "rt": host_runtime, "cp": crt.cp, "crt": crt,
                              "V": state, "R": rngs, "L": locks, **rendered.constants}
-                for code in compile_module(rendered.source, filename):
-                    exec(code, namespace)  # noqa: S102
+                try:
+                    for code in compile_module(rendered.source, filename):
+                        exec(code, namespace)  # noqa: S102 (compiles the kernels: NVRTC)
+                except Exception as e:  # a kernel that fails to compile is staticgrad's bug
+                    raise InternalError(None, None, f"the CUDA kernels of this plan failed to "
+                                                    f"compile or load: {type(e).__name__}: "
+                                                    f"{e}") from e
                 loaded.append(namespace["run"])
             return loaded[0](*feeds)
         return run
@@ -138,14 +144,16 @@ class CudaBackend(Backend):
         return value.get() if hasattr(value, "__cuda_array_interface__") else np.array(value)
 
     def write_value(self, store: dict, name: str, array: np.ndarray) -> None:
-        store[name] = load_runtime().to_device(np.array(array))
+        array = np.array(array)
+        # (a string variable's objects stay on the host, where the ops that read it run)
+        store[name] = array if array.dtype == object else load_runtime().to_device(array)
 
     def new_generator(self, seed):
         return _DeviceGenerator(seed)
 
     def release(self) -> None:
-        """The GPU memory that CuPy's pools keep for reuse, freed (where the runtime was
-        loaded: a session that never ran holds none)."""
+        """The GPU memory that CuPy's pools (one for the process) keep for reuse, given back
+        to the device (where the runtime was loaded: a process that never ran holds none)."""
         crt = sys.modules.get(f"{__name__}.runtime")
         if crt is not None:
             crt.free_pools()

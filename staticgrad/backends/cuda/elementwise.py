@@ -119,8 +119,8 @@ def render_elementwise(node: Node, kname: str, ref, out_name, make_name):
         host.append(f"{parts[-1]} = cp.empty(({grid},), dtype=cp.float64)")
         args.append(parts[-1])
     kinds = sorted({v.dtype.name for v in outs} | {v.dtype.name for v, _ in sums})
-    head = (f"// {'fused: ' + str(len(members)) + ' elementwise ops' if node.members else 'one'}"
-            f" over {n} elements of {' and '.join(kinds)}")
+    what = f"fused: {len(members)} elementwise ops" if node.members else node.type
+    head = f"// {what} over {n} elements of {' and '.join(kinds)}"
     lines = [head, f"extern \"C\" __global__ void __launch_bounds__({BLOCK}) {kname}(",
              "    " + ",\n    ".join(params) + ")", "{"]
     lines += [f"    double acc{k} = 0;" for k in range(len(sums))]

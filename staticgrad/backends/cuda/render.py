@@ -35,10 +35,11 @@ from ...codegen.templates import render_template
 from ...codegen.walk import comment, node_comment, printable
 from ...ir import Node, Program, Value
 from ...passes.liveness import liveness
+from ...passes.rewrite import assigns_variables, reads_variable
 from ..numpy.render import RESERVED, _NumpyWalk
 from . import library
 from .elementwise import element_function, kernel_ok, render_elementwise
-from .templates import REDUCTIONS, template_plan
+from .templates import REDUCTIONS, has_template, template_plan
 
 CUDA_RESERVED = RESERVED | {"cp", "crt", "CUDA_SOURCE"}
 
@@ -67,7 +68,6 @@ class _CudaWalk(_NumpyWalk):
             self.device_globals = []   # (name, host constant's name) copied to the GPU at load
             self.device_expr = {}      # id(constant Value) -> its name on the GPU
         self.folded = {}       # id(reduction) -> its input's function, arrays, their C types
-        self.free_later = {}   # id(reduction) -> values to free once it ran (a folded input's)
         self.place, self.device = place, device
 
     def on_device(self, node: Node) -> bool:
@@ -185,8 +185,12 @@ class _CudaWalk(_NumpyWalk):
             return False
         (reader,) = readers
         if reader.type not in REDUCTIONS or reader.members or not self.on_device(reader) \
-                or reader.inputs[0] is not x:
+                or reader.inputs[0] is not x or not has_template(reader):
             return False
+        members = node.members or (node,)
+        if assigns_variables(self.program) and \
+                any(reads_variable(v) for m in members for v in m.runtime_inputs()):
+            return False  # read late, a variable could have been assigned in between
         fname = self.names.make(f"{x.name}_at")
         text, args, ctypes = element_function(node, fname, lambda v: self.dense(v, consumer))
         if not ctypes or ctypes[0] != f"const {C_TYPES[x.dtype.name]}*":
@@ -199,7 +203,8 @@ class _CudaWalk(_NumpyWalk):
                          f", where it is read: {fname})")
         self.computed(node.origin)
         if self.free_after:  # its inputs live until the reduction has read them
-            self.free_later[id(reader)] = self.free_after.get(id(node), [])
+            dying = self.free_after.pop(id(node), [])
+            self.free_after[id(reader)] = dying + self.free_after.get(id(reader), [])
         return True
 
     def _lines(self, lines: list[str], op) -> None:
@@ -247,10 +252,6 @@ class _CudaWalk(_NumpyWalk):
         self._lines(body[1:], node.origin)
         if self.free_after:
             self.free(node)
-            later = [self.expr[id(v)] for v in self.free_later.pop(id(node), ())
-                     if id(v) in self.expr and self.expr[id(v)] not in self.params]
-            if later:
-                self.body.append(f"del {', '.join(later)}")
 
     def _transfer(self, node: Node) -> None:
         (v,) = node.inputs

@@ -40,11 +40,14 @@ def kernel(source: str, name: str):
 
 
 def to_device(x):
-    """x (a NumPy array or number) as a C-contiguous CuPy array; a CuPy array as it is where
-    it is C-contiguous (a fed view, `x.T`, `x[:, ::2]`, goes to kernels that index it densely)."""
+    """x (a NumPy array or number, or a CuPy array) as a C-contiguous CuPy array: a dense
+    CuPy array as it is (a fed one too), a view made dense, a host value copied over."""
     if isinstance(x, cp.ndarray):
         return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
     return cp.asarray(np.ascontiguousarray(x))
+
+
+dense = to_device  # (what a kernel's argument must be: the same conversion)
 
 
 def to_host(x):
@@ -52,13 +55,6 @@ def to_host(x):
     if isinstance(x, cp.ndarray):
         return cp.asnumpy(x)
     return np.array(x)
-
-
-def dense(x):
-    """x as a C-contiguous CuPy array, which a generated kernel indexes by its shape."""
-    if isinstance(x, cp.ndarray):
-        return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
-    return cp.asarray(np.ascontiguousarray(x))
 
 
 def copy(x):

@@ -17,6 +17,11 @@ SOFTMAX = frozenset({"Softmax", "LogSoftmax"})
 DTYPES = frozenset({"float32", "float64", "int32", "int64", "bool"})
 
 
+def has_template(node: Node) -> bool:
+    """Would `template_plan` make a plan for `node` (not None)?"""
+    return template_plan(node, lambda base: base) is not None
+
+
 def template_plan(node: Node, reserve, load: str | None = None,
                   extra_inputs: list = ()) -> KernelPlan | None:
     """The plan of `node`'s kernels, or None when no template computes it; `reserve(base)`

@@ -294,3 +294,68 @@ def test_a_saver_round_trips_variables_that_live_on_the_device(g, device, tmp_pa
     with sg.Session(backend="cuda") as sess:
         saver.restore(sess, path)
         np.testing.assert_array_equal(sess.run(w), np.arange(6).reshape(2, 3) + 1)
+
+
+def test_a_reduction_does_not_read_a_variable_after_an_assignment_it_should_precede(g, device):
+    """The elementwise input of a reduction is computed inside the reduction's kernel only
+    where no assignment can come between: here y = v * 2 is read before v += 1."""
+    v = sg.Variable(np.full(4, 1.0, np.float32), name="v")
+    y = v * 2.0
+    with sg.control_dependencies([y]):
+        update = v.assign_add(np.ones(4, np.float32))
+    with sg.control_dependencies([update]):
+        total = sg.reduce_sum(y, axis=0)
+    for backend in ("numpy", "cuda"):
+        with sg.Session(backend=backend) as sess:
+            sess.run(sg.global_variables_initializer())
+            assert float(sess.run(total)) == 8.0, backend
+
+
+def test_an_elementwise_input_of_a_reduction_with_no_template_is_computed_first(g, device):
+    """A reduction its templates leave to CuPy (an empty axis: the reference's error) reads
+    its input from memory, so that input is computed as usual."""
+    x = sg.placeholder(sg.float32, [3, 0], name="x")
+    y = sg.reduce_sum(x * 2.0, axis=1)
+    feed = {x: np.zeros((3, 0), np.float32)}
+    with sg.Session(backend="cuda") as sess:
+        np.testing.assert_array_equal(sess.run(y, feed), np.zeros(3, np.float32))
+
+
+def test_a_kernel_counts_the_values_of_other_groups_among_its_inputs(g, device):
+    """Values made by other groups are arrays the kernel takes too (a review found a group
+    of 451 pointers: each input's producer was in some group, so none counted)."""
+    from staticgrad.backends.cuda import MAX_KERNEL_INPUTS
+    xs = [sg.placeholder(sg.float32, [2, 3], name=f"x{i}") for i in range(MAX_KERNEL_INPUTS + 50)]
+    made = [x * 2.0 for x in xs]
+    sums = [sg.reduce_sum(m, axis=0) for m in made]  # (each made value read outside)
+    total = made[0]
+    for m in made[1:]:
+        total = total + m
+    feed = {x: np.full((2, 3), i % 5, np.float32) for i, x in enumerate(xs)}
+    with sg.Session(backend="cuda") as gpu, sg.Session() as host:
+        source = gpu.source([total, sums[0]], feed)
+        np.testing.assert_allclose(gpu.run(total, feed), host.run(total, feed))
+    kernels = source.split('extern "C"')[1:]
+    assert max(k.count("__restrict__ in") for k in kernels) <= MAX_KERNEL_INPUTS
+
+
+def test_a_string_variable_stays_on_the_host(g, device, tmp_path):
+    s = sg.Variable(np.array([b"a", b"bc"], dtype=object), dtype=sg.string, name="s")
+    n = sg.Variable(np.array([1, 2], np.int32), name="n")
+    saver = sg.train.Saver()
+    with sg.Session(backend="cuda") as sess:
+        sess.run(sg.global_variables_initializer())
+        path = saver.save(sess, str(tmp_path / "m"))
+    with sg.Session(backend="cuda") as sess:
+        saver.restore(sess, path)
+        assert list(sess.run(s)) == [b"a", b"bc"] and list(sess.run(n)) == [1, 2]
+
+
+def test_a_kernel_that_fails_to_compile_is_an_internal_error(g, device, monkeypatch):
+    import sys
+    render = sys.modules["staticgrad.backends.cuda.render"]  # (the package's `render` is
+    x = sg.placeholder(sg.float32, [3], name="x")            # that module's function)
+    monkeypatch.setattr(render, "preamble", lambda qualifier: "this is not C++;")
+    with sg.Session(backend="cuda") as sess:
+        with pytest.raises(sg.errors.InternalError, match="CUDA kernels of this plan failed"):
+            sess.run(sg.tanh(x), {x: np.ones(3, np.float32)})
