@@ -359,3 +359,27 @@ def test_a_kernel_that_fails_to_compile_is_an_internal_error(g, device, monkeypa
     with sg.Session(backend="cuda") as sess:
         with pytest.raises(sg.errors.InternalError, match="CUDA kernels of this plan failed"):
             sess.run(sg.tanh(x), {x: np.ones(3, np.float32)})
+
+
+KERNEL_ROWS = [case for case in ROWS if sg.ops.table.REGISTRY[case[0]].expr is not None]
+
+
+def test_every_elementwise_kernel_agrees_in_float32_within_its_rounding(g, device):
+    """The generated kernels in float32 (C's float functions against NumPy's), every
+    elementwise op of the gradient rows with its gradients, in one plan: within 2e-6 where
+    the arithmetic is exact, and a few ulps (5e-5) for the transcendental functions."""
+    fetches, feed = [], {}
+    for k, (op_type, fn, makers, _) in enumerate(KERNEL_ROWS):
+        values = [make(shape).astype(np.float32) for make, shape in makers]
+        xs = [sg.placeholder(sg.float32, v.shape, name=f"{op_type}_x{i}")
+              for i, v in enumerate(values)]
+        y = fn(*xs)
+        fetches.append([y] + list(dense_gradients(sg.reduce_sum(y * 0.75), xs)))
+        feed.update(zip(xs, values))
+    with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+        want, got = host.run(fetches, feed), gpu.run(fetches, feed)
+    assert len(KERNEL_ROWS) > 30
+    for (op_type, *_), w, o in zip(KERNEL_ROWS, want, got):
+        for a, b in zip(o, w):
+            assert a.dtype == b.dtype == np.float32, op_type
+            np.testing.assert_allclose(a, b, rtol=5e-5, atol=2e-6, err_msg=op_type)
