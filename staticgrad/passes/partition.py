@@ -43,7 +43,7 @@ def partition(program: Program, place: Callable[[Node], str], host: str,
     """`program` with a Transfer on each edge between backends (see the module's docstring);
     `place(node)` names the backend that runs the node, `host` the one that feeds and
     fetches live on; `fetch_on`, if given, the one fetches are handed back on instead (a
-    device's, for fetches kept in its memory)."""
+    device's, for fetches kept in its memory; strings stay on the host)."""
     if all(placement(n, place) == host for n in walk(program)) and fetch_on in (None, host):
         return program
     return _partition(program, place, host, _region_homes(program, place), fetch_on)
@@ -95,11 +95,17 @@ def _partition(program: Program, place, edge: str, region_homes: dict,
 
     new = rewrite(program, visit, region=region)
     made: list[Node] = []
-    fetches = [there(f, fetch_on or edge, made) if isinstance(f, Value) else f
+    fetches = [there(f, _fetched_on(f, fetch_on, edge), made) if isinstance(f, Value) else f
                for f in new.fetches]
     if any([a is not b for a, b in zip(fetches, new.fetches)]):
         new = Program(new.nodes + made, new.feeds, fetches, owned=new.owned, nested=new.nested)
     return new
+
+
+def _fetched_on(f: Value, fetch_on: str | None, edge: str) -> str:
+    """Where fetch f is handed back: `fetch_on` if given, except a string value (objects,
+    which only the host holds), else `edge`."""
+    return fetch_on if fetch_on is not None and not f.dtype.is_string else edge
 
 
 def check(program: Program, place, host: str, fetch_on: str | None = None) -> list[str]:
@@ -131,6 +137,7 @@ def _check(program: Program, place, edge: str, region_homes: dict,
         target = node.attrs["target"] if node.type == "Transfer" else where
         home.update(dict.fromkeys(map(id, node.outputs), target))
     for f in program.fetches:
-        if isinstance(f, Value) and home.get(id(f), edge) != (fetch_on or edge):
-            wrong.append(f"{f!r} is fetched from {home[id(f)]}, not from {fetch_on or edge}")
+        if isinstance(f, Value) and home.get(id(f), edge) != _fetched_on(f, fetch_on, edge):
+            wrong.append(f"{f!r} is fetched from {home[id(f)]}, not from "
+                         f"{_fetched_on(f, fetch_on, edge)}")
     return wrong

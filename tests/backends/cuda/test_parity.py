@@ -383,3 +383,14 @@ def test_every_elementwise_kernel_agrees_in_float32_within_its_rounding(g, devic
         for a, b in zip(o, w):
             assert a.dtype == b.dtype == np.float32, op_type
             np.testing.assert_allclose(a, b, rtol=5e-5, atol=2e-6, err_msg=op_type)
+
+
+def test_fetch_device_hands_back_strings_on_the_host(g, device):
+    x = sg.placeholder(sg.float32, [2], name="x")
+    y = x * 3.0
+    text = sg.strings.as_string(y)
+    with sg.Session(backend="cuda") as sess:
+        got_y, got_text = sess.make_callable([y, text], [x], fetch_device=True)(
+            np.array([1.0, 2.0], np.float32))
+    np.testing.assert_allclose(np.asarray(got_y.tolist()), [3.0, 6.0])
+    assert isinstance(got_text, np.ndarray) and list(got_text) == [b"3.000000", b"6.000000"]
