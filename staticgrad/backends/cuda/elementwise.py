@@ -40,7 +40,7 @@ from ...ir import Node, Value
 
 BLOCK = 256        # threads a block
 MAX_GRID = 2048    # blocks at most: the grid-stride loop does the rest (and a sum's parts)
-FINISH_BLOCK = 1024
+FINISH_BLOCK = 256   # threads of the kernel adding a sum's parts (at most MAX_GRID)
 
 # the dtypes a kernel computes in (bool is C++'s one-byte bool, as NumPy's)
 KERNEL_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})

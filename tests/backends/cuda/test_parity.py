@@ -369,7 +369,7 @@ def test_every_elementwise_kernel_agrees_in_float32_within_its_rounding(g, devic
     elementwise op of the gradient rows with its gradients, in one plan: within 2e-6 where
     the arithmetic is exact, and a few ulps (5e-5) for the transcendental functions."""
     fetches, feed = [], {}
-    for k, (op_type, fn, makers, _) in enumerate(KERNEL_ROWS):
+    for op_type, fn, makers, _ in KERNEL_ROWS:
         values = [make(shape).astype(np.float32) for make, shape in makers]
         xs = [sg.placeholder(sg.float32, v.shape, name=f"{op_type}_x{i}")
               for i, v in enumerate(values)]

@@ -14,6 +14,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from . import emulator
 from . import reduce_cases as cases
 from .emulator import SHIM
 
@@ -52,6 +53,7 @@ def library(tmp_path_factory):
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ is not installed")
+    emulator.load_runtime()  # (the launches' threads, which these kernels' library uses)
     parts = [EMULATION]
     for plan, _ in PLANS.values():
         if plan is None:
