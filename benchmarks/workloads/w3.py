@@ -25,17 +25,22 @@ def data() -> np.ndarray:
     return np.random.default_rng(0).standard_normal(SIZE).astype(np.float32)
 
 
+def by_hand(x):
+    """W3's value and gradient as an expert writes them in NumPy, each value computed once."""
+    x2 = x * x
+    t = np.tanh(1.5 * x + 0.3)
+    s = 1.0 / (1.0 + np.exp(-x))
+    e = np.exp(-x2)
+    y = np.sum(t * s + 0.5 * e + np.log1p(x2))
+    dx = 1.5 * (1.0 - t * t) * s + t * s * (1.0 - s) - x * e + 2.0 * x / (1.0 + x2)
+    return y, dx
+
+
 def hand_numpy():
     x = data()
 
     def call():
-        x2 = x * x
-        t = np.tanh(1.5 * x + 0.3)
-        s = 1.0 / (1.0 + np.exp(-x))
-        e = np.exp(-x2)
-        y = np.sum(t * s + 0.5 * e + np.log1p(x2))
-        dx = 1.5 * (1.0 - t * t) * s + t * s * (1.0 - s) - x * e + 2.0 * x / (1.0 + x2)
-        return y, dx
+        return by_hand(x)
     return call, common.as_arrays(call())
 
 

@@ -151,13 +151,7 @@ class _CudaWalk(_NumpyWalk):
     # -- what only this backend writes ------------------------------------------------------
     def _kernel(self, node: Node) -> None:
         """An elementwise node or a fused group: its kernel, and the lines launching it."""
-        expr, names = self.expr, self.names
-
-        def out_name(v):
-            if id(v) not in expr:
-                expr[id(v)] = names.make(v.name)
-            return expr[id(v)]
-
+        names, out_name = self.names, self.out_name
         consumer = node.members[-1] if node.members else node
         if self._fold(node, consumer):
             return

@@ -162,14 +162,15 @@ class _NumpyWalk(Walk):
         return {}
 
     # -- the hooks -----------------------------------------------------------------------------
+    def out_name(self, v: Value) -> str:
+        """The name of a value a kernel writes (made at its first mention)."""
+        if id(v) not in self.expr:
+            self.expr[id(v)] = self.names.make(v.name)
+        return self.expr[id(v)]
+
     def group(self, node: Node) -> None:
         """A fused group: a block kernel, and the lines that run it."""
-        expr, names = self.expr, self.names
-
-        def out_name(v):
-            if id(v) not in expr:
-                expr[id(v)] = names.make(v.name)
-            return expr[id(v)]
+        names, out_name = self.names, self.out_name
 
         kname = names.make("fused")
         run_lines, kernel, kernel_ops, vector = render_group(
