@@ -30,6 +30,8 @@ backend's own code, in the same run().
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...codegen.c_expr import C_TYPES, preamble
 from ...codegen.templates import render_template
 from ...codegen.walk import comment, node_comment, printable
@@ -62,11 +64,14 @@ class _CudaWalk(_NumpyWalk):
             place, device = module.place, module.device
             self.cu, self.kernel_names, self.device_globals, self.device_expr = \
                 module.cu, module.kernel_names, module.device_globals, module.device_expr
+            self.host_constants = module.host_constants
         else:
             self.cu = []               # the kernels' C texts, in order
             self.kernel_names = []     # the __global__ functions they define
             self.device_globals = []   # (name, host constant's name) copied to the GPU at load
             self.device_expr = {}      # id(constant Value) -> its name on the GPU
+            self.host_constants = {}   # id(constant Value) -> its name on the host (never in
+            #                            `expr`, which a device op would read it from too)
         self.folded = {}       # id(reduction) -> its input's function, arrays, their C types
         self.place, self.device = place, device
 
@@ -85,6 +90,15 @@ class _CudaWalk(_NumpyWalk):
             return text  # a Python number: CuPy takes it as NumPy does
         name = self.device_expr[id(v)] = self.names.make(f"{text}_gpu")
         self.device_globals.append((name, text))
+        return name
+
+    def constant(self, v: Value) -> str:
+        """The constant v as a module global on the host (made once), kept apart from
+        `expr`: each reader asks `ref`, which gives a device op the constant's GPU copy."""
+        name = self.host_constants.get(id(v))
+        if name is None:
+            name = self.host_constants[id(v)] = self.names.make(v.name)
+            self.constants[name] = np.asarray(v.const, dtype=v.dtype.np)
         return name
 
     def dense(self, v: Value, consumer: Node) -> str:
