@@ -11,11 +11,20 @@ the host code and its kernels compute what the NumPy backend computes, and that 
 a kernel is given is dense and of the C type its parameter declares. Every array `empty`
 makes is filled with NaN (or a pattern) first: a kernel that leaves an element unwritten is
 caught.
+
+Its device arrays (DeviceArray) keep CuPy's manners where a host/device mix-up would show
+only on a GPU: the host reaches one only through `.get()` or `cupy.asnumpy` (np.asarray of
+one is CuPy's TypeError), a cupy function refuses a NumPy array (TypeError), int() and
+float() take a 0-d array alone, `ufunc.at` takes the dtypes CuPy's does, and where an
+assignment's index repeats a place, the first of its values stays (NumPy keeps the last,
+CuPy any one). A NumPy function given a device array runs the cupy function of its name,
+as CuPy's __array_function__ and __array_ufunc__ do. A kernel launch gets the raw buffers.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import re
@@ -201,10 +210,11 @@ class RawModule:
             assert len(args) == len(dtypes), f"{name}: {len(args)} arguments, {len(dtypes)} " \
                                              "parameters"
             for k, (a, dtype) in enumerate(zip(args, dtypes)):
-                assert isinstance(a, np.ndarray) and a.flags.c_contiguous, \
-                    f"{name}: argument {k} is not a dense array: {type(a)}"
+                assert isinstance(a, DeviceArray), \
+                    f"{name}: argument {k} is not a device array: {type(a)}"
+                assert a.memory.flags.c_contiguous, f"{name}: argument {k} is not dense"
                 assert a.dtype == dtype, f"{name}: argument {k} is {a.dtype}, not {dtype}"
-            pointers = (ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
+            pointers = (ctypes.c_void_p * len(args))(*[a.memory.ctypes.data for a in args])
             run_grid(call, int(grid[0]), int(block[0]), pointers)
         return launch
 
@@ -223,6 +233,232 @@ def _c_dtype(param: str) -> str:
     return C_DTYPES[ctype]
 
 
+
+# -- device arrays: NumPy's, behind CuPy's manners ------------------------------------------------
+
+IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to "
+            "construct a NumPy array explicitly.")  # (CuPy's words)
+# the dtypes (the array's) each ufunc's `at` takes in CuPy, by an integer index array: its
+# atomic operations' (cupy/_core/_routines_indexing.pyx, _scatter_op_single)
+AT_DTYPES = {
+    "add": {"float16", "float32", "float64", "int32", "uint32", "uint64"},
+    "subtract": {"int32", "uint32"},
+    "maximum": {"float32", "float64", "int32", "uint32", "uint64"},
+    "minimum": {"float32", "float64", "int32", "uint32", "uint64"},
+    "bitwise_and": {"int32", "int64", "uint32", "uint64"},
+    "bitwise_or": {"int32", "int64", "uint32", "uint64"},
+    "bitwise_xor": {"int32", "int64", "uint32", "uint64"},
+}
+
+
+class DeviceArray:
+    """An array in the emulated GPU's memory (`memory`, a NumPy array), as cupy.ndarray:
+    to the host by `.get()` alone, a 0-d array where NumPy would give a scalar."""
+
+    __slots__ = ("memory",)
+
+    def __init__(self, memory: np.ndarray):
+        self.memory = memory
+
+    def get(self, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
+        """A copy on the host (the one way there, with cupy.asnumpy)."""
+        if out is not None:
+            out[...] = self.memory
+            return out
+        return np.array(self.memory, order=order)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(IMPLICIT)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "data": (self.memory.ctypes.data, False),
+                "strides": None if self.memory.flags.c_contiguous else self.strides}
+
+    # a NumPy ufunc or function given a device array runs cupy's of its name, as in CuPy
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        cupy_ufunc = _Ufunc(ufunc)
+        fn = cupy_ufunc if method == "__call__" else getattr(cupy_ufunc, method)
+        return fn(*inputs, **kwargs)
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return _on_device(func)(*args, **kwargs)
+
+    def __getattr__(self, name):  # NumPy's attributes and methods, on the device
+        if name.startswith("__"):  # (NumPy's protocols: __array_interface__ reads memory)
+            raise AttributeError(name)
+        value = getattr(self.memory, name)
+        return _on_device(value) if callable(value) else _device_value(value)
+
+    def __getitem__(self, key):
+        return _device_value(self.memory[_memory(key, host_ok=True)])
+
+    def __setitem__(self, key, value):
+        key = _memory(key, host_ok=True)
+        if not _advanced(key):
+            if isinstance(value, np.ndarray) and value.ndim:  # (CuPy's fill)
+                raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
+            self.memory[key] = _memory(value, host_ok=True)
+            return
+        value = _memory(value, host_ok=True)  # (CuPy copies a host array here)
+        places = np.arange(self.memory.size).reshape(self.shape)[key]
+        if np.unique(places).size == places.size:
+            self.memory[key] = value
+            return
+        # a place written twice keeps the first value: CuPy's may be any one, NumPy's the last
+        values = np.broadcast_to(np.asarray(value, self.dtype), places.shape)
+        self.memory.flat[places.reshape(-1)[::-1]] = values.reshape(-1)[::-1]
+
+    def __len__(self):
+        return len(self.memory)
+
+    def __iter__(self):
+        return (_device_value(row) for row in self.memory)
+
+    def __bool__(self):
+        return bool(self.memory)
+
+    def __int__(self):
+        return int(self._scalar())
+
+    def __float__(self):
+        return float(self._scalar())
+
+    def __complex__(self):
+        return complex(self._scalar())
+
+    def _scalar(self):
+        if self.ndim:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        return self.memory[()]
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __repr__(self):
+        return f"DeviceArray({self.memory!r})"
+
+
+def _operator(name: str):
+    method = getattr(np.ndarray, name)
+    return lambda self, *other: _on_device(method)(self, *other)
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+              "xor", "lshift", "rshift"):
+    for _form in ("__{}__", "__r{}__", "__i{}__"):
+        setattr(DeviceArray, _form.format(_name), _operator(_form.format(_name)))
+for _name in ("__divmod__", "__rdivmod__", "__neg__", "__pos__", "__abs__", "__invert__",
+              "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(DeviceArray, _name, _operator(_name))
+DeviceArray.__hash__ = None
+
+
+def _memory(value, host_ok=False):
+    """An argument as NumPy takes it: a device array's memory (lists and tuples looked into).
+    A NumPy array is CuPy's TypeError, except where CuPy copies one over (`host_ok`)."""
+    if isinstance(value, DeviceArray):
+        return value.memory
+    if isinstance(value, np.ndarray) and not host_ok:
+        raise TypeError(f"Unsupported type {type(value)} (a host array given to a cupy "
+                        "function: CuPy takes device arrays and scalars)")
+    if type(value) in (list, tuple):
+        return type(value)(_memory(v, host_ok) for v in value)
+    return value
+
+
+def _device_value(value):
+    """What a cupy function returns for NumPy's `value`: arrays (and scalars: 0-d arrays)
+    in device memory, a generator that draws there."""
+    if isinstance(value, np.ndarray | np.generic):
+        return DeviceArray(np.asarray(value))
+    if type(value) in (list, tuple):
+        return type(value)(_device_value(v) for v in value)
+    if isinstance(value, np.random.Generator):
+        return _OnDevice(value)
+    return value
+
+
+def _on_device(fn):
+    """NumPy's function `fn` as the cupy function of its name: device arrays in, device
+    arrays out (an argument it returns, as the same array)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        given = {id(a.memory): a for a in (*args, *kwargs.values())
+                 if isinstance(a, DeviceArray)}
+        result = fn(*_memory(args), **{k: _memory(v) for k, v in kwargs.items()})
+        return given[id(result)] if id(result) in given else _device_value(result)
+    return call
+
+
+def _advanced(key) -> bool:
+    """Does the index `key` hold an array or a list (advanced indexing)?"""
+    parts = key if type(key) is tuple else (key,)
+    return any(isinstance(p, np.ndarray | list) for p in parts)
+
+
+class _Ufunc:
+    """A NumPy ufunc as CuPy's: on device arrays, and `at` for CuPy's dtypes alone."""
+
+    def __init__(self, ufunc: np.ufunc):
+        self.ufunc = ufunc
+        self.__name__ = ufunc.__name__
+
+    def __call__(self, *args, **kwargs):
+        return _on_device(self.ufunc)(*args, **kwargs)
+
+    def __getattr__(self, name):  # reduce, accumulate, outer, nin...
+        value = getattr(self.ufunc, name)
+        return _on_device(value) if callable(value) else value
+
+    def at(self, a, indices, b=None):
+        name, indices = self.__name__, _memory(indices, host_ok=True)
+        if name not in AT_DTYPES:
+            raise NotImplementedError(f"`{name}.at` is not supported yet")
+        if _advanced(indices) and a.dtype.name not in AT_DTYPES[name]:
+            raise TypeError(f"cupy.{name}.at only supports "
+                            f"{', '.join(sorted(AT_DTYPES[name]))}, as data type")
+        self.ufunc.at(_memory(a), indices, _memory(b, host_ok=True))
+
+
+class _OnDevice:
+    """A NumPy module or object (np.random, np.linalg, a Generator...) whose functions
+    compute on device arrays."""
+
+    def __init__(self, target):
+        self._target = target
+
+    def __getattr__(self, name):
+        return _cupy_name(getattr(self._target, name))
+
+
+def _cupy_name(value):
+    """What cupy's name for NumPy's `value` is here."""
+    if isinstance(value, np.ufunc):
+        return _Ufunc(value)
+    if isinstance(value, types.ModuleType):
+        return _OnDevice(value)
+    if callable(value) and not isinstance(value, type):
+        return _on_device(value)
+    return value  # a type (np.float32), a constant
+
+
+def _to_device(convert):
+    """cupy.array / asarray / asanyarray: a host value copied to the device; a device array
+    as `convert` leaves it (itself, where it needs no conversion)."""
+    @functools.wraps(convert)
+    def call(a, *args, **kwargs):
+        if isinstance(a, DeviceArray):
+            made = convert(a.memory, *args, **kwargs)
+            return a if made is a.memory else DeviceArray(made)
+        return DeviceArray(np.array(convert(_memory(a, host_ok=True), *args, **kwargs)))
+    return call
+
+
 def _poisoned_empty(shape, dtype=float, order="C"):
     out = np.empty(shape, dtype=dtype, order=order)
     if out.dtype.kind == "f":
@@ -232,14 +468,24 @@ def _poisoned_empty(shape, dtype=float, order="C"):
     return out
 
 
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True) -> np.ndarray:
+    if isinstance(a, DeviceArray):
+        return a.get(order=order, out=out)
+    return np.asarray(a, order=order)
+
+
 def fake_cupy() -> types.ModuleType:
-    """A module with NumPy's API, and CuPy's RawModule, asnumpy and device count."""
+    """A module with NumPy's API on DeviceArrays, and CuPy's ndarray, RawModule, asnumpy and
+    device count."""
     cupy = types.ModuleType("cupy")
     for name in dir(np):
         if not name.startswith("__"):
-            setattr(cupy, name, getattr(np, name))
-    cupy.empty = _poisoned_empty
-    cupy.asnumpy = lambda x: np.array(x)
+            setattr(cupy, name, _cupy_name(getattr(np, name)))
+    for name in ("array", "asarray", "asanyarray"):
+        setattr(cupy, name, _to_device(getattr(np, name)))
+    cupy.ndarray = DeviceArray
+    cupy.empty = _on_device(_poisoned_empty)
+    cupy.asnumpy = asnumpy
     cupy.RawModule = RawModule
     pool = types.SimpleNamespace(free_all_blocks=lambda: pool.__dict__.update(freed=True),
                                  freed=False)

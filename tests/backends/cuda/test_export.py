@@ -128,8 +128,9 @@ def test_the_module_computes_what_a_numpy_session_does(tmp_path, device):
         assert len(got) == len(want[r])
         for i, (g, w) in enumerate(zip(got, want[r])):
             assert_same(g, w, f"run {r}, fetch {i} ({module.FETCHES[i]})")
+    import cupy  # (the emulator's, without a GPU)
     for name, value in final.items():
-        assert type(module.V[name]).__module__.split(".")[0] in ("cupy", "numpy")
+        assert isinstance(module.V[name], cupy.ndarray), name
         assert_same(module.crt.to_host(module.V[name]), value, f"variable {name}")
 
 

@@ -34,6 +34,7 @@ from staticgrad.ops.kernels import render_numpy
 from staticgrad.ops.state_ops import Store
 from staticgrad.ops.table import REGISTRY, NodeCtx
 from staticgrad.shapes import TensorShape
+from tests.backends.cuda.emulator import fake_cupy
 from tests.conftest import dense_gradients
 from tests.fuzz_reference import evaluate, topo_ops
 from tests.ops.test_gradients import CASES, any_, distinct
@@ -56,9 +57,11 @@ def _gpu():
         return None
 
 
-ARRAY_MODULES = [pytest.param(np, id="numpy")]
-if _gpu() is not None:
-    ARRAY_MODULES.append(pytest.param(_gpu(), id="cupy"))
+# NumPy, and CuPy on a GPU where there is one, else the emulator's stand-in (its device
+# arrays refuse the host/device mix-ups that a GPU would)
+ARRAY_MODULES = [pytest.param(np, id="numpy"),
+                 pytest.param(_gpu(), id="cupy") if _gpu() is not None else
+                 pytest.param(fake_cupy(), id="emulator")]
 
 CONV_OPS = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
 RANDOM_OPS = {t for t in LIBRARY_OPS if REGISTRY[t].draws_random}

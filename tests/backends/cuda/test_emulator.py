@@ -1,0 +1,95 @@
+"""The emulator's device arrays keep CuPy's manners (emulator.py): the host/device mix-ups that
+a GPU refuses are refused on the CPU too, and what CuPy takes is taken."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.backends.cuda.emulator import CXX, DeviceArray, fake_cupy
+
+cp = fake_cupy()
+
+
+def _device(values, dtype=None):
+    return cp.asarray(np.asarray(values, dtype=dtype))
+
+
+def test_a_device_array_reaches_the_host_through_get_alone():
+    a = _device(np.arange(6.0).reshape(2, 3))
+    for implicit in (np.asarray, np.array, np.ascontiguousarray, lambda x: np.zeros(3)[x[0, 0]]):
+        with pytest.raises(TypeError, match="Implicit conversion to a NumPy array"):
+            implicit(a)
+    for host in (a.get(), cp.asnumpy(a)):
+        assert type(host) is np.ndarray
+        np.testing.assert_array_equal(host, np.arange(6.0).reshape(2, 3))
+
+
+def test_cupy_functions_refuse_host_arrays_and_copy_them_where_cupy_does():
+    a, host = _device([1.0, 2.0, 3.0]), np.ones(3)
+    for mixed in (lambda: cp.add(a, host), lambda: a + host, lambda: host * a,
+                  lambda: cp.concatenate([a, host]), lambda: cp.ascontiguousarray(host),
+                  lambda: cp.matmul(a, host)):
+        with pytest.raises(TypeError, match="Unsupported type"):
+            mixed()
+    with pytest.raises(ValueError, match="non-scalar numpy.ndarray cannot be used for fill"):
+        a[:] = host
+    # a host value copied over (not shared), a host index, an advanced assignment's values
+    copied = cp.asarray(host)
+    copied[0] = 5.0
+    assert host[0] == 1.0
+    a[np.array([0, 2])] = np.array([7.0, 9.0])
+    np.testing.assert_array_equal(a.get(), [7.0, 2.0, 9.0])
+
+
+def test_numpy_functions_on_device_arrays_compute_on_the_device():
+    a = _device([[1.0, 2.0], [3.0, 4.0]])
+    for result in (np.sum(a), np.exp(a), a.sum(), a[0, 1], a.T @ a):
+        assert isinstance(result, DeviceArray)
+    assert np.sum(a).shape == () and float(np.sum(a)) == 10.0
+
+
+def test_int_and_float_take_a_0d_array_alone():
+    assert int(_device(3)) == 3 and float(_device(2.5)) == 2.5 and bool(_device(True))
+    for one in (_device([3]), _device([[2.5]])):
+        for convert in (int, float):
+            with pytest.raises(TypeError, match="only 0-dimensional arrays"):
+                convert(one)
+    with pytest.raises(TypeError):
+        range(_device(3))  # (no __index__)
+
+
+@pytest.mark.parametrize("ufunc, takes", [
+    ("add", ["float16", "float32", "float64", "int32", "uint32", "uint64"]),
+    ("subtract", ["int32", "uint32"])])
+def test_ufunc_at_takes_cupys_dtypes_alone(ufunc, takes):
+    for dtype in ["float16", "float32", "float64", "int8", "int32", "int64", "uint32", "uint64",
+                  "bool", "complex64"]:
+        a, ones = cp.zeros(3, dtype=dtype), np.ones(2, dtype)
+        if dtype in takes:
+            getattr(cp, ufunc).at(a, _device([1, 1]), cp.asarray(ones))
+            want = np.zeros(3, dtype)
+            getattr(np, ufunc).at(want, [1, 1], ones)
+            np.testing.assert_array_equal(a.get(), want)
+        else:
+            with pytest.raises(TypeError, match=f"cupy.{ufunc}.at only supports"):
+                getattr(cp, ufunc).at(a, _device([1, 1]), cp.asarray(ones))
+
+
+def test_an_assignment_to_a_repeated_place_keeps_its_first_value():
+    """NumPy keeps the last; CuPy any one: code that counts on NumPy's order fails here."""
+    a = cp.zeros((3, 2))
+    a[_device([1, 2, 1])] = _device([[5.0, 5.0], [6.0, 6.0], [7.0, 7.0]])
+    np.testing.assert_array_equal(a.get(), [[0, 0], [5, 5], [6, 6]])
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler for the emulator")
+def test_a_kernel_takes_device_arrays_alone():
+    code = ('extern "C" __global__ void __launch_bounds__(32) ones(float* __restrict__ out) '
+            '{ out[threadIdx.x] = 1.0f; }')
+    ones = cp.RawModule(code=code).get_function("ones")
+    with pytest.raises(AssertionError, match="argument 0 is not a device array"):
+        ones((1,), (32,), (np.zeros(32, np.float32),))
+    out = cp.zeros(32, dtype=cp.float32)
+    ones((1,), (32,), (out,))
+    np.testing.assert_array_equal(out.get(), np.ones(32, np.float32))
