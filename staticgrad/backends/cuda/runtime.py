@@ -40,11 +40,12 @@ def kernel(source: str, name: str):
 
 
 def to_device(x):
-    """x (a NumPy array or number, or a CuPy array) as a C-contiguous CuPy array: a dense
-    CuPy array as it is (a fed one too), a view made dense, a host value copied over."""
+    """x (a NumPy array or number, or a CuPy array) as a C-contiguous CuPy array of its
+    shape: a dense CuPy array as it is (a fed one too), a view made dense, a host value copied
+    over (a scalar as a 0-d array: np.ascontiguousarray would make it 1-d)."""
     if isinstance(x, cp.ndarray):
         return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
-    return cp.asarray(np.ascontiguousarray(x))
+    return cp.asarray(np.asarray(x, order="C"))
 
 
 dense = to_device  # (what a kernel's argument must be: the same conversion)

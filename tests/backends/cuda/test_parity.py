@@ -125,6 +125,23 @@ def test_a_strided_feed_reaches_kernels_dense(device):
                 np.testing.assert_allclose(a, w, rtol=1e-6)
 
 
+def test_a_scalar_constant_stays_a_scalar_on_the_device(device):
+    """A 0-d constant that a device op reads is copied to the GPU as a 0-d array. It was
+    copied through np.ascontiguousarray, which makes it 1-d: on the H200, TensorArrayWrite's
+    int() of its index failed; the emulator, once its arrays were CuPy's, showed a gather by
+    a scalar index keeping an axis too."""
+    x = sg.placeholder(sg.float64, [3, 2], name="x")
+    index = sg.constant(np.int64(1))
+    fetches = [sg.gather(x, index), sg.gather(x, index, axis=1), sg.reshape(x, [6])[index],
+               sg.gather(x, sg.constant(np.int32(2)))]
+    feed = {x: np.arange(6.0).reshape(3, 2)}
+    with sg.Session() as host, sg.Session(backend="cuda") as gpu:
+        want, got = host.run(fetches, feed), gpu.run(fetches, feed)
+    for a, w in zip(got, want):
+        assert np.shape(a) == np.shape(w)
+        np.testing.assert_array_equal(a, w)
+
+
 def test_integer_kernels_wrap_on_overflow_as_numpy_does(device):
     """Signed overflow is undefined in C: `x + 1 > x` compiled as it reads folds to true.
     NumPy's integers wrap, and so must a kernel's (computing on the unsigned type)."""
