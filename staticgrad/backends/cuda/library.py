@@ -110,6 +110,11 @@ def to_device_code(code: str) -> str:
 
 # -- the library ----------------------------------------------------------------------------------
 
+# the dtypes CuPy's add.at adds (its atomicAdd's; cupy/_core/_routines_indexing.pyx): _add_at
+# adds the others as one of these
+ADDS_AT = frozenset({"float16", "float32", "float64", "int32", "uint32", "uint64"})
+
+
 def make_library(xp) -> types.SimpleNamespace:
     """The numeric helpers of staticgrad.runtime, by the same names and signatures, for the
     NumPy-like array module `xp` (CuPy on the GPU; NumPy gives the runtime's results).
@@ -209,19 +214,50 @@ class _Library:
         return ufunc(var, delta, out=var)
 
     def scatter(self, ufunc, var, indices, updates, in_place):
-        """var's rows `indices` combined with `updates` by ufunc (None sets them)."""
-        indices = self.xp.asarray(indices)
+        """var's rows `indices` combined with `updates` by ufunc (xp.add, xp.subtract; None
+        sets them): sums through _add_at, a difference as the sum of the negation (CuPy's
+        subtract.at takes int32 and uint32 alone)."""
+        xp = self.xp
+        indices = xp.asarray(indices)
         rows = var.shape[0]
         if indices.size and self._any((indices < 0) | (indices >= rows)):
             runtime.scatter(ufunc, self._host(var), self._host(indices), None, False)
+        if ufunc is xp.subtract and var.dtype == bool:  # (NumPy's TypeError: no bool minus)
+            runtime.scatter(np.subtract, self._host(var), self._host(indices),
+                            self._host(updates), False)
         if not (in_place and getattr(var.flags, "writeable", True)
                 and not runtime._fp_errors_may_raise()):
-            var = self.xp.array(var)
+            var = xp.array(var)
         if ufunc is None:
             var[indices] = updates
         else:
-            ufunc.at(var, indices, updates)
+            updates = xp.asarray(updates, dtype=var.dtype)
+            self._add_at(var, indices, xp.negative(updates) if ufunc is xp.subtract
+                         else updates)
         return var
+
+    def _add_at(self, target, index, values) -> None:
+        """xp.add.at(target, index, values) in every dtype, as NumPy adds (each repeat of a
+        place adding too). CuPy's add.at takes ADDS_AT alone: a signed integer of 32 or 64
+        bits adds as the unsigned one of its width (the same bits: two's complement), a
+        narrower integer or a boolean in uint32, cast back (the sum modulo its width; for a
+        boolean, any True), a complex number as its real and imaginary parts."""
+        xp, dtype = self.xp, target.dtype
+        values = xp.asarray(values, dtype=dtype)
+        if dtype.name in ADDS_AT:
+            xp.add.at(target, index, values)
+        elif dtype.kind in "iu" and dtype.itemsize >= 4:
+            unsigned = np.dtype(f"uint{8 * dtype.itemsize}")
+            xp.add.at(target.view(unsigned), index, values.view(unsigned))
+        elif dtype.kind in "biu":
+            wide = target.astype(np.uint32)
+            xp.add.at(wide, index, values.astype(np.uint32))
+            target[...] = wide.astype(dtype)
+        elif dtype.kind == "c":
+            self._add_at(target.real, index, values.real)
+            self._add_at(target.imag, index, values.imag)
+        else:
+            raise TypeError(f"cannot add {dtype} values at indices")
 
     def strided_slice_grad(self, g, shape, index):
         """Scatter `g` into zeros of `shape` at `index` (the gradient of `x[index]`)."""
@@ -267,7 +303,7 @@ class _Library:
     def gather_grad(self, g, indices, shape, axis):
         """Sum `g` into zeros of `shape` at `indices` along `axis`."""
         out = self.xp.zeros(self._ints(shape), dtype=self.xp.asarray(g).dtype)
-        self.xp.add.at(out, (slice(None),) * axis + (self.xp.asarray(indices),), g)
+        self._add_at(out, (slice(None),) * axis + (self.xp.asarray(indices),), g)
         return out
 
     def _nd_places(self, indices, shape, what):
@@ -287,7 +323,7 @@ class _Library:
     def scatter_nd(self, indices, updates, shape):
         updates = self.xp.asarray(updates)
         out = self.xp.zeros(self._ints(shape), dtype=updates.dtype)
-        self.xp.add.at(out, self._nd_places(indices, out.shape, "scatter_nd"), updates)
+        self._add_at(out, self._nd_places(indices, out.shape, "scatter_nd"), updates)
         return out
 
     def one_hot(self, indices, depth, on, off, axis, dtype):

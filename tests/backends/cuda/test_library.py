@@ -292,6 +292,75 @@ def test_state_cases_cover_every_stateful_library_op():
     assert stateful <= covered, sorted(stateful - covered)
 
 
+# -- scattered sums: NumPy's results, in every dtype ---------------------------------------------
+
+SCATTER_DTYPES = ["float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
+                  "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
+
+
+def _scatter_values(dtype):
+    """A variable [4, 2], rows [3, 0, 3, 3] (row 3 three times), updates [4, 2] of `dtype`:
+    integers that wrap around in the narrow types, fractions, negative values."""
+    rng = np.random.default_rng(7)
+    if dtype == "bool":
+        return (rng.integers(0, 2, (4, 2)).astype(bool), np.array([3, 0, 3, 3], np.int32),
+                rng.integers(0, 2, (4, 2)).astype(bool))
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        var = rng.integers(info.min, info.max, (4, 2), dtype=dtype, endpoint=True)
+        return var, np.array([3, 0, 3, 3], np.int64), \
+            rng.integers(info.min, info.max, (4, 2), dtype=dtype, endpoint=True)
+    var, updates = rng.normal(size=(2, 4, 2)) * 3
+    if np.dtype(dtype).kind == "c":
+        var, updates = var + 1j * var[::-1], updates - 2j * updates[::-1]
+    return var.astype(dtype), np.array([3, 0, 3, 3], np.int32), updates.astype(dtype)
+
+
+def _assert_sums(got, want, dtype, xp, what):
+    """Sums of NumPy's order bit for bit; a GPU's floating-point ones within rounding (its
+    atomic adds take their own order)."""
+    assert got.dtype == want.dtype, what
+    if np.dtype(dtype).kind in "fc" and xp is not np:
+        tol = 1e-2 if dtype == "float16" else 1e-5
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+@pytest.mark.parametrize("xp", ARRAY_MODULES)
+@pytest.mark.parametrize("kind", ["add", "subtract"])
+@pytest.mark.parametrize("dtype", SCATTER_DTYPES)
+def test_scatter_combines_repeated_rows_as_numpy_in_every_dtype(dtype, kind, xp):
+    """ScatterAdd and ScatterSub with a row named three times, in each dtype a variable can
+    have: NumPy's sums (CuPy's add.at takes six dtypes, its subtract.at two)."""
+    if kind == "subtract" and dtype == "bool":
+        return  # (NumPy's TypeError: ERRORS checks that the device raises it too)
+    var, indices, updates = _scatter_values(dtype)
+    with np.errstate(over="ignore"):
+        want = runtime.scatter(getattr(np, kind), var, indices, updates, False)
+        for in_place in (False, True):
+            got = make_library(xp).scatter(getattr(xp, kind), xp.asarray(var),
+                                           xp.asarray(indices), xp.asarray(updates), in_place)
+            _assert_sums(_host(xp, got), want, dtype, xp, f"{kind} of {dtype}")
+
+
+@pytest.mark.parametrize("xp", ARRAY_MODULES)
+@pytest.mark.parametrize("dtype", ["float32", "int64", "int8", "bool", "complex128"])
+def test_gather_grad_and_scatter_nd_sum_repeated_places_in_every_dtype(dtype, xp):
+    """The sums into zeros of GatherGrad and ScatterNd, where an index repeats, in dtypes
+    CuPy's add.at refuses too."""
+    _, _, updates = _scatter_values(dtype)
+    crt = make_library(xp)
+    indices = np.array([1, 2, 1, 1])
+    want = runtime.gather_grad(updates.T, indices, (2, 3), 1)
+    got = crt.gather_grad(xp.asarray(updates.T), xp.asarray(indices), (2, 3), 1)
+    _assert_sums(_host(xp, got), want, dtype, xp, f"gather_grad of {dtype}")
+    nd = np.array([[1], [2], [1], [1]])
+    want = runtime.scatter_nd(nd, updates, (3, 2))
+    got = crt.scatter_nd(xp.asarray(nd), xp.asarray(updates), (3, 2))
+    _assert_sums(_host(xp, got), want, dtype, xp, f"scatter_nd of {dtype}")
+
+
 # -- errors: the NumPy runtime's, raised from the device's values -------------------------------
 
 ERRORS = [
@@ -308,6 +377,8 @@ ERRORS = [
     ("top_k", (np.zeros((2, 3)), 4)),
     ("tensor_array_write", (np.zeros((2, 3)), np.int32(2), np.ones(3), False)),
     ("tensor_array_write", (np.zeros((2, 3)), np.int32(-1), np.ones(3), True)),
+    ("scatter", (np.subtract, np.zeros((3, 2), bool), np.array([1]), np.ones((1, 2), bool),
+                 False)),
 ]
 
 
@@ -318,7 +389,7 @@ def test_errors_are_the_runtimes(name, args, xp):
         getattr(runtime, name)(*args)
     device_args = [xp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
     if name == "scatter":
-        device_args[0] = xp.add
+        device_args[0] = getattr(xp, args[0].__name__)
     if name == "assert_true":
         device_args[3] = tuple(xp.asarray(d) for d in args[3])
     with pytest.raises(type(want.value), match=re.escape(str(want.value))):
