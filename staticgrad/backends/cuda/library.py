@@ -216,7 +216,7 @@ class _Library:
     def scatter(self, ufunc, var, indices, updates, in_place):
         """var's rows `indices` combined with `updates` by ufunc (xp.add, xp.subtract; None
         sets them): sums through _add_at, a difference as the sum of the negation (CuPy's
-        subtract.at takes int32 and uint32 alone)."""
+        subtract.at takes int32 and uint32 alone), a row set twice set to its last update."""
         xp = self.xp
         indices = xp.asarray(indices)
         rows = var.shape[0]
@@ -229,7 +229,7 @@ class _Library:
                 and not runtime._fp_errors_may_raise()):
             var = xp.array(var)
         if ufunc is None:
-            var[indices] = updates
+            self._set_last(var, indices, updates)
         else:
             updates = xp.asarray(updates, dtype=var.dtype)
             self._add_at(var, indices, xp.negative(updates) if ufunc is xp.subtract
@@ -258,6 +258,21 @@ class _Library:
             self._add_at(target.imag, index, values.imag)
         else:
             raise TypeError(f"cannot add {dtype} values at indices")
+
+    def _set_last(self, target, indices, updates) -> None:
+        """target[indices] = updates, a row that indices name twice set to its last update,
+        as NumPy sets it (CuPy's assignment keeps any one of them): each row set once."""
+        xp = self.xp
+        flat = indices.reshape(-1)
+        updates = xp.broadcast_to(xp.asarray(updates, dtype=target.dtype),
+                                  indices.shape + target.shape[1:])
+        updates = updates.reshape((flat.size,) + target.shape[1:])
+        order = xp.argsort(flat, kind="stable")  # (a row's repeats in their order)
+        ordered = flat[order]
+        last = xp.ones(flat.size, dtype=bool)
+        last[:-1] = ordered[1:] != ordered[:-1]
+        keep = order[last]
+        target[flat[keep]] = updates[keep]
 
     def strided_slice_grad(self, g, shape, index):
         """Scatter `g` into zeros of `shape` at `index` (the gradient of `x[index]`)."""

@@ -292,7 +292,7 @@ def test_state_cases_cover_every_stateful_library_op():
     assert stateful <= covered, sorted(stateful - covered)
 
 
-# -- scattered sums: NumPy's results, in every dtype ---------------------------------------------
+# -- scattered sums and assignments: NumPy's results, in every dtype ---------------------------
 
 SCATTER_DTYPES = ["float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
                   "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
@@ -342,6 +342,19 @@ def test_scatter_combines_repeated_rows_as_numpy_in_every_dtype(dtype, kind, xp)
             got = make_library(xp).scatter(getattr(xp, kind), xp.asarray(var),
                                            xp.asarray(indices), xp.asarray(updates), in_place)
             _assert_sums(_host(xp, got), want, dtype, xp, f"{kind} of {dtype}")
+
+
+@pytest.mark.parametrize("xp", ARRAY_MODULES)
+@pytest.mark.parametrize("dtype", SCATTER_DTYPES)
+def test_scatter_update_sets_a_repeated_row_to_its_last_update(dtype, xp):
+    """ScatterUpdate naming row 3 three times: NumPy sets its last update, and so must the
+    device (CuPy's assignment keeps any one of them: on the H200, the first)."""
+    var, indices, updates = _scatter_values(dtype)
+    want = runtime.scatter(None, var, indices, updates, False)
+    for in_place in (False, True):
+        got = make_library(xp).scatter(None, xp.asarray(var), xp.asarray(indices),
+                                       xp.asarray(updates), in_place)
+        np.testing.assert_array_equal(_host(xp, got), want, err_msg=dtype)
 
 
 @pytest.mark.parametrize("xp", ARRAY_MODULES)
