@@ -73,7 +73,7 @@ def library(tmp_path_factory):
 
 def _runner(library):
     def run_plan(plan, inputs):
-        arrays = {f"in{i}": np.ascontiguousarray(x) for i, x in enumerate(inputs)}
+        arrays = {f"in{i}": x for i, x in enumerate(cases.kernel_inputs(inputs))}
         arrays |= {f"out{i}": np.full(shape, 123, dtype)
                    for i, (shape, dtype) in enumerate(plan.outputs)}
         arrays |= {f"scratch{i}": np.full(s.shape, 77, s.dtype)  # uninitialised on a GPU
@@ -90,3 +90,9 @@ def _runner(library):
 def test_kernels_match_numpy(library, case):
     _, check = PLANS[case]
     check(_runner(library))
+
+
+def test_an_input_not_in_c_order_is_refused(library):
+    """As a GPU would misread it (the softmax family along axis 0 did, its labels F-ordered),
+    the emulated runner does not make it dense."""
+    cases.check_kernel_inputs_refused(_runner(library))
