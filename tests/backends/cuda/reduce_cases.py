@@ -1,6 +1,7 @@
 """The cases and checks of the CUDA reductions and softmax kernels' answers, shared by the run
 on a GPU (test_reduce_gpu.py) and the run of the same kernel text on the CPU
-(test_reduce_emulated.py). A check takes `run_plan(plan, inputs) -> outputs`."""
+(test_reduce_emulated.py). A check takes `run_plan(plan, inputs) -> outputs`; each runner
+hands its inputs to `kernel_inputs` first, so that both take the same arrays."""
 
 from __future__ import annotations
 
@@ -43,6 +44,29 @@ SOFTMAX_CASES = [((7,), 0), ((5, 3), 0), ((16, 1000), 1), ((4, 1024), 1), ((2, 1
                  ((2, 300, 40), 1)]
 
 
+def kernel_inputs(inputs):
+    """`inputs`, each checked to be in C order, the order in which a kernel reads the memory
+    it is given. Refused rather than made dense: on a GPU, cupy.asarray keeps an F-ordered
+    array F-ordered (np.moveaxis's view of a 2-D array is one), and the kernel reads its
+    columns as rows; a CPU runner that made it dense would pass where the GPU fails."""
+    for i, x in enumerate(inputs):
+        assert x.flags.c_contiguous, \
+            f"in{i} of shape {x.shape} has strides {x.strides}: not in C order"
+    return inputs
+
+
+def check_kernel_inputs_refused(run_plan):
+    """A runner refuses an array in another order than C (it would be misread)."""
+    plan = softmax_plan("k", "Softmax", (5, 3), 0, "float32")
+    x = np.asfortranarray(logits((5, 3), "float32"))
+    try:
+        run_plan(plan, [x])
+    except AssertionError as e:
+        assert "not in C order" in str(e)
+    else:
+        raise AssertionError("an F-ordered input was run")
+
+
 def reduce_cases(cases=REDUCE_CASES):
     """(op_type, shape, axes, keepdims, dtype) for each case."""
     for op_types, shape, axes, dtypes in cases:
@@ -53,7 +77,12 @@ def reduce_cases(cases=REDUCE_CASES):
 
 
 def reference(op_type, x, axes, keepdims, out_dtype):
-    """What the op's NumPy kernel (ops/reduction_ops.py) gives."""
+    """What the op's NumPy kernel (ops/reduction_ops.py) gives, but with sums, means and
+    products of floats made in float64 and rounded once, as the kernels make them: NumPy adds
+    float32 in float32, and along an axis that is not the innermost one a row at a time
+    (pairwise only along the innermost), 4e-5 off for 4M rows of values near 1."""
+    if op_type in ("Sum", "Mean", "Prod") and x.dtype.kind == "f":
+        x = x.astype(np.float64)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         if op_type in ("ArgMax", "ArgMin"):
@@ -98,7 +127,9 @@ def check_reduce(run_plan, plan, op_type, shape, axes, keepdims, dtype):
     [got] = run_plan(plan, [x])
     want = reference(op_type, x, axes, keepdims, out_dtype)
     assert got.shape == want.shape and got.dtype == want.dtype
-    rtol = {"float32": 2e-5, "float64": 1e-12}.get(dtype, 0)
+    # float32: two ulps (the double, rounded once, may round the other way); a float32 sum
+    # of NumPy's is off by far more from 10^4 elements
+    rtol = {"float32": 2.4e-7, "float64": 1e-12}.get(dtype, 0)
     np.testing.assert_allclose(got, want, rtol=rtol, atol=0, equal_nan=True,
                                err_msg=f"{op_type} of {dtype}{shape} over {axes}")
 
@@ -144,7 +175,8 @@ def check_softmax_family(run_plan, plans, shape, axis, dtype):
         np.testing.assert_allclose(got, fn(x, axis), rtol=tol, atol=tol, equal_nan=True,
                                    err_msg=f"{op_type} of {where}")
     labels = RNG.dirichlet(np.ones(shape[axis]), shape[:axis] + shape[axis + 1:])
-    labels = np.moveaxis(labels, -1, axis).astype(dtype)
+    # in C order: with the axis of a 2-D array moved, the view is F-ordered (kernel_inputs)
+    labels = np.ascontiguousarray(np.moveaxis(labels, -1, axis), dtype)
     loss, backprop = run_plan(plans["xent"], [labels, x])
     with np.errstate(all="ignore"):
         np.testing.assert_allclose(loss, runtime.softmax_xent(labels, x, axis), rtol=tol,

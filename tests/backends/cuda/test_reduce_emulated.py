@@ -73,7 +73,7 @@ def library(tmp_path_factory):
 
 def _runner(library):
     def run_plan(plan, inputs):
-        arrays = {f"in{i}": np.ascontiguousarray(x) for i, x in enumerate(inputs)}
+        arrays = {f"in{i}": x for i, x in enumerate(cases.kernel_inputs(inputs))}
         arrays |= {f"out{i}": np.full(shape, 123, dtype)
                    for i, (shape, dtype) in enumerate(plan.outputs)}
         arrays |= {f"scratch{i}": np.full(s.shape, 77, s.dtype)  # uninitialised on a GPU
@@ -90,3 +90,19 @@ def _runner(library):
 def test_kernels_match_numpy(library, case):
     _, check = PLANS[case]
     check(_runner(library))
+
+
+def test_an_input_not_in_c_order_is_refused(library):
+    """As a GPU would misread it (the softmax family along axis 0 did, its labels F-ordered),
+    the emulated runner does not make it dense."""
+    cases.check_kernel_inputs_refused(_runner(library))
+
+
+def test_the_reference_of_a_float32_column_sum_adds_in_double():
+    """NumPy's own float32 sum over 4M rows was 4e-5 off the H200's (right) answer; over 2^15
+    rows it is still off by more than check_reduce's two ulps, so a reference gone back to it
+    fails here and in the emulated cases."""
+    x = np.random.default_rng(0).uniform(0.5, 1.5, (1 << 15, 2)).astype(np.float32)
+    exact = x.astype(np.float64).sum(axis=0).astype(np.float32)
+    np.testing.assert_array_equal(cases.reference("Sum", x, (0,), False, "float32"), exact)
+    assert np.abs(x.sum(axis=0) / exact - 1).max() > 2.4e-7

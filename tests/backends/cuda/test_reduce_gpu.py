@@ -34,7 +34,7 @@ LARGE_CASES = [
 def run_plan(plan, inputs):
     """The plan's outputs, its launches run by CuPy on device copies of `inputs`."""
     module = cp.RawModule(code=plan.source)
-    arrays = {f"in{i}": cp.asarray(x) for i, x in enumerate(inputs)}
+    arrays = {f"in{i}": cp.asarray(x) for i, x in enumerate(cases.kernel_inputs(inputs))}
     arrays |= {f"out{i}": cp.empty(shape, dtype) for i, (shape, dtype) in enumerate(plan.outputs)}
     arrays |= {f"scratch{i}": cp.empty(s.shape, s.dtype) for i, s in enumerate(plan.scratch)}
     for launch in plan.launches:
@@ -57,6 +57,10 @@ def test_reduce_matches_numpy(op_type, shape, axes, keepdims, dtype):
 
 def test_load_fuses_a_product():
     cases.check_load(run_plan, cases.load_plan("k"))
+
+
+def test_an_input_not_in_c_order_is_refused():
+    cases.check_kernel_inputs_refused(run_plan)
 
 
 SOFTMAX_CASES = cases.SOFTMAX_CASES + [((2, 100000), 1), ((1 << 16, 10), 1)]
