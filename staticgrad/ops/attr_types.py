@@ -657,7 +657,8 @@ def check_attrs(op_type: str, declared: dict, attrs: dict) -> dict:
         except (TypeError, ValueError) as e:
             raise type(e)(f"attribute {key!r} of {op_type} {e}") from None
     if len(out) < len(declared) or (
-            len(out) - sum([key in GLOBAL_ATTRS for key in out]) < len(declared)):
+            not GLOBAL_ATTRS.keys().isdisjoint(out)
+            and len(out) - sum([key in GLOBAL_ATTRS for key in out]) < len(declared)):
         for key, kind in declared.items():
             if key not in out:
                 if kind.default is _REQUIRED:

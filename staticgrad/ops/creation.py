@@ -7,6 +7,8 @@ import threading
 
 from ..errors import format_location, user_location
 from ..graph import Graph, Operation, Tensor, check_op_name, get_default_graph
+from ..shapes import _SHARED as _SHAPES
+from ..shapes import shared as shared_shape
 from .attr_types import check_attrs
 from .kernels import STATIC_SOURCES, fold_static
 from .table import REGISTRY, NodeCtx, check_arity, get_opdef
@@ -86,21 +88,32 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     else:
         # the full name (with its scope) is checked: no scope can smuggle in other characters
         name = check_op_name(graph.unique_name(name or op_type))
-    override = graph._thread.override_map.get(op_type)
+    thread = graph._thread  # (a thread-local: read once)
+    override = thread.override_map.get(op_type)
     if override is not None:
         attrs = {**attrs, "_gradient_op_type": override}  # (not the caller's dict)
     op = Operation(graph, op_type, name, inputs, attrs,
-                   graph._current_control_inputs() if graph._thread.control_stack else (),
+                   graph._current_control_inputs() if thread.control_stack else (),
                    user_location(), opdef)
+    arity = opdef.arity
     try:
-        check_arity(opdef, len(inputs))
+        if type(arity) is not int or len(inputs) != arity:
+            check_arity(opdef, len(inputs))
         if attrs or opdef.attrs:
             op.attrs = attrs = check_attrs(op_type, opdef.attrs, attrs)
     except (ValueError, TypeError) as e:
         raise type(e)(f"{op.where()}: {e}") from None
-    in_values = [t._static for t in inputs]
-    ctx = NodeCtx(op_type, attrs, [t._shape for t in inputs], [t.dtype for t in inputs],
-                  in_values, name)
+    if len(inputs) == 1:  # (most ops read one or two tensors: no list comprehensions)
+        t = inputs[0]
+        in_values, shapes, dtypes = [t._static], [t._shape], [t.dtype]
+    elif len(inputs) == 2:
+        t, u = inputs
+        in_values, shapes, dtypes = [t._static, u._static], [t._shape, u._shape], \
+            [t.dtype, u.dtype]
+    else:
+        in_values = [t._static for t in inputs]
+        shapes, dtypes = [t._shape for t in inputs], [t.dtype for t in inputs]
+    ctx = NodeCtx(op_type, attrs, shapes, dtypes, in_values, name)
     try:
         outs = opdef.infer(ctx)
     except (ValueError, TypeError) as e:
@@ -108,10 +121,12 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     # (this runs once per op created: one output, the common case, without loops)
     if len(outs) == 1:
         (shape, dt), = outs
-        op.outputs = (Tensor(op, 0, dt, shape),)
+        known = _SHAPES.get(shape.dims)
+        op.outputs = (Tensor(op, 0, dt, known if known is not None else shared_shape(shape)),)
         ctx.out_shapes, ctx.out_dtypes = [shape], [dt]
     else:
-        op.outputs = tuple([Tensor(op, i, dt, shape) for i, (shape, dt) in enumerate(outs)])
+        op.outputs = tuple([Tensor(op, i, dt, shared_shape(shape))
+                            for i, (shape, dt) in enumerate(outs)])
         ctx.out_shapes = [shape for shape, _ in outs]
         ctx.out_dtypes = [dt for _, dt in outs]
     # most ops read a value known only at run time: then nothing is folded (fold_static's
@@ -125,7 +140,7 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
         if values is not None:
             for t, v in zip(op.outputs, values):
                 t._static = v
-    if graph._thread.device_stack:  # (a device function sees the finished op, as in TF1)
+    if thread.device_stack:  # (a device function sees the finished op, as in TF1)
         graph._apply_device(op)
     graph._add_op(op)
     return op
