@@ -121,7 +121,9 @@ def _seeds(roots, grads) -> list:
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(np.ones(t._data.shape, t.dtype.np), t.dtype)
+            ones = np.empty(t._data.shape, t.dtype.np)
+            ones.fill(1)  # (np.ones's Python wrapper costs more than the two calls)
+            g = Tensor._make(ones, t.dtype)
         else:
             if not isinstance(g, Tensor):
                 g = Tensor._make(np.asarray(g, dtype=t.dtype.np), t.dtype)
@@ -202,14 +204,20 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                 continue
             for edge, g in zip(node.next_functions, in_grads):
                 if g is not None and edge[0] is not None:
-                    _add(pending, edge, g)
+                    parts = pending.get(edge)  # (_add's work, without its call)
+                    if parts is None:
+                        pending[edge] = [g]
+                    else:
+                        parts.append(g)
         for (fn, _), parts in pending.items():
             if type(fn) is not tape.AccumulateGrad:
                 continue
             if targets is not None and fn not in capture:
                 continue  # grad(z, a): the hooks of leaves not asked for do not run
             leaf = fn.variable
-            g = _run_hooks(leaf._hooks, _sum(parts))
+            g = _sum(parts)
+            if leaf._hooks:
+                g = _run_hooks(leaf._hooks, g)
             if targets is None:
                 _accumulate(leaf, g, create_graph)
             for _, pos in capture.get(fn, ()) if capture else ():
