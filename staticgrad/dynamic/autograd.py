@@ -5,7 +5,9 @@ The walk (`_walk`) is the graph side's `gradients` replayed on recorded nodes:
 2. visit the nodes reachable from the roots, latest first (creation order is topological);
    sum each output's incoming gradients once, run the hooks registered on that output's
    tensor, and apply the op's gradient rule through `autodiff.backward_step` -- the same
-   rule, the same checks and the same summing-away of broadcasting as `sg.gradients`;
+   rule, the same checks and the same summing-away of broadcasting as `sg.gradients` (`_step`
+   takes a rule's gradients as they are without asking backward_step where each has its
+   input's exact shape and dtype);
 3. hand each input's gradient to the node that made it, or to the leaf's `AccumulateGrad`;
 4. run the leaves' hooks and add their gradients into `.grad` (or return them, for `grad`).
 
@@ -24,8 +26,9 @@ import operator
 import numpy as np
 
 from .. import _namespace
-from ..autodiff import _sum, backward_step
+from ..autodiff import _checked, _is_own, _sum, backward_step
 from ..graph import _default
+from ..ops.creation import run_rule
 from . import tape
 from .dispatch import run_operation
 from .mode import (
@@ -118,7 +121,9 @@ def _seeds(roots, grads) -> list:
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(np.ones(t._data.shape, t.dtype.np), t.dtype)
+            ones = np.empty(t._data.shape, t.dtype.np)
+            ones.fill(1)  # (np.ones's Python wrapper costs more than the two calls)
+            g = Tensor._make(ones, t.dtype)
         else:
             if not isinstance(g, Tensor):
                 g = Tensor._make(np.asarray(g, dtype=t.dtype.np), t.dtype)
@@ -190,7 +195,7 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                     continue
             if node._checks != []:  # (a node that keeps nothing has nothing to check)
                 node.check_saved()
-            in_grads = backward_step(node, grads, wanted=node.wanted)
+            in_grads = _step(node, grads, node.wanted)
             if ANOMALY[0] and ANOMALY[1] and in_grads:
                 _check_nan(node, in_grads)
             if not retain_graph and (node._checks or node._ctx is not None):
@@ -199,14 +204,20 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
                 continue
             for edge, g in zip(node.next_functions, in_grads):
                 if g is not None and edge[0] is not None:
-                    _add(pending, edge, g)
+                    parts = pending.get(edge)  # (_add's work, without its call)
+                    if parts is None:
+                        pending[edge] = [g]
+                    else:
+                        parts.append(g)
         for (fn, _), parts in pending.items():
             if type(fn) is not tape.AccumulateGrad:
                 continue
             if targets is not None and fn not in capture:
                 continue  # grad(z, a): the hooks of leaves not asked for do not run
             leaf = fn.variable
-            g = _run_hooks(leaf._hooks, _sum(parts))
+            g = _sum(parts)
+            if leaf._hooks:
+                g = _run_hooks(leaf._hooks, g)
             if targets is None:
                 _accumulate(leaf, g, create_graph)
             for _, pos in capture.get(fn, ()) if capture else ():
@@ -215,6 +226,45 @@ def _walk(roots, seeds, retain_graph, create_graph, targets=None) -> list | None
         _default.stack.pop()
         state.grad_enabled = grad_was
     return found
+
+
+def _step(node, grads: list, wanted: list) -> list | None:
+    """`autodiff.backward_step(node, grads, wanted=wanted)`, with less to decide per node.
+
+    A node of one output whose rule is staticgrad's own and not overridden (nearly every
+    node) runs its rule as backward_step would, and the result is taken as it is where each
+    gradient has exactly its input's shape and dtype (`_exact`), as `_checked` would take it;
+    otherwise, and for every other node, backward_step's own path decides.
+    """
+    opdef, attrs = node.opdef, node.attrs
+    rule = opdef.grad
+    if len(grads) != 1 or rule is None or not opdef.differentiable or \
+            (attrs and "_gradient_op_type" in attrs) or not _is_own(opdef, rule):
+        return backward_step(node, grads, wanted=wanted)
+    in_grads = run_rule(rule, node, grads, wanted)
+    return _exact(node._in, in_grads, wanted) or _checked(node, in_grads, wanted)
+
+
+def _exact(kept: list, in_grads: list, wanted: list) -> list | None:
+    """`in_grads` as `autodiff._checked` returns them, if each one wanted is a dynamic tensor
+    with exactly its input's shape and dtype (what node._in kept of the input: the tensor or
+    its (shape, dtype)): then nothing is broadcast and nothing is wrong. Else None, leaving
+    the summing and the errors to _checked. The check reads no stand-in (`node.inputs`)."""
+    if len(in_grads) != len(kept):
+        return None
+    for i, g in enumerate(in_grads):
+        if g is None:
+            continue
+        if not wanted[i]:
+            in_grads[i] = None
+            continue
+        x = kept[i]
+        shape, dtype = x if type(x) is tuple else (x._data.shape, x.dtype)
+        if not dtype.is_floating:
+            in_grads[i] = None  # (as _checked drops it)
+        elif type(g) is not Tensor or g.dtype is not dtype or g._data.shape != shape:
+            return None
+    return in_grads
 
 
 def _check_nan(node, in_grads) -> None:

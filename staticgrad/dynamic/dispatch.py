@@ -61,7 +61,8 @@ def run_binary(op_type: str, a: Tensor, b: Tensor) -> Tensor:
         if type(value) is not np.ndarray or value.dtype is not plan.np_dtype:
             value = np.asarray(value, dtype=plan.np_dtype)
         out = make_tensor(value, plan.dtypes[0], a._version if plan.view else [0])
-        if a._requires_grad or b._requires_grad or STATE.tracer is not None:
+        if (a._requires_grad or b._requires_grad) and STATE.grad_enabled \
+                or STATE.tracer is not None:
             _finish(op_type, plan.opdef, plan.attrs, (a, b), (out,))
         return out
     return run(op_type, (a, b), {})[0]
@@ -79,7 +80,7 @@ def run_unary(op_type: str, a: Tensor) -> Tensor:
         if type(value) is not np.ndarray or value.dtype is not plan.np_dtype:
             value = np.asarray(value, dtype=plan.np_dtype)
         out = make_tensor(value, plan.dtypes[0], a._version if plan.view else [0])
-        if a._requires_grad or STATE.tracer is not None:
+        if a._requires_grad and STATE.grad_enabled or STATE.tracer is not None:
             _finish(op_type, plan.opdef, plan.attrs, (a,), (out,))
         return out
     return run(op_type, (a,), {})[0]

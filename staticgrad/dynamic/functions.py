@@ -113,14 +113,16 @@ def _as(value, dtype) -> Tensor:
 
 def _binary(op_type, a, b, name=None) -> Tensor:
     ta, tb = type(a), type(b)
-    if ta is Tensor and tb is Tensor and a.dtype is b.dtype and name is None:
-        return run_binary(op_type, a, b)  # (the common case)
+    # the common cases, through run_binary: two tensors of one dtype, or a tensor and a
+    # number that takes its dtype (x * 2.0, 1 - x)
     if ta is Tensor and (tb is Tensor and a.dtype is b.dtype or _takes_dtype(tb, a.dtype)):
-        return _op(op_type, [a, b if tb is Tensor else _as(b, a.dtype)], None, name)
-    if tb is Tensor and _takes_dtype(ta, b.dtype):
-        return _op(op_type, [_as(a, b.dtype), b], None, name)
-    dtype = result_type(a, b)
-    return _op(op_type, [_as(a, dtype), _as(b, dtype)], None, name)
+        out = run_binary(op_type, a, b if tb is Tensor else _as(b, a.dtype))
+    elif tb is Tensor and _takes_dtype(ta, b.dtype):
+        out = run_binary(op_type, _as(a, b.dtype), b)
+    else:
+        dtype = result_type(a, b)
+        return _op(op_type, [_as(a, dtype), _as(b, dtype)], None, name)
+    return tape.rename(out, name) if name is not None else out
 
 
 def _tensor(x) -> Tensor:

@@ -181,7 +181,9 @@ class Node:
     def wanted(self) -> list:
         """Which inputs need a gradient (the others lead nowhere)."""
         wanted = [fn is not None for fn, _ in self.next_functions]
-        return wanted + [False] * (len(self._in) - len(wanted))
+        if len(wanted) < len(self._in):  # (a custom Function's node: see Function.apply)
+            wanted += [False] * (len(self._in) - len(wanted))
+        return wanted
 
     def where(self) -> str:
         return f"{self.type} op ({self.name()}) of the dynamic graph"

@@ -157,3 +157,53 @@ def test_trace_records_ops_that_run_binary_and_run_unary_take_straight_to_their_
     with sg.Session(graph=traced.graph) as sess:
         got = sess.run(traced.outputs, {traced.inputs[0]: np.array([1.0, 2.0], np.float32)})
     np.testing.assert_allclose(got, np.exp([3.0, 8.0]), rtol=1e-6)
+
+
+# -- the tape's backward step (autograd._step) against autodiff.backward_step ------------------
+def _programs():
+    """Small programs whose nodes cover what `_step` takes as it is and what it hands back to
+    `_checked` or to backward_step: broadcasting, matmul's core dims, a bool input, integer
+    indices (an IndexedSlices gradient), reductions, an op of several outputs."""
+    rng = np.random.default_rng(0)
+
+    def leaf(*shape):
+        return dy.tensor(rng.normal(size=shape).astype(np.float32), requires_grad=True)
+
+    x, y, w = leaf(3), leaf(2, 3), leaf(3, 4)
+    return {
+        "broadcast mul": lambda: (x * y).sum(),
+        "rsub of a number": lambda: (10.0 - x * x).sum(),
+        "matmul": lambda: (y @ w).exp().sum(),
+        "where": lambda: dy.where(x > 0, x, x * 2.0).sum(),
+        "gather": lambda: w[dy.tensor([0, 2, 2])].mean(),
+        "mean over a dim": lambda: (y.mean(dim=0) - x).pow(2).sum(),
+        "several outputs": lambda: (y.unbind(0)[1] * 2.0).sum(),
+    }
+
+
+@pytest.mark.parametrize("name", list(_programs()))
+def test_the_tapes_step_gives_what_backward_step_gives(name):
+    """Every node's step, taken by `_step` (which skips backward_step's decisions and takes
+    gradients of exactly their input's shape and dtype as they are) and by backward_step:
+    the same gradients, None in the same places."""
+    from staticgrad.autodiff import backward_step
+    from staticgrad.dynamic import autograd
+    from staticgrad.dynamic.mode import EAGER
+    from staticgrad.graph import _default
+
+    out = _programs()[name]()
+    nodes = autograd._reachable([out.op])
+    _default.stack.append(EAGER)  # as the walk runs rules
+    try:
+        with dy.no_grad():
+            for node in nodes:
+                grads = [dy.ones_like(t) for t in node.outputs]
+                fast = autograd._step(node, grads, node.wanted)
+                full = backward_step(node, grads, wanted=node.wanted)
+                assert [g is None for g in fast] == [g is None for g in full], node.name()
+                for a, b in zip(fast, full):
+                    if a is not None:
+                        assert a.dtype is b.dtype and a.shape == b.shape, node.name()
+                        np.testing.assert_allclose(a.numpy(), b.numpy(), err_msg=node.name())
+    finally:
+        _default.stack.pop()
