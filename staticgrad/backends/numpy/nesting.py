@@ -127,7 +127,8 @@ class Nesting:
         dims = v.shape.dims  # (shapes known in full: only the reader can fail at run time)
         if dims is None or None in dims:
             return None
-        for u in node.inputs:
+        inputs = node.inputs
+        for u in inputs:
             dims = u.shape.dims
             if dims is None or None in dims or (
                     u.producer is not None and u.producer.opdef.reads_state):
@@ -141,7 +142,9 @@ class Nesting:
         if depth > NEST_DEPTH:
             return None
         self.pending[id(v)] = Pending(v, code, ops, frees, depth)
-        self.reads.update([id(u) for u in node.inputs])
+        reads = self.reads
+        for u in inputs:
+            reads.add(id(u))
         if slots[i] == "arg" and "," not in code:  # a call's argument or an index: as it is
             return code
         numpy = opdef.numpy

@@ -8,8 +8,8 @@ dtype and value, f32_1_5). The module is the template codegen_templates/numpy/mo
 
 What is this backend's own: the scalar fast path (values held as NumPy scalars,
 scalars.py), the memory plan's `del` and `out=` (memory.py), fused groups as block kernels
-(fused.py), variables read and written as V['w'], and a long run() cut into parts
-(parts.py).
+(fused.py), variables read and written as V['w'], a long program's values read once nested
+in their reader's line (nesting.py), and a long run() cut into parts (parts.py).
 """
 
 from __future__ import annotations
