@@ -51,10 +51,12 @@ _NAME = re.compile(r"[\w.]*\Z", flags=re.ASCII)
 class Pending:
     """A value written inside its reader's expression, until that reader's line."""
 
-    __slots__ = ("value", "text", "ops", "frees", "depth")
+    __slots__ = ("value", "text", "ops", "frees", "depth", "section")
 
-    def __init__(self, value: Value, text: str, ops: list, frees: list, depth: int):
+    def __init__(self, value: Value, text: str, ops: list, frees: list, depth: int,
+                 section: int):
         self.value = value
+        self.section = section  # the node (parts.py's section) that made it
         self.text = text      # its expression
         self.ops = ops        # the ops it computes (its own, and those nested in it)
         self.frees = frees    # the values to `del` once it is computed
@@ -64,7 +66,7 @@ class Pending:
 class Nesting:
     """Which values of a program nest, and those pending now (see the module's docstring)."""
 
-    def __init__(self, program: Program, write_into: dict, held):
+    def __init__(self, program: Program, write_into: dict, held, free_after: dict):
         reader: dict[int, object] = {}
         for node in program.nodes:
             for v in node.inputs if not node.static_uses else node.runtime_inputs():
@@ -74,6 +76,7 @@ class Nesting:
             if isinstance(f, Value):
                 reader[id(f)] = _MANY
         self.reader, self.write_into, self.held = reader, write_into, held
+        self.free_after = free_after  # id(Node) -> the values whose last use it is
         self.pending: dict[int, Pending] = {}  # id(Value) -> its pending expression
         self.reads: set[int] = set()  # id(Value) of what pending expressions read (or did)
         self.no_cut = bytearray(len(program.nodes) + 1)  # 1: no part may begin at node k
@@ -98,9 +101,17 @@ class Nesting:
                 return False
         return True
 
-    def nest(self, node: Node, code, taken: list) -> str | None:
+    def computed(self, p: Pending, section: int) -> None:
+        """The pending `p` is written in a line of node `section`: no part begins after the
+        node that made it up to that one, those that write no line (a NoOp) included."""
+        no_cut = self.no_cut
+        for k in range(p.section + 1, section + 1):
+            no_cut[k] = 1
+
+    def nest(self, node: Node, code, taken: list, section: int) -> str | None:
         """The text that `node`'s reader writes for its value (computed by `code`, holding
-        the pending values `taken`), if that value nests: then it is pending."""
+        the pending values `taken`), if that value nests: then it is pending. `section`:
+        `node`'s index in the program."""
         opdef = node.opdef
         pure = self._pure.get(id(opdef))
         if pure is None:
@@ -134,14 +145,15 @@ class Nesting:
                     u.producer is not None and u.producer.opdef.reads_state):
                 return None
         depth = 1
-        ops, frees = [node.origin], []
+        # (what dies at this node dies once its value is computed: after its reader's line)
+        ops, frees = [node.origin], list(self.free_after.get(id(node), ()))
         for p in taken:
             depth = max(depth, p.depth + 1)
             ops += p.ops
             frees += p.frees
         if depth > NEST_DEPTH:
             return None
-        self.pending[id(v)] = Pending(v, code, ops, frees, depth)
+        self.pending[id(v)] = Pending(v, code, ops, frees, depth, section)
         reads = self.reads
         for u in inputs:
             reads.add(id(u))

@@ -85,7 +85,7 @@ class _NumpyWalk(Walk):
         self.inline = params is not None  # its feeds then are names of the code around it
         self.readers = None  # id(value) -> who reads it in its program (regions.py's _readers)
         # a long program's values read once, written inside their reader's expression
-        self.nest = nesting.Nesting(program, self.write_into, self.held) \
+        self.nest = nesting.Nesting(program, self.write_into, self.held, self.free_after) \
             if self.nests and module is None and len(program.nodes) > nesting.NEST_ABOVE \
             else None
         # the blocks (loops written inline) its lines stand in, in the function around them
@@ -269,8 +269,9 @@ class _NumpyWalk(Walk):
                     p = pending.pop(id(v), None)
                     if p is not None:
                         taken.append(p)
+                        nest.computed(p, len(self.marks) - 1)
                         del expr[id(v)]  # (no name: nothing to free)
-            nested = nest.nest(node, code, taken)
+            nested = nest.nest(node, code, taken, len(self.marks) - 1)
             if nested is not None:  # this node's value nests too: it waits for its reader
                 expr[id(node.outputs[0])] = nested
                 body.append(comment(op))
@@ -311,9 +312,9 @@ class _NumpyWalk(Walk):
             for inner in p.ops:
                 self.line_at.append(len(body))
                 self.line_op.append(inner)
-            if self.free_after:
+        if self.free_after:  # (after the line map's entries: a `del` is a line of its own)
+            for p in taken:
                 self.free_values(p.frees)
-        if self.free_after:
             self.free(node)
 
     def _expression(self, node: Node, args: list[str]) -> str:
@@ -343,6 +344,7 @@ class _NumpyWalk(Walk):
         nest.no_cut[len(self.marks) - 1] = 1
         for key in ([id(v)] if v is not None else list(nest.pending)):
             p = nest.pending.pop(key)
+            nest.computed(p, len(self.marks) - 1)
             name = self.expr[key] = self.names.make(p.value.name)
             body.append(f"{name} = {p.text}")
             for op in p.ops:
