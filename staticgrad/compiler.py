@@ -181,11 +181,35 @@ PASS_NAMES = pass_names()
 
 
 def failing_op(plan: Plan, exc: BaseException) -> Operation | None:
-    """The graph node whose generated line raised `exc`, if any."""
+    """The graph node whose generated line raised `exc`, if any (of a line that computes
+    several, the one whose text holds the columns of the expression that raised)."""
     tb = exc.__traceback__
     found = None
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == plan.filename:
-            found = plan.line_ops.get(tb.tb_lineno, found)
+            op = plan.line_ops.get(tb.tb_lineno)
+            if op is not None:
+                found = op
+                nested = getattr(plan.line_ops, "nested", None)
+                if nested and op in nested:
+                    found = _innermost(plan, tb, op)
         tb = tb.tb_next
     return found
+
+
+def _innermost(plan: Plan, tb, op: Operation) -> Operation:
+    """Of the ops of `tb`'s line (computed by `op`'s statement), the one whose text holds
+    the columns of the instruction that raised (Python 3.11's code positions)."""
+    positions = getattr(tb.tb_frame.f_code, "co_positions", None)
+    if positions is None:  # (Python 3.10)
+        return op
+    # (one position for each two-byte code unit)
+    found = next(itertools.islice(positions(), tb.tb_lasti // 2, None), None)
+    if found is None:
+        return op
+    line, _, start, end = found
+    text = linecache.getline(plan.filename, tb.tb_lineno)
+    if line != tb.tb_lineno or start is None or end is None or not text:
+        return op
+    indent = len(text) - len(text.lstrip())
+    return plan.line_ops.innermost(op, text.strip(), start - indent, end - indent)

@@ -179,10 +179,27 @@ class Walk:
 
 class LineMap:
     """{line number: op}, read-only, as two parallel sequences sorted by line (a dict of
-    250,000 int keys took 20 MB for the 100,000-op chain); `get` by bisection."""
+    250,000 int keys took 20 MB for the 100,000-op chain); `get` by bisection.
 
-    def __init__(self, lines, ops: list):
+    A line that computes several ops (a NumPy backend's nested expressions) is the first
+    one's, its statement's; `nested[op]` lists the others with the text each computes, so
+    that `innermost` finds the op whose text holds the columns where an error was raised."""
+
+    def __init__(self, lines, ops: list, nested: dict | None = None):
         self.lines, self.ops = lines, ops
+        self.nested = nested or {}
+
+    def innermost(self, op, statement: str, start: int, end: int):
+        """Of the ops of a line computed by `op`'s statement (`statement`, without its
+        indentation), the one whose text holds columns start:end of it, the innermost where
+        texts hold one another; `op` if none does."""
+        best, size = op, None
+        for inner, text in self.nested.get(op, ()):
+            at = statement.find(text)
+            if 0 <= at <= start and end <= at + len(text) and (size is None
+                                                                 or len(text) < size):
+                best, size = inner, len(text)
+        return best
 
     def get(self, line: int, default=None):
         i = bisect.bisect_left(self.lines, line)

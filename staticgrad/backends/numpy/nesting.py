@@ -10,7 +10,9 @@ needs, is written inside its reader's expression instead of on a line of its own
     # Tanh 'Tanh_7' at model.py:8
     Tanh_7 = np.tanh(Add_7)
 
-Each op keeps its comment, and the line map sends every op of a statement to that line.
+Each op keeps its comment, and the line map sends every op of a statement to that line: an
+error raised there names the op whose text holds the columns Python's traceback gives
+(codegen/walk.py's LineMap.innermost; on Python 3.10, which gives none, the statement's op).
 CPython compiles one statement of four calls in well under the time of four statements (a
 name stored and loaded for each value is most of a short statement's cost): the 100,000-op
 chain of issue 21 compiles in about two thirds of the time. Programs of at most NEST_ABOVE
@@ -20,8 +22,7 @@ nodes (every graph a course or a test prints) keep one line per node, as DESIGN.
 A value is nested only where nothing can tell:
 - its op is pure (not stateful, random, host only, a view, a check or a transfer), its code
   calls no runtime helper (where run-time checks raise, naming the op), its shapes are known
-  in full (so only its reader can fail at run time, and the line map names the reader
-  first), it reads no variable, and it is neither fetched nor planned into a buffer (`out=`);
+  in full, it reads no variable, and it is neither fetched nor planned into a buffer (`out=`);
 - its reader's code is a format string (`np.tanh({0})`, `{0} * {1}`) that writes that input
   exactly once, as a call's argument (written as it is) or as an operand (in parentheses,
   unless it is a name or a call), read off the format string once.
@@ -51,14 +52,15 @@ _NAME = re.compile(r"[\w.]*\Z", flags=re.ASCII)
 class Pending:
     """A value written inside its reader's expression, until that reader's line."""
 
-    __slots__ = ("value", "text", "ops", "frees", "depth", "section")
+    __slots__ = ("value", "text", "ops", "texts", "frees", "depth", "section")
 
-    def __init__(self, value: Value, text: str, ops: list, frees: list, depth: int,
-                 section: int):
+    def __init__(self, value: Value, text: str, ops: list, texts: list, frees: list,
+                 depth: int, section: int):
         self.value = value
         self.section = section  # the node (parts.py's section) that made it
         self.text = text      # its expression
         self.ops = ops        # the ops it computes (its own, and those nested in it)
+        self.texts = texts    # the expression of each of them (for the line map: LineMap)
         self.frees = frees    # the values to `del` once it is computed
         self.depth = depth    # how deep values nest in it
 
@@ -146,14 +148,15 @@ class Nesting:
                 return None
         depth = 1
         # (what dies at this node dies once its value is computed: after its reader's line)
-        ops, frees = [node.origin], list(self.free_after.get(id(node), ()))
+        ops, texts, frees = [node.origin], [code], list(self.free_after.get(id(node), ()))
         for p in taken:
             depth = max(depth, p.depth + 1)
             ops += p.ops
+            texts += p.texts
             frees += p.frees
         if depth > NEST_DEPTH:
             return None
-        self.pending[id(v)] = Pending(v, code, ops, frees, depth, section)
+        self.pending[id(v)] = Pending(v, code, ops, texts, frees, depth, section)
         reads = self.reads
         for u in inputs:
             reads.add(id(u))

@@ -84,7 +84,9 @@ class _NumpyWalk(Walk):
             self.params.append(self.expr[id(v)])
         self.inline = params is not None  # its feeds then are names of the code around it
         self.readers = None  # id(value) -> who reads it in its program (regions.py's _readers)
-        # a long program's values read once, written inside their reader's expression
+        # a long program's values read once, written inside their reader's expression; and
+        # for the line map, the op of each line that computes several -> [(op, its text)]
+        self.nested: dict = {}
         self.nest = nesting.Nesting(program, self.write_into, self.held, self.free_after) \
             if self.nests and module is None and len(program.nodes) > nesting.NEST_ABOVE \
             else None
@@ -308,10 +310,8 @@ class _NumpyWalk(Walk):
             expr[id(v)] = name
         if aliased:
             self.alias.update(id(v) for v in outputs)
-        for p in taken:  # the ops nested in this line are computed by it too
-            for inner in p.ops:
-                self.line_at.append(len(body))
-                self.line_op.append(inner)
+        if taken:  # the ops nested in this line are computed by it too
+            self._nested_line(op, taken)
         if self.free_after:  # (after the line map's entries: a `del` is a line of its own)
             for p in taken:
                 self.free_values(p.frees)
@@ -347,11 +347,23 @@ class _NumpyWalk(Walk):
             nest.computed(p, len(self.marks) - 1)
             name = self.expr[key] = self.names.make(p.value.name)
             body.append(f"{name} = {p.text}")
-            for op in p.ops:
-                self.line_at.append(len(body))
-                self.line_op.append(op)
+            self.line_at.append(len(body))
+            self.line_op.append(p.ops[0])
+            self._nested_line(p.ops[0], [p], own=False)
             if self.free_after:
                 self.free_values(p.frees)
+
+    def _nested_line(self, op, taken: list, own: bool = True) -> None:
+        """The body's last line, which computes `op`, computes the ops of the pending values
+        `taken` too: in the line map, after `op` (which errors name unless the columns say
+        otherwise: LineMap.innermost)."""
+        line, nested = len(self.body), self.nested.setdefault(op, [])
+        for p in taken:
+            ops, texts = (p.ops, p.texts) if own else (p.ops[1:], p.texts[1:])
+            for inner, text in zip(ops, texts):
+                self.line_at.append(line)
+                self.line_op.append(inner)
+                nested.append((inner, text))
 
     # -- the module ----------------------------------------------------------------------------
     def render(self, title: str) -> Rendered:
@@ -402,6 +414,7 @@ class _NumpyWalk(Walk):
             locks=[f"L[{Name().literal(v)}]" for v in sorted(locks)])
         line_map = _line_map(source, self.line_at, self.line_op, split, self.kernels,
                              2 if locks else 0)
+        line_map.nested = self.nested
         return Rendered(source, constants, line_map, self.var_reads, self.random_ops,
                         sorted(locks))
 
