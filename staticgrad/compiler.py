@@ -190,26 +190,25 @@ def failing_op(plan: Plan, exc: BaseException) -> Operation | None:
             op = plan.line_ops.get(tb.tb_lineno)
             if op is not None:
                 found = op
-                nested = getattr(plan.line_ops, "nested", None)
-                if nested and op in nested:
-                    found = _innermost(plan, tb, op)
+                if getattr(plan.line_ops, "nested_at", None):
+                    found = _innermost(plan, tb) or op
         tb = tb.tb_next
     return found
 
 
-def _innermost(plan: Plan, tb, op: Operation) -> Operation:
-    """Of the ops of `tb`'s line (computed by `op`'s statement), the one whose text holds
-    the columns of the instruction that raised (Python 3.11's code positions)."""
+def _innermost(plan: Plan, tb) -> Operation | None:
+    """Of the ops of `tb`'s line, the one whose text holds the columns of the instruction
+    that raised (Python 3.11's code positions; None without them)."""
     positions = getattr(tb.tb_frame.f_code, "co_positions", None)
     if positions is None:  # (Python 3.10)
-        return op
+        return None
     # (one position for each two-byte code unit)
     found = next(itertools.islice(positions(), tb.tb_lasti // 2, None), None)
     if found is None:
-        return op
+        return None
     line, _, start, end = found
     text = linecache.getline(plan.filename, tb.tb_lineno)
     if line != tb.tb_lineno or start is None or end is None or not text:
-        return op
+        return None
     indent = len(text) - len(text.lstrip())
-    return plan.line_ops.innermost(op, text.strip(), start - indent, end - indent)
+    return plan.line_ops.innermost(line, start - indent, end - indent)

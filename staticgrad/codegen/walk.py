@@ -181,24 +181,30 @@ class LineMap:
     """{line number: op}, read-only, as two parallel sequences sorted by line (a dict of
     250,000 int keys took 20 MB for the 100,000-op chain); `get` by bisection.
 
-    A line that computes several ops (a NumPy backend's nested expressions) is the first
-    one's, its statement's; `nested[op]` lists the others with the text each computes, so
-    that `innermost` finds the op whose text holds the columns where an error was raised."""
+    A line that computes several ops (a NumPy backend's nested expressions) has an entry for
+    each, its statement's op first, which `get` answers. `nested_at` lists the entries of
+    the others (ascending), and `nested_cols` the columns of the statement (without its
+    indentation) that hold each one's text, two numbers an entry: `innermost` finds the op
+    that raised from the columns of a traceback."""
 
-    def __init__(self, lines, ops: list, nested: dict | None = None):
+    def __init__(self, lines, ops: list, nested_at=(), nested_cols=()):
         self.lines, self.ops = lines, ops
-        self.nested = nested or {}
+        self.nested_at, self.nested_cols = nested_at, nested_cols
 
-    def innermost(self, op, statement: str, start: int, end: int):
-        """Of the ops of a line computed by `op`'s statement (`statement`, without its
-        indentation), the one whose text holds columns start:end of it, the innermost where
-        texts hold one another; `op` if none does."""
-        best, size = op, None
-        for inner, text in self.nested.get(op, ()):
-            at = statement.find(text)
-            if 0 <= at <= start and end <= at + len(text) and (size is None
-                                                                 or len(text) < size):
-                best, size = inner, len(text)
+    def innermost(self, line: int, start: int, end: int):
+        """Of the ops of `line`, the one whose text holds its statement's columns start:end,
+        the innermost where texts hold one another; the statement's op if none does."""
+        lines, at, cols = self.lines, self.nested_at, self.nested_cols
+        first, last = bisect.bisect_left(lines, line), bisect.bisect_right(lines, line)
+        if first == last:
+            return None
+        best, size = self.ops[first], None
+        for j in range(first + 1, last):
+            k = bisect.bisect_left(at, j)
+            if k < len(at) and at[k] == j:
+                a, b = cols[2 * k], cols[2 * k + 1]
+                if 0 <= a <= start and end <= b and (size is None or b - a < size):
+                    best, size = self.ops[j], b - a
         return best
 
     def get(self, line: int, default=None):

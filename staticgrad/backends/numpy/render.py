@@ -84,9 +84,9 @@ class _NumpyWalk(Walk):
             self.params.append(self.expr[id(v)])
         self.inline = params is not None  # its feeds then are names of the code around it
         self.readers = None  # id(value) -> who reads it in its program (regions.py's _readers)
-        # a long program's values read once, written inside their reader's expression; and
-        # for the line map, the op of each line that computes several -> [(op, its text)]
-        self.nested: dict = {}
+        # a long program's values read once, written inside their reader's expression; for
+        # the line map, the entries of those nested in a line, and their columns (LineMap)
+        self.nested_at, self.nested_cols = array("l"), array("l")
         self.nest = nesting.Nesting(program, self.write_into, self.held, self.free_after) \
             if self.nests and module is None and len(program.nodes) > nesting.NEST_ABOVE \
             else None
@@ -357,13 +357,18 @@ class _NumpyWalk(Walk):
         """The body's last line, which computes `op`, computes the ops of the pending values
         `taken` too: in the line map, after `op` (which errors name unless the columns say
         otherwise: LineMap.innermost)."""
-        line, nested = len(self.body), self.nested.setdefault(op, [])
+        body, line_at, line_op = self.body, self.line_at, self.line_op
+        line, statement = len(body), body[-1]
+        nested_at, cols = self.nested_at, self.nested_cols
         for p in taken:
             ops, texts = (p.ops, p.texts) if own else (p.ops[1:], p.texts[1:])
             for inner, text in zip(ops, texts):
-                self.line_at.append(line)
-                self.line_op.append(inner)
-                nested.append((inner, text))
+                nested_at.append(len(line_at))
+                at = statement.find(text)
+                cols.append(at)
+                cols.append(at + len(text) if at >= 0 else -1)
+                line_at.append(line)
+                line_op.append(inner)
 
     # -- the module ----------------------------------------------------------------------------
     def render(self, title: str) -> Rendered:
@@ -414,7 +419,7 @@ class _NumpyWalk(Walk):
             locks=[f"L[{Name().literal(v)}]" for v in sorted(locks)])
         line_map = _line_map(source, self.line_at, self.line_op, split, self.kernels,
                              2 if locks else 0)
-        line_map.nested = self.nested
+        line_map.nested_at, line_map.nested_cols = self.nested_at, self.nested_cols
         return Rendered(source, constants, line_map, self.var_reads, self.random_ops,
                         sorted(locks))
 
