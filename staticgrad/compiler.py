@@ -181,34 +181,11 @@ PASS_NAMES = pass_names()
 
 
 def failing_op(plan: Plan, exc: BaseException) -> Operation | None:
-    """The graph node whose generated line raised `exc`, if any (of a line that computes
-    several, the one whose text holds the columns of the expression that raised)."""
+    """The graph node whose generated line raised `exc`, if any."""
     tb = exc.__traceback__
     found = None
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == plan.filename:
-            op = plan.line_ops.get(tb.tb_lineno)
-            if op is not None:
-                found = op
-                if getattr(plan.line_ops, "nested_at", None):
-                    found = _innermost(plan, tb) or op
+            found = plan.line_ops.get(tb.tb_lineno, found)
         tb = tb.tb_next
     return found
-
-
-def _innermost(plan: Plan, tb) -> Operation | None:
-    """Of the ops of `tb`'s line, the one whose text holds the columns of the instruction
-    that raised (Python 3.11's code positions; None without them)."""
-    positions = getattr(tb.tb_frame.f_code, "co_positions", None)
-    if positions is None:  # (Python 3.10)
-        return None
-    # (one position for each two-byte code unit)
-    found = next(itertools.islice(positions(), tb.tb_lasti // 2, None), None)
-    if found is None:
-        return None
-    line, _, start, end = found
-    text = linecache.getline(plan.filename, tb.tb_lineno)
-    if line != tb.tb_lineno or start is None or end is None or not text:
-        return None
-    indent = len(text) - len(text.lstrip())
-    return plan.line_ops.innermost(line, start - indent, end - indent)

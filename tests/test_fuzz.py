@@ -99,8 +99,7 @@ SMALL = [("staticgrad.backends.numpy.policy:FUSE", "min_elements", 1),
          ("staticgrad.backends.numpy.blocks", "THREADS", 2),
          ("staticgrad.backends.numpy.memory", "MIN_BYTES", 0 if _ONE_ELEMENT_OK else 16),
          ("staticgrad.runtime", "SELECT_MIN_SIZE", 0 if _ZERO_D_OK else 2),
-         ("staticgrad.runtime", "SOFTPLUS_MIN_SIZE", 0 if _ZERO_D_OK else 2),
-         ("staticgrad.backends.numpy.nesting", "NEST_ABOVE", 0)]
+         ("staticgrad.runtime", "SOFTPLUS_MIN_SIZE", 0 if _ZERO_D_OK else 2)]
 
 # Known open bugs that would hide others, each waived as narrowly as it shows, and only while
 # its regression check still reproduces it: {name: predicate(tensor, got, want)}.

@@ -179,33 +179,10 @@ class Walk:
 
 class LineMap:
     """{line number: op}, read-only, as two parallel sequences sorted by line (a dict of
-    250,000 int keys took 20 MB for the 100,000-op chain); `get` by bisection.
+    250,000 int keys took 20 MB for the 100,000-op chain); `get` by bisection."""
 
-    A line that computes several ops (a NumPy backend's nested expressions) has an entry for
-    each, its statement's op first, which `get` answers. `nested_at` lists the entries of
-    the others (ascending), and `nested_cols` the columns of the statement (without its
-    indentation) that hold each one's text, two numbers an entry: `innermost` finds the op
-    that raised from the columns of a traceback."""
-
-    def __init__(self, lines, ops: list, nested_at=(), nested_cols=()):
+    def __init__(self, lines, ops: list):
         self.lines, self.ops = lines, ops
-        self.nested_at, self.nested_cols = nested_at, nested_cols
-
-    def innermost(self, line: int, start: int, end: int):
-        """Of the ops of `line`, the one whose text holds its statement's columns start:end,
-        the innermost where texts hold one another; the statement's op if none does."""
-        lines, at, cols = self.lines, self.nested_at, self.nested_cols
-        first, last = bisect.bisect_left(lines, line), bisect.bisect_right(lines, line)
-        if first == last:
-            return None
-        best, size = self.ops[first], None
-        for j in range(first + 1, last):
-            k = bisect.bisect_left(at, j)
-            if k < len(at) and at[k] == j:
-                a, b = cols[2 * k], cols[2 * k + 1]
-                if 0 <= a <= start and end <= b and (size is None or b - a < size):
-                    best, size = self.ops[j], b - a
-        return best
 
     def get(self, line: int, default=None):
         i = bisect.bisect_left(self.lines, line)

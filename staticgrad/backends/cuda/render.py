@@ -56,7 +56,6 @@ class _CudaWalk(_NumpyWalk):
     reserved = CUDA_RESERVED
     backend = "CUDA"
     template = "cuda/module.py.j2"
-    nests = False  # (an elementwise chain on the GPU is one fused kernel already)
 
     def __init__(self, program: Program, vector_math: bool, module: _CudaWalk | None = None,
                  params: list[str] | None = None, place=None, device: str = "cuda"):

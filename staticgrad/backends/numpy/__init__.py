@@ -1,7 +1,6 @@
 """The NumPy backend: generated Python that calls NumPy, run in this process.
 
-    render.py     the renderer (one line a node; nesting.py: a long program's values read
-                  once, inside their reader's line), parts.py (a long run() in parts),
+    render.py     the renderer (one line a node), parts.py (a long run() in parts),
                   fused.py (a fused group as a block kernel)
     runtime.py    `rt` of the generated code; blocks.py runs fused kernels block by block on
                   threads; fast.py (+ _vector_kernels.py) is the [fast] extra's vector math,

@@ -63,7 +63,7 @@ class Part:
 
 def split_run(program, body: list[str], marks: list[int], made: list[str],
               made_marks: list[int], names: dict, scalars: dict, free_after: dict,
-              constants, params: list[str], no_cut=None):
+              constants, params: list[str]):
     """(run()'s new body, the parts) for a body longer than SPLIT_ABOVE lines, else None.
 
     The body's lines come in sections, one a node of `program`: section k is
@@ -72,9 +72,7 @@ def split_run(program, body: list[str], marks: list[int], made: list[str],
     last section runs to the end of the body and stays in run(): the lines made for the
     fetches. A node's section reads the names (`names`, `scalars`: id(Value) -> name) of its
     inputs and of the values it frees (`free_after`); a name in these that it does not read
-    after all is harmless (passed to a part that does not use it). No part begins with a
-    section k where `no_cut[k]` (its lines compute a value nested in an earlier section's:
-    nesting.py).
+    after all is harmless (passed to a part that does not use it).
     """
     if len(body) <= SPLIT_ABOVE:
         return None
@@ -82,8 +80,7 @@ def split_run(program, body: list[str], marks: list[int], made: list[str],
     sections = len(nodes)  # the fetches' section is number `sections`
     starts = [0]           # the first section of each part
     for k in range(1, sections):
-        if marks[k] - marks[starts[-1]] >= PART_LINES and marks[k] < marks[sections] \
-                and not (no_cut and no_cut[k]):
+        if marks[k] - marks[starts[-1]] >= PART_LINES and marks[k] < marks[sections]:
             starts.append(k)
     bounds = starts + [sections]
     fetch_part = len(starts)

@@ -8,8 +8,8 @@ dtype and value, f32_1_5). The module is the template codegen_templates/numpy/mo
 
 What is this backend's own: the scalar fast path (values held as NumPy scalars,
 scalars.py), the memory plan's `del` and `out=` (memory.py), fused groups as block kernels
-(fused.py), variables read and written as V['w'], a long program's values read once nested
-in their reader's line (nesting.py), and a long run() cut into parts (parts.py).
+(fused.py), variables read and written as V['w'], and a long run() cut into parts
+(parts.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from ...ops.table import get_opdef
 from ..base import Rendered
-from . import nesting, parts, regions
+from . import parts, regions
 from .fused import render_group
 from .lowering import NO_WEAK_LITERALS, out_form
 
@@ -84,12 +84,6 @@ class _NumpyWalk(Walk):
             self.params.append(self.expr[id(v)])
         self.inline = params is not None  # its feeds then are names of the code around it
         self.readers = None  # id(value) -> who reads it in its program (regions.py's _readers)
-        # a long program's values read once, written inside their reader's expression; for
-        # the line map, the entries of those nested in a line, and their columns (LineMap)
-        self.nested_at, self.nested_cols = array("l"), array("l")
-        self.nest = nesting.Nesting(program, self.write_into, self.held, self.free_after) \
-            if self.nests and module is None and len(program.nodes) > nesting.NEST_ABOVE \
-            else None
         # the blocks (loops written inline) its lines stand in, in the function around them
         self.nesting = module.nesting + 1 if self.inline else 0
 
@@ -144,11 +138,8 @@ class _NumpyWalk(Walk):
     def free(self, node: Node) -> None:
         """`del` the values whose last use is `node` (the memory plan)."""
         # (a value held as a NumPy scalar, scal, has no array name to free)
-        self.free_values(self.free_after.get(id(node), ()))
-
-    def free_values(self, values) -> None:
         expr = self.expr
-        dead = [expr[id(v)] for v in values if id(v) in expr]
+        dead = [expr[id(v)] for v in self.free_after.get(id(node), ()) if id(v) in expr]
         if self.inline:  # (the feeds of a region written inline are the loop's: kept)
             dead = [name for name in dead if name not in self.params]
         if dead:
@@ -156,7 +147,6 @@ class _NumpyWalk(Walk):
 
     # -- what a backend built on this one changes (backends/cuda/render.py) ------------------
     template = "numpy/module.py.j2"  # the module's template
-    nests = True  # a long program's values read once nest in their reader (nesting.py)
     xp = "np"  # the array module of what regions.py writes around a node's regions
 
     def code(self, node: Node, args: list[str]) -> str:
@@ -182,8 +172,6 @@ class _NumpyWalk(Walk):
         """A fused group: a block kernel, and the lines that run it."""
         names, out_name = self.names, self.out_name
 
-        if self.nest is not None and self.nest.pending:
-            self.flush()
         kname = names.make("fused")
         run_lines, kernel, kernel_ops, vector = render_group(
             node, kname, self.ref, self.number, out_name, names, printable, self.vector_math)
@@ -199,8 +187,6 @@ class _NumpyWalk(Walk):
     def regions(self, node: Node) -> None:
         """An If, While or WhileGrad: Python control flow around functions of the module, one
         for each region (regions.py)."""
-        if self.nest is not None and self.nest.pending:
-            self.flush()
         if node.type not in regions.FORMS:
             super().regions(node)  # (which refuses it)
             return
@@ -233,14 +219,6 @@ class _NumpyWalk(Walk):
 
     def node(self, node: Node) -> None:
         op, body, expr = node.origin, self.body, self.expr
-        nest = self.nest
-        if nest is not None:
-            if nest.pending:  # values that wait to nest in a later line
-                nest.no_cut[len(self.marks) - 1] = 1
-                if not nest.waits_across(node, self.free_after, self.write_into):
-                    self.flush()
-            elif nest.reads:
-                nest.reads.clear()
         if id(node) in self.held:  # the scalar fast path: computed on NumPy scalars
             args = ["None" if i in node.static_uses else self.scalar_ref(v, node)
                     for i, v in enumerate(node.inputs)]
@@ -257,27 +235,22 @@ class _NumpyWalk(Walk):
             if written_by(node) is None and op.name not in self.var_reads:  # its value on entry
                 self.var_reads.append(op.name)
             return
+        ref = self.ref
         if node.static_uses:
-            args = self._args(node)
+            args = ["None" if i in node.static_uses else ref(v, node)
+                    for i, v in enumerate(node.inputs)]
         else:  # (most: a name made already)
-            known, ref = expr.get, self.ref
+            known = expr.get
             args = [known(id(v)) or ref(v, node) for v in node.inputs]
-        code = self._expression(node, args)
-        taken = ()
-        if nest is not None:
-            if nest.pending:  # those nested in this node's code (read by it alone)
-                pending, taken = nest.pending, []
-                for v in node.inputs:
-                    p = pending.pop(id(v), None)
-                    if p is not None:
-                        taken.append(p)
-                        nest.computed(p, len(self.marks) - 1)
-                        del expr[id(v)]  # (no name: nothing to free)
-            nested = nest.nest(node, code, taken, len(self.marks) - 1)
-            if nested is not None:  # this node's value nests too: it waits for its reader
-                expr[id(node.outputs[0])] = nested
-                body.append(comment(op))
-                return
+        into = self.write_into.get(id(node)) if self.write_into else None
+        if into is not None:  # the result goes into a dying input's buffer
+            code = out_form(node.type, args, expr[id(into)], node.ctx)
+        else:
+            try:
+                code = self.code(node, args)
+            except ValueError as e:  # an emitter that needs what only a run knows
+                raise UnimplementedError(None, op, f"{op.where()} cannot be compiled: {e}") \
+                    from None
         outputs = node.outputs
         if len(outputs) == 1:
             outs = [self.names.make(outputs[0].name)]
@@ -310,72 +283,12 @@ class _NumpyWalk(Walk):
             expr[id(v)] = name
         if aliased:
             self.alias.update(id(v) for v in outputs)
-        if taken:  # the ops nested in this line are computed by it too
-            self._nested_line(op, taken)
-        if self.free_after:  # (after the line map's entries: a `del` is a line of its own)
-            for p in taken:
-                self.free_values(p.frees)
+        if self.free_after:
             self.free(node)
-
-    def _expression(self, node: Node, args: list[str]) -> str:
-        """The code computing `node` from `args`: its own, or its out= form where the memory
-        plan has it write into a dying input's buffer."""
-        into = self.write_into.get(id(node)) if self.write_into else None
-        if into is not None:  # the result goes into a dying input's buffer
-            return out_form(node.type, args, self.expr[id(into)], node.ctx)
-        try:
-            return self.code(node, args)
-        except ValueError as e:  # an emitter that needs what only a run knows
-            op = node.origin
-            raise UnimplementedError(None, op, f"{op.where()} cannot be compiled: {e}") \
-                from None
-
-    def _args(self, node: Node) -> list[str]:
-        """How `node`'s code refers to its inputs (None for one read only for its static
-        value or shape)."""
-        static, known, ref = node.static_uses, self.expr.get, self.ref
-        return ["None" if i in static else known(id(v)) or ref(v, node)
-                for i, v in enumerate(node.inputs)]
-
-    def flush(self, v: Value | None = None) -> None:
-        """Write the pending value v (by default every one, in the order made) on a line of
-        its own."""
-        nest, body = self.nest, self.body
-        nest.no_cut[len(self.marks) - 1] = 1
-        for key in ([id(v)] if v is not None else list(nest.pending)):
-            p = nest.pending.pop(key)
-            nest.computed(p, len(self.marks) - 1)
-            name = self.expr[key] = self.names.make(p.value.name)
-            body.append(f"{name} = {p.text}")
-            self.line_at.append(len(body))
-            self.line_op.append(p.ops[0])
-            self._nested_line(p.ops[0], [p], own=False)
-            if self.free_after:
-                self.free_values(p.frees)
-
-    def _nested_line(self, op, taken: list, own: bool = True) -> None:
-        """The body's last line, which computes `op`, computes the ops of the pending values
-        `taken` too: in the line map, after `op` (which errors name unless the columns say
-        otherwise: LineMap.innermost)."""
-        body, line_at, line_op = self.body, self.line_at, self.line_op
-        line, statement = len(body), body[-1]
-        nested_at, cols = self.nested_at, self.nested_cols
-        for p in taken:
-            ops, texts = (p.ops, p.texts) if own else (p.ops[1:], p.texts[1:])
-            for inner, text in zip(ops, texts):
-                nested_at.append(len(line_at))
-                at = statement.find(text)
-                cols.append(at)
-                cols.append(at + len(text) if at >= 0 else -1)
-                line_at.append(line)
-                line_op.append(inner)
 
     # -- the module ----------------------------------------------------------------------------
     def render(self, title: str) -> Rendered:
         self.walk()  # then the lines made for the fetches, which stay in run()
-        nest = self.nest
-        if nest is not None and nest.pending:  # (read by a node that writes no line)
-            self.flush()
         program, expr, constants = self.program, self.expr, self.constants
         returns, fetch_names = [], []
         for f in program.fetches:
@@ -397,8 +310,7 @@ class _NumpyWalk(Walk):
         split = None
         if len(body) > parts.SPLIT_ABOVE:
             split = parts.split_run(program, body, self.marks, names.made, self.made, expr,
-                                    self.scal, self.free_after, constants, self.params,
-                                    nest.no_cut if nest is not None else None)
+                                    self.scal, self.free_after, constants, self.params)
         # the source is put together from here on: the names of values are no longer needed,
         # and each part's lines are joined into one text as their list is dropped (a
         # 100,000-op chain's lines, names and texts at once were a fifth of its peak memory)
@@ -419,7 +331,6 @@ class _NumpyWalk(Walk):
             locks=[f"L[{Name().literal(v)}]" for v in sorted(locks)])
         line_map = _line_map(source, self.line_at, self.line_op, split, self.kernels,
                              2 if locks else 0)
-        line_map.nested_at, line_map.nested_cols = self.nested_at, self.nested_cols
         return Rendered(source, constants, line_map, self.var_reads, self.random_ops,
                         sorted(locks))
 
