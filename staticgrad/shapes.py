@@ -268,7 +268,7 @@ def shared(shape: TensorShape) -> TensorShape:
     """The one TensorShape of `shape`'s dims that the tensors of graphs share (a shape is
     never changed in place: `set_shape` gives its tensor another). A 100,000-op graph then
     holds a few shapes, not 100,000 objects that Python's cycle collector walks at each full
-    collection while the user's loop builds it (a fifth of the objects it tracks, and 30 MB)."""
+    collection while the user's loop builds it (a fifth of the objects it tracks)."""
     found = _SHARED.get(shape.dims)
     if found is None:
         if len(_SHARED) >= SHARED_KEPT:

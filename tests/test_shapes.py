@@ -112,3 +112,15 @@ def test_shape_equality_with_non_shapes_is_false():
     assert TensorShape([2]) != "2"
     assert TensorShape([2]) != [2.5]
     assert TensorShape([2]) == [2.0]
+
+
+def test_tensors_of_equal_dims_share_a_shape_and_set_shape_changes_only_its_own(g):
+    """Graph tensors share one TensorShape per dims (shapes.shared, fewer objects for the
+    cycle collector); set_shape gives its tensor another, never changing the shared one."""
+    a = sg.placeholder(sg.float32, [None, 3], name="a")
+    b = sg.placeholder(sg.float32, [None, 3], name="b")
+    y = a + b
+    assert a.shape is b.shape is y.shape
+    a.set_shape([4, 3])
+    assert a.shape.as_list() == [4, 3]
+    assert b.shape.as_list() == [None, 3] and y.shape.as_list() == [None, 3]

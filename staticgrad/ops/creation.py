@@ -7,7 +7,6 @@ import threading
 
 from ..errors import format_location, user_location
 from ..graph import Graph, Operation, Tensor, check_op_name, get_default_graph
-from ..shapes import _SHARED as _SHAPES
 from ..shapes import shared as shared_shape
 from .attr_types import check_attrs
 from .kernels import STATIC_SOURCES, fold_static
@@ -95,25 +94,15 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     op = Operation(graph, op_type, name, inputs, attrs,
                    graph._current_control_inputs() if thread.control_stack else (),
                    user_location(), opdef)
-    arity = opdef.arity
     try:
-        if type(arity) is not int or len(inputs) != arity:
-            check_arity(opdef, len(inputs))
+        check_arity(opdef, len(inputs))
         if attrs or opdef.attrs:
             op.attrs = attrs = check_attrs(op_type, opdef.attrs, attrs)
     except (ValueError, TypeError) as e:
         raise type(e)(f"{op.where()}: {e}") from None
-    if len(inputs) == 1:  # (most ops read one or two tensors: no list comprehensions)
-        t = inputs[0]
-        in_values, shapes, dtypes = [t._static], [t._shape], [t.dtype]
-    elif len(inputs) == 2:
-        t, u = inputs
-        in_values, shapes, dtypes = [t._static, u._static], [t._shape, u._shape], \
-            [t.dtype, u.dtype]
-    else:
-        in_values = [t._static for t in inputs]
-        shapes, dtypes = [t._shape for t in inputs], [t.dtype for t in inputs]
-    ctx = NodeCtx(op_type, attrs, shapes, dtypes, in_values, name)
+    in_values = [t._static for t in inputs]
+    ctx = NodeCtx(op_type, attrs, [t._shape for t in inputs], [t.dtype for t in inputs],
+                  in_values, name)
     try:
         outs = opdef.infer(ctx)
     except (ValueError, TypeError) as e:
@@ -121,8 +110,7 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     # (this runs once per op created: one output, the common case, without loops)
     if len(outs) == 1:
         (shape, dt), = outs
-        known = _SHAPES.get(shape.dims)
-        op.outputs = (Tensor(op, 0, dt, known if known is not None else shared_shape(shape)),)
+        op.outputs = (Tensor(op, 0, dt, shared_shape(shape)),)
         ctx.out_shapes, ctx.out_dtypes = [shape], [dt]
     else:
         op.outputs = tuple([Tensor(op, i, dt, shared_shape(shape))
