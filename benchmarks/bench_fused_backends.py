@@ -1,4 +1,4 @@
-"""Why fused groups run on NumPy blocks (with vector exp and log): W3 up to six ways.
+"""Why fused groups run on NumPy blocks (with vector exp and log): W3 up to eight ways.
 
 W3 is y = sum(tanh(1.5x + 0.3) * sigmoid(x) + 0.5 exp(-x^2) + log1p(x^2)) and dy/dx over a
 million float32 values (benchmarks/workloads/w3.py). Ways, interleaved round by round in one
@@ -14,6 +14,15 @@ process, threads limited to 2:
   numba        the expression and its derivative as one loop over the elements, compiled
                by numba (if installed) with parallel=True: numba's own math, one element at
                a time
+  one_pass     what a fused group compiled whole by numba could reach (issue 27; written by
+               hand here, not generated): one pass over the elements in sub-blocks of 512
+               (eight rows of 2 KB, in L1), cheap ops in loops LLVM vectorizes, tanh,
+               sigmoid, exp and log1p eight at a time from glibc's libmvec through
+               runtime_fast's intrinsics, a check that every result is finite (what a
+               generated kernel needs to hand a block with a NaN or an Inf to NumPy, which
+               reports it); run on staticgrad's block threads (blocks.run_blocks). Needs the
+               [fast] extra working here
+  jax          `jax.jit(jax.value_and_grad(f))` (if JAX is installed): the peer of issue 27
   mkl_umath    staticgrad's fused group with NumPy's ufunc loops swapped for Intel VML's
                (if mkl_umath is installed): patched before each call and restored after
                (about 40 us of each call), so that the other ways keep NumPy's own loops.
@@ -93,6 +102,78 @@ def numba_way():
     return call, call(), f"{numba.__version__} (SVML: {numba.config.USING_SVML})"
 
 
+SUB = 512  # the one-pass kernel's sub-block (elements)
+
+
+def one_pass_way():
+    """(call, its first result, what it uses), or None where runtime_fast does not work."""
+    if sg.runtime_fast.why_not() is not None:
+        return None
+    from numba import njit
+
+    from staticgrad.backends.numpy import _vector_kernels as vk
+    from staticgrad.backends.numpy.blocks import run_blocks
+    exp8, sigmoid8, tanh8, log1p8 = vk.exp8, vk.sigmoid8, vk.tanh8, vk.log1p8
+    f32, x = np.float32, w3.data()
+
+    @njit(nogil=True, error_model="numpy", boundscheck=False)
+    def kernel(lo, hi, x, dx):
+        rows = np.empty((8, SUB), np.float32)  # (per block of run_blocks: 16 KB)
+        a, m2, sq, xs, t, s, e, lg = rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], \
+            rows[6], rows[7]
+        y, finite = 0.0, True  # y in float64, as the numba way's
+        b = lo
+        while b < hi:
+            m = min(SUB, hi - b)
+            for j in range(m):
+                v = x[b + j]
+                a[j], m2[j], sq[j], xs[j] = f32(1.5) * v + f32(0.3), -(v * v), v * v, v
+            for j in range(m, SUB):  # the last sub-block's padding: eights of zeros
+                a[j] = m2[j] = sq[j] = xs[j] = f32(0)
+            for i in range(0, SUB, 8):
+                tanh8(a, t, i)
+                sigmoid8(xs, s, i)
+                exp8(m2, e, i)
+                log1p8(sq, lg, i)
+            for j in range(m):
+                v, tj, sj, ej = xs[j], t[j], s[j], e[j]
+                yj = tj * sj + f32(0.5) * ej + lg[j]
+                dj = (f32(1.5) * (f32(1) - tj * tj) * sj + tj * sj * (f32(1) - sj) - v * ej
+                      + f32(2) * v / (f32(1) + sq[j]))
+                finite &= (yj - yj == 0) & (dj - dj == 0)  # False for an Inf or a NaN
+                y += yj
+                dx[b + j] = dj
+            b += SUB
+        return y, finite
+
+    def call():
+        dx = np.empty_like(x)
+        parts = run_blocks(kernel, x.shape[0], x, dx)
+        assert all(p[1] for p in parts)
+        return np.float32(sum(p[0] for p in parts)), dx
+    return call, call(), "numba, libmvec, run_blocks"
+
+
+def jax_way():
+    """(call, its first result, JAX's version and device), or None."""
+    try:
+        import jax
+    except ImportError:
+        return None
+    x = w3.data()
+
+    def f(v):
+        jnp = jax.numpy
+        return jnp.sum(jnp.tanh(1.5 * v + 0.3) * jax.nn.sigmoid(v) + 0.5 * jnp.exp(-v * v)
+                       + jnp.log1p(v * v))
+    step, xj = jax.jit(jax.value_and_grad(f)), jax.numpy.asarray(x)
+
+    def call():
+        y, dx = jax.block_until_ready(step(xj))
+        return np.asarray(y), np.asarray(dx)
+    return call, call(), f"{jax.__version__} ({jax.default_backend()})"
+
+
 def mkl_umath_way():
     """(call, its first result, mkl_umath's version), or None."""
     os.environ["MKL_NUM_THREADS"] = "1"  # read once, when MKL loads
@@ -121,6 +202,7 @@ def main(argv=None):
     results = {"hand_numpy": want, "staticgrad": got, "staticgrad_numpy": got_plain}
     dtypes, versions = {}, {"staticgrad vector math": sg.runtime_fast.why_not() or "on"}
     for name, way in (("numexpr", numexpr_way), ("numba", numba_way),
+                      ("one_pass", one_pass_way), ("jax", jax_way),
                       ("mkl_umath", mkl_umath_way)):
         found = way()
         if found is None:

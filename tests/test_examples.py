@@ -104,7 +104,7 @@ def test_cuda_benchmark_dry_run(tmp_path):
 
 @pytest.mark.parametrize("script,way", [
     ("bench_mlp_step.py", "make_callable"),        # W2: both ways must take the same step
-    ("bench_fused_backends.py", "staticgrad"),     # W3: numexpr, numba, mkl_umath when there
+    ("bench_fused_backends.py", "staticgrad"),     # W3: one pass, numexpr, numba... when there
 ])
 def test_checked_benchmark_smoke(tmp_path, script, way):
     """Briefly: each way's result is checked against hand NumPy's, then timed."""

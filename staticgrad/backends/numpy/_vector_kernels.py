@@ -33,7 +33,8 @@ TINY, BIG = np.float32(np.finfo(np.float32).tiny), np.float32(np.finfo(np.float3
 def _vector_op(kind: str):
     """An intrinsic v8(x, out, i): out[i:i+8] = f(x[i:i+8]), loaded as one vector before it is
     stored (so `out` may be `x`); sigmoid is 1 / (1 + expf(-x)) on the eight at once."""
-    symbol = {"log": "_ZGVdN8v_logf", "tanh": "_ZGVdN8v_tanhf"}.get(kind, "_ZGVdN8v_expf")
+    symbol = {"log": "_ZGVdN8v_logf", "tanh": "_ZGVdN8v_tanhf",
+              "log1p": "_ZGVdN8v_log1pf"}.get(kind, "_ZGVdN8v_expf")
 
     def codegen(context, builder, sig, args):
         x = context.make_array(sig.args[0])(context, builder, args[0])
@@ -59,6 +60,8 @@ def _vector_op(kind: str):
 
 
 exp8, log8, sigmoid8, tanh8 = (_vector_op(k) for k in ("exp", "log", "sigmoid", "tanh"))
+# (not used by runtime_fast yet: benchmarks/bench_fused_backends.py's one-pass W3 calls it)
+log1p8 = _vector_op("log1p")
 EXP, LOG, SIGMOID, TANH = range(4)  # `kind`, the last argument of apply
 
 
