@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...codegen.c_expr import C_TYPES, preamble
+from ...codegen.c_expr import preamble
 from ...codegen.templates import render_template
 from ...codegen.walk import comment, node_comment, printable
 from ...ir import Node, Program, Value
@@ -143,9 +143,9 @@ class _CudaWalk(_NumpyWalk):
             folded = self.folded.get(id(node))
             if folded is not None:  # its input computed where it is read
                 fname, args, ctypes = folded
-                extra = [(t, f"in{k}") for k, t in enumerate(ctypes) if k]
+                arrays = [(t, f"in{k}") for k, t in enumerate(ctypes)]
                 load = f"{fname}(idx{''.join(f', in{k}' for k in range(len(ctypes)))})"
-                plan = template_plan(node, self._reserve, load, extra)
+                plan = template_plan(node, self._reserve, load, arrays)
             else:
                 plan = template_plan(node, self._reserve)
             if plan is not None:
@@ -221,9 +221,6 @@ class _CudaWalk(_NumpyWalk):
             return False  # read late, a variable could have been assigned in between
         fname = self.names.make(f"{x.name}_at")
         text, args, ctypes = element_function(node, fname, lambda v: self.dense(v, consumer))
-        if not ctypes or ctypes[0] != f"const {C_TYPES[x.dtype.name]}*":
-            self.names.used.discard(fname)
-            return False
         self.cu.append(text)
         self.folded[id(reader)] = (fname, args, ctypes)
         self.body.append(comment(node.origin) if node.origin is not None else "# fused")

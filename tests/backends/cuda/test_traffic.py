@@ -4,13 +4,31 @@ it reads, the others what it writes), against the least a computation needs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
 import staticgrad as sg
 from tests.backends.cuda import emulator_capture as capture
+from tests.backends.cuda.test_render import NVCC
 
 N = 1 << 16
+
+
+def _compiles_with_nvcc(source: str, folder) -> None:
+    """The CUDA C of a rendered host module compiles with nvcc for sm_80 and sm_90."""
+    if NVCC is None and os.environ.get("STATICGRAD_REQUIRE_NVCC") != "1":
+        return
+    assert NVCC is not None, "STATICGRAD_REQUIRE_NVCC=1, and there is no nvcc"
+    path = folder / "plan.cu"
+    path.write_text(source.split('CUDA_SOURCE = r"""')[1].split('"""')[0])
+    for arch in ("sm_80", "sm_90"):
+        done = subprocess.run([NVCC, "-ptx", f"-arch={arch}", "--std=c++17", "-Werror",
+                               "all-warnings", "-o", str(folder / f"{arch}.ptx"), str(path)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0 and not done.stderr.strip(), done.stderr[-3000:]
 
 
 def _launches(sess, fetches, feed, value):
@@ -64,3 +82,30 @@ def test_a_reduction_computes_its_elementwise_input_where_it_reads_it(g, device)
     np.testing.assert_allclose(value, np.max(np.exp(xs.astype(np.float64)) * 2, axis=1),
                                rtol=1e-6)
 
+
+def test_a_reduction_computes_an_input_whose_first_array_is_of_another_type(g, device,
+                                                                          tmp_path):
+    """max(where(m, 2, -1) * x, axis=1) of a bool m: the function computing the element
+    reads a bool array first, which the reduction's kernel takes as its first parameter."""
+    import cupy as cp
+    m = sg.placeholder(sg.bool, [256, 64], name="m")
+    x = sg.placeholder(sg.float32, [256, 64], name="x")
+    y = sg.reduce_max(sg.where(m, sg.fill([256, 64], 2.0), sg.fill([256, 64], -1.0)) * x,
+                      axis=1)
+    rng = np.random.default_rng(2)
+    m_host = rng.random(size=(256, 64)) < 0.5
+    x_host = rng.normal(size=(256, 64)).astype(np.float32)
+    with sg.Session(backend="cuda") as sess:
+        source = sess.source(y, {m: m_host, x: x_host})
+        assert "computed inside the kernel of" in source and "const bool* __restrict__ in0" \
+            in source, source
+        _compiles_with_nvcc(source, tmp_path)
+        fn = sess.make_callable(y, [m, x], fetch_device=True)
+        m_dev, x_dev = cp.asarray(m_host), cp.asarray(x_host)
+        fn(m_dev, x_dev)
+        capture.LAUNCHES.clear()
+        got = cp.asnumpy(fn(m_dev, x_dev))
+    if device == "emulator":  # one kernel, writing the maxima alone (the fills are arrays)
+        assert [w for _, _, w in capture.LAUNCHES] == [256 * 4], capture.LAUNCHES
+    want = np.max(np.where(m_host, 2.0, -1.0).astype(np.float32) * x_host, axis=1)
+    np.testing.assert_array_equal(got, want)
