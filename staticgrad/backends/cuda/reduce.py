@@ -350,6 +350,10 @@ def _softmax_source(kernel: str, comment: str, mode: str, shape: tuple[int, ...]
     if inner == 1:
         G, threads, E = _row_layout(n)
         X, layout, grid = threads // G, "rows", -(-rows // (threads // G))
+        # a row of more than a warp is a block's: the template's shared parts[G // 32] hold
+        # one row's warps (two rows a block would write past them and read each other's)
+        if G > 32 and (X != 1 or G % 32):
+            raise AssertionError(f"softmax rows layout: {G} threads a row, {X} rows a block")
     else:
         G, X, E = _column_layout(rows, n, inner)
         threads, layout, grid = X * G, "columns", -(-rows // X)

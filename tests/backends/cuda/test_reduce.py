@@ -204,3 +204,11 @@ def test_xent_plans_compile(tmp_path):
         sources.append(sparse.source)
     compile_all(sources, tmp_path)
 
+
+def test_a_row_of_more_than_a_warp_has_a_block_of_whole_warps_to_itself():
+    """The softmax rows layout's shared parts[G // 32] hold one row's warps: wherever G > 32,
+    a block is one row's (threads == G) and G a whole number of warps."""
+    from staticgrad.backends.cuda.reduce import _row_layout
+    for n in [*range(1, 3000), 4095, 4096, 4097, 10000, 16384, 16385, 100000, 1 << 20]:
+        G, threads, _ = _row_layout(n)
+        assert G <= 32 or (threads == G and G % 32 == 0), (n, G, threads)
