@@ -79,8 +79,12 @@ template <typename T> T __shfl_down_sync(unsigned, T v, int delta, int width = 3
     const unsigned lane = threadIdx.x % width;
     return sg_shuffle_from(v, lane + delta < unsigned(width) ? threadIdx.x + delta : threadIdx.x);
 }
+// CUDA's: the lane (lane id ^ mask) of the warp, but one in a later group of `width` lanes
+// than the caller's gives the caller its own value
 template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
-    return sg_shuffle_from(v, threadIdx.x ^ mask);
+    const unsigned lane = threadIdx.x % 32, source = (lane ^ unsigned(mask)) % 32;
+    return sg_shuffle_from(v, source / width > lane / width ? threadIdx.x
+                                                              : threadIdx.x - lane + source);
 }
 
 // a launch (RUNTIME's): `block` threads, each running the grid's blocks in turn, calling

@@ -124,3 +124,21 @@ def test_a_capture_records_launches_and_cupy_calls_that_a_graphs_launch_replays(
                 wait()
         with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="Invalidated"):
             stream.end_capture()
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler for the emulator")
+@pytest.mark.parametrize("mask, width", [(8, 8), (4, 16), (1, 2), (16, 32), (16, 8)])
+def test_a_xor_shuffle_keeps_to_its_group_of_width_lanes(mask, width):
+    """CUDA's __shfl_xor_sync: lane l reads lane l ^ mask of its warp, unless that lane is
+    in a later group of `width` lanes, when it keeps its own value."""
+    code = ('extern "C" __global__ void __launch_bounds__(64) xor_shuffle(float* __restrict__ '
+            f'out) {{ out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, (float)threadIdx.x, '
+            f'{mask}, {width}); }}')
+    shuffle = cp.RawModule(code=code).get_function("xor_shuffle")
+    out = cp.zeros(64, dtype=cp.float32)
+    shuffle((1,), (64,), (out,))
+    want = []
+    for t in range(64):
+        lane, source = t % 32, (t % 32) ^ mask
+        want.append(t if source // width > lane // width else t - lane + source)
+    np.testing.assert_array_equal(out.get(), want)
