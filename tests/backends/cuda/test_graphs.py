@@ -171,3 +171,21 @@ def test_variables_rebound_in_the_capture_are_copied_back_in_order(device):
     assert state["a"] is a and state["b"] is b and state["c"] is new_b
     np.testing.assert_array_equal(cp.asnumpy(a), [3.0, 4.0])
     np.testing.assert_array_equal(cp.asnumpy(b), [5.0, 6.0])
+
+
+def test_a_replay_holds_the_locks_of_its_use_locking_updates(g, device):
+    """assign_add(..., use_locking=True): a replay takes and gives back the variable's lock
+    (a plain run after it takes it again), and adds each call's feed."""
+    total = sg.Variable(np.zeros(3), name="total")
+    x = sg.placeholder(sg.float64, [3], name="x")
+    add = sg.assign_add(total, x * 2.0, use_locking=True)
+    with sg.Session(backend="cuda") as sess:
+        sess.run(total.initializer)
+        fn = sess.make_callable(add, [x], cuda_graph=True)
+        want = np.zeros(3)
+        for k in range(4):
+            value = np.array([1.0, -2.0, 0.5]) * (k + 1)
+            want = want + 2 * value
+            np.testing.assert_allclose(fn(value), want, rtol=1e-12, err_msg=f"call {k}")
+        np.testing.assert_allclose(sess.run(add, {x: np.ones(3)}), want + 2, rtol=1e-12)
+        np.testing.assert_allclose(sess.run(total), want + 2, rtol=1e-12)
