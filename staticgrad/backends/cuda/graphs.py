@@ -49,11 +49,8 @@ class GraphRunner:
     """The function make_callable(..., cuda_graph=True) calls for one feed signature."""
 
     def __init__(self, plan, state: dict, locks: list, fetch_device: bool, cp):
-        refused = plan.uncapturable or [(op, "it draws random numbers: a graph would "
-                                             "replay its capture's draws") for op in
-                                        plan.random_ops]
-        if refused:
-            op, why = refused[0]
+        if plan.uncapturable:
+            op, why = plan.uncapturable[0]
             raise UnimplementedError(None, op, f"{_where(op)} cannot be captured in a CUDA "
                                                f"graph (make_callable(..., cuda_graph=True)): "
                                                f"{why}")
