@@ -43,7 +43,7 @@ from ...passes.partition import partition
 from ..base import Backend, BackendUnavailableError, Rendered
 from ..numpy.memory import MemoryPlan
 from ..numpy.parts import compile_module
-from . import library
+from . import export, library
 from .elementwise import kernel_ok
 from .graphs import GraphRunner
 from .render import render
@@ -67,6 +67,8 @@ class CudaBackend(Backend):
     host = "numpy"
     device_types = ("GPU",)
     captures_graphs = True
+    export_helpers = export  # sg.export's for this backend's form (export.py, library.py)
+    library = library
 
     def __init__(self):
         self.fuse_policy = FusePolicy(min_elements=1, scalar_broadcasts=True, broadcasts=True,
