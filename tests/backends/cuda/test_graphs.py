@@ -189,3 +189,25 @@ def test_a_replay_holds_the_locks_of_its_use_locking_updates(g, device):
             np.testing.assert_allclose(fn(value), want, rtol=1e-12, err_msg=f"call {k}")
         np.testing.assert_allclose(sess.run(add, {x: np.ones(3)}), want + 2, rtol=1e-12)
         np.testing.assert_allclose(sess.run(total), want + 2, rtol=1e-12)
+
+
+def test_a_variable_assigned_a_feed_keeps_its_value_when_the_next_call_feeds_another(g,
+                                                                                    device):
+    """assign(w, x): w gets a copy of the feed (in the graph, of the feed's buffer, which the
+    next call writes over), copied back into w's own array at each replay; what reads w
+    after the assignment reads the value fed."""
+    w = sg.Variable(np.zeros(4, np.float32), name="w")
+    x = sg.placeholder(sg.float32, [4], name="x")
+    with sg.control_dependencies([sg.assign(w, x)]):
+        doubled = w.read_value() * 2.0
+    with sg.Session(backend="cuda") as sess:
+        sess.run(w.initializer)
+        fn = sess.make_callable(doubled, [x], cuda_graph=True)
+        for k in range(1, 4):
+            value = np.arange(4, dtype=np.float32) * k
+            np.testing.assert_array_equal(fn(value), value * 2)
+            np.testing.assert_array_equal(sess.run(w), value)
+        fed = np.full(4, 7.0, np.float32)
+        fn(fed)
+        fed[:] = -1.0  # (the host array fed is the caller's: w holds its own copy)
+        np.testing.assert_array_equal(sess.run(w), np.full(4, 7.0))
