@@ -85,6 +85,7 @@ class MemoryPool:
 
     def __init__(self, allocator=None):
         self.allocations = 0
+        POOLS.append(self)
 
     def malloc(self, size):
         raise NotImplementedError("the emulator's arrays are NumPy's")
@@ -114,6 +115,7 @@ COUNTS = {"kernels": 0}  # kernels run at their launch (not a graph's)
 # pointer parameters' and the others'), for tests counting a plan's traffic (a test clears it)
 LAUNCHES: list[tuple[str, int, int]] = []
 GRAPHS: list[Graph] = []  # every graph captured (a test reads its launches)
+POOLS: list[MemoryPool] = []  # every memory pool made (a test reads what each served)
 allocators: list[MemoryPool] = []
 
 

@@ -43,6 +43,8 @@ def test_replays_compute_what_hand_numpy_does_with_each_calls_feeds(g, device):
             np.testing.assert_allclose(grad, want_grad, rtol=2e-5, atol=1e-5)
             if device == "emulator" and call == 0:  # a plain run, then the capture
                 kernels, graphs = capture.COUNTS["kernels"], len(capture.GRAPHS)
+                # the capture's arrays came from a pool of the graph's own
+                assert capture.POOLS[-1].allocations >= 2
     if device == "emulator":  # the later calls ran the graph, no kernel of their own
         assert capture.COUNTS["kernels"] == kernels
         assert len(capture.GRAPHS) == graphs and capture.GRAPHS[-1].launches == 3
