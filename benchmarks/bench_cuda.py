@@ -452,7 +452,7 @@ def staticgrad_mlp(target: Target, weights, xb, onehot, cuda_graph=False):
         x_dev, y_dev = target.to_device(xb), target.to_device(onehot)
         step = lambda: fn(x_dev, y_dev)[1]
         losses = [float(to_host(step())) for _ in range(CHECK_STEPS)]
-    except (TypeError, NotImplementedError) as e:
+    except (TypeError, NotImplementedError, sg.errors.UnimplementedError) as e:
         if not cuda_graph:
             raise
         raise NotAvailable(f"cuda_graph=True: {error_text(e)}") from e
@@ -602,7 +602,7 @@ def w1_section(target: Target, args, sync_all) -> dict:
                     fn = target.make_callable(sess, fetches, [a], **options)
                 call = lambda: fn(w1.A)
                 first = [to_host(v) for v in call()]
-            except (TypeError, NotImplementedError) as e:
+            except (TypeError, NotImplementedError, sg.errors.UnimplementedError) as e:
                 if not cuda_graph:
                     raise
                 raise NotAvailable(f"cuda_graph=True: {error_text(e)}") from e

@@ -109,6 +109,17 @@ class Plan:
     feeds: list
     locks: list = dataclasses.field(default_factory=list)  # variables a run holds locked
     constants: dict = dataclasses.field(default_factory=dict)  # the module's arrays, by name
+    uncapturable: list = dataclasses.field(default_factory=list)  # Rendered.uncapturable
+
+    def failing_op(self, exc: BaseException) -> Operation | None:
+        """The graph node whose generated line raised `exc`, if any."""
+        tb = exc.__traceback__
+        found = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.filename:
+                found = self.line_ops.get(tb.tb_lineno, found)
+            tb = tb.tb_next
+        return found
 
 
 def run_passes(program, options: CompileOptions = DEFAULT_OPTIONS, consume: bool = False,
@@ -169,7 +180,8 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
             locks.setdefault(name, threading.Lock())
         fn = backend.load(rendered, filename, state, rngs, locks)
     plan = Plan(fn, rendered.source, filename, rendered.line_ops, rendered.var_reads,
-                rendered.random_ops, fetches, feeds, rendered.locks, rendered.constants)
+                rendered.random_ops, fetches, feeds, rendered.locks, rendered.constants,
+                rendered.uncapturable)
     # tracebacks show generated lines while the plan lives; the text goes with it
     weakref.finalize(plan, linecache.cache.pop, filename, None)
     return plan
@@ -178,14 +190,3 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
 # the NumPy backend's, the default (what the benchmarks and tests switch off one by one)
 PIPELINE = pipeline("numpy")
 PASS_NAMES = pass_names()
-
-
-def failing_op(plan: Plan, exc: BaseException) -> Operation | None:
-    """The graph node whose generated line raised `exc`, if any."""
-    tb = exc.__traceback__
-    found = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == plan.filename:
-            found = plan.line_ops.get(tb.tb_lineno, found)
-        tb = tb.tb_next
-    return found

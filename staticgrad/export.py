@@ -80,8 +80,6 @@ import numpy as np
 
 from . import runtime
 from .backends import get_backend
-from .backends.cuda import export as cuda_export
-from .backends.cuda import library as cuda_library
 from .backends.numpy import runtime as generated_rt
 from .backends.numpy.parts import compile_module
 from .codegen.templates import render_template
@@ -134,6 +132,8 @@ def export(fetches, feed_list, path, backend: str = "numpy", session: Session | 
         raise ValueError(f"sg.export writes a module for the backends {list(BACKENDS)}; "
                          f"backend {backend!r} has no exported form")
     cuda = target.name == "cuda"
+    # (the CUDA backend's helpers, as the backend names them: no backend's module here)
+    cuda_export, cuda_library = (target.export_helpers, target.library) if cuda else (None,) * 2
     path = os.fspath(path)
     folder, filename = os.path.split(os.path.abspath(path))
     stem, ext = os.path.splitext(filename)

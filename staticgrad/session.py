@@ -23,7 +23,7 @@ import numpy as np
 from . import compiler, runtime
 from . import dtypes as _dt
 from .backends import BackendUnavailableError, get_backend
-from .compiler import CompileOptions, Plan, compile_plan, failing_op
+from .compiler import CompileOptions, Plan, compile_plan
 from .config import check_config, check_run_arguments, place
 from .errors import (
     CancelledError,
@@ -298,7 +298,7 @@ class Session:
                                               "was in progress")
         if isinstance(e, KeyError) and e.args and e.args[0] in plan.var_reads:
             return self._uninitialized(plan)
-        op = failing_op(plan, e)
+        op = plan.failing_op(e)
         if op is not None and op.opdef.checks_input is not None:
             checked = op.inputs[op.opdef.checks_input]  # what made the bad values, not the check
             return InvalidArgumentError(None, checked.op, f"{e}; tensor {checked.name} was made "
@@ -407,7 +407,7 @@ class Session:
 
     # -- extras ---------------------------------------------------------------------------------
     def make_callable(self, fetches, feed_list=None, accept_options=False,
-                      fetch_device: bool = False):
+                      fetch_device: bool = False, cuda_graph: bool = False):
         """A function of the values of `feed_list` (in order) returning `fetches`: the fast
         path, with no feed dict to walk and the fetch structure resolved once. Closing the
         session frees what it compiled; calling it then raises RuntimeError.
@@ -415,8 +415,21 @@ class Session:
         With `fetch_device`, a GPU backend's fetches stay in the GPU's memory: the callable
         returns CuPy arrays, copying nothing to the host (on the NumPy backend, whose memory
         is the host's, it changes nothing). Feeds may be CuPy arrays already, then taken as
-        they are."""
+        they are.
+
+        With `cuda_graph` (the cuda backend's), a feed signature's first call runs as usual
+        and captures the run as a CUDA graph; each later call copies its feeds into the
+        graph's buffers and replays it (backends/cuda/graphs.py): one launch for all of the
+        kernels, for small graphs whose time goes to launching them. UnimplementedError,
+        naming the op, where the plan holds work a graph cannot (host ops, random draws).
+
+            step = sess.make_callable([loss, train], [x, y], cuda_graph=True)
+            step(xb, yb)  # run, then captured
+            step(xb, yb)  # replayed"""
         self._check_open(f"make_callable({_describe(fetches)})")
+        if cuda_graph and not self._backend.captures_graphs:
+            raise ValueError(f"cuda_graph=True needs a backend that captures CUDA graphs (the "
+                             f"cuda backend); this session's is {self._backend.name}")
         leaves = []
         rebuild = _flatten(fetches, self.graph, leaves)
         fetch_list = tuple(leaves)
@@ -429,16 +442,19 @@ class Session:
         with self._compile_lock:
             self._callable_plans[next(self._callable_numbers)] = by_shapes
         what = f"a callable made by make_callable({_describe(fetches)})"
-        options = dataclasses.replace(self.options, fetch_device=True) if fetch_device else None
+        on_device = fetch_device or cuda_graph  # (a graph's fetches stay in its buffers)
+        options = dataclasses.replace(self.options, fetch_device=True) if on_device else None
 
         def lookup(arrays, shapes):
             compiled = by_shapes.get(shapes)
             if compiled is None:
                 key = _cache_key(fetch_key, feeds, arrays)
-                if fetch_device:
+                if on_device:
                     key = ("fetch_device", key)
                 compiled = self._cache.get(key) or self._compile(fetch_list, feeds, arrays, key,
                                                                  options)
+                if cuda_graph:
+                    compiled = self._captured(compiled, fetch_device)
                 with self._compile_lock:  # not kept if close() came meanwhile
                     if not self._closed:
                         by_shapes[shapes] = compiled
@@ -481,6 +497,14 @@ class Session:
                 shapes.append(v.shape)
             return finish(lookup(arrays, tuple(shapes)), arrays)
         return call
+
+    def _captured(self, compiled: _Compiled, fetch_device: bool) -> _Compiled:
+        """`compiled` with its function run as a CUDA graph (make_callable's cuda_graph)."""
+        plan = compiled.plan
+        locks = [self._locks[name] for name in plan.locks]
+        graphed = _Compiled(plan)
+        graphed.fn = self._backend.captured(plan, self._vars, locks, fetch_device)
+        return graphed
 
     def source(self, fetches, feed_dict=None) -> str:
         """The generated NumPy source that `run(fetches, feed_dict)` executes."""

@@ -33,6 +33,9 @@ class Rendered:
     var_reads: list        # variable names read before any assignment in this plan
     random_ops: list       # random Operations the plan draws from
     locks: list            # variables whose lock a run holds throughout (use_locking updates)
+    # (Operation or None, why) of each op a CUDA graph cannot hold (backends/cuda/graphs.py):
+    # its work is the host's, or not the same at each run
+    uncapturable: list = dataclasses.field(default_factory=list)
 
 
 class Backend:
@@ -49,6 +52,7 @@ class Backend:
     host_backend: Backend | None = None  # that backend, once the registry resolved `host`
     # the device types (TF1's: "CPU", "GPU") whose ops it runs, where sg.device places them
     device_types: tuple = ("CPU",)
+    captures_graphs: bool = False  # can it run a plan as a CUDA graph (`captured`)?
 
     def release(self) -> None:
         """A session closed (its values are gone already): give back what the backend keeps
@@ -58,6 +62,13 @@ class Backend:
         """This backend, its plans handing fetches back in the device's memory rather than
         on the host (make_callable(..., fetch_device=True)); one of host memory: itself."""
         return self
+
+    def captured(self, plan, state: dict, locks: list, fetch_device: bool) -> Callable:
+        """`plan`'s run (compiled with fetch_device) as a function that captures it as a CUDA
+        graph and replays that (make_callable(..., cuda_graph=True)), reading the session's
+        variables `state` and holding `locks` as a run does: a backend that
+        `captures_graphs` has it."""
+        raise NotImplementedError
 
     def new_generator(self, seed) -> np.random.Generator:
         """The random generator of a random op of seed `seed` (R[op name] in its code)."""

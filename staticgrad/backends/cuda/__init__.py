@@ -6,6 +6,7 @@
     reduce.py       reductions, softmax and the softmax cross-entropies: their templates
     library.py      every other op the GPU runs: its reference kernel's text on CuPy
     runtime.py      `crt` of the generated code (imports CuPy: only a run needs it)
+    graphs.py       a plan's run captured as a CUDA graph and replayed (cuda_graph=True)
 
 Rendering needs neither CuPy nor a GPU: `Session(backend="cuda").source(...)` works
 anywhere. Running does: the first run of a plan imports CuPy and compiles its kernels
@@ -42,8 +43,9 @@ from ...passes.partition import partition
 from ..base import Backend, BackendUnavailableError, Rendered
 from ..numpy.memory import MemoryPlan
 from ..numpy.parts import compile_module
-from . import library
+from . import export, library
 from .elementwise import kernel_ok
+from .graphs import GraphRunner
 from .render import render
 
 # ops of regions, written as Python control flow around the kernels (the NumPy backend's)
@@ -64,6 +66,9 @@ class CudaBackend(Backend):
     description = "generated CUDA C kernels and CuPy calls, on an NVIDIA GPU"
     host = "numpy"
     device_types = ("GPU",)
+    captures_graphs = True
+    export_helpers = export  # sg.export's for this backend's form (export.py, library.py)
+    library = library
 
     def __init__(self):
         self.fuse_policy = FusePolicy(min_elements=1, scalar_broadcasts=True, broadcasts=True,
@@ -147,6 +152,12 @@ class CudaBackend(Backend):
         array = np.array(array)
         # (a string variable's objects stay on the host, where the ops that read it run)
         store[name] = array if array.dtype == object else load_runtime().to_device(array)
+
+    def captured(self, plan, state: dict, locks: list, fetch_device: bool) -> GraphRunner:
+        """`plan` (compiled with fetch_device: its fetches stay on the GPU) run as a CUDA
+        graph, captured at its first call (graphs.py); UnimplementedError naming the op
+        where the plan holds one a graph cannot."""
+        return GraphRunner(plan, state, locks, fetch_device, load_runtime().cp)
 
     def new_generator(self, seed):
         return _DeviceGenerator(seed)

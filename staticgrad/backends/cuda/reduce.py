@@ -230,13 +230,14 @@ def _reduced_shape(in_shape, axes, keepdims):
 
 def reduce_plan(name: str, op_type: str, in_shape: tuple, axes: tuple, keepdims: bool,
                 in_dtype: str, out_dtype: str, load: str | None = None,
-                extra_inputs: list[tuple[str, str]] = ()) -> KernelPlan:
+                arrays: list[tuple[str, str]] | None = None) -> KernelPlan:
     """The kernels of a reduction op (Sum, Mean, Max, Min, Prod, All, Any, ArgMax, ArgMin) of
     in0, of shape `in_shape`, over the sorted non-negative `axes` (none: a copy or cast).
 
     `load`, a C expression of the element at flat input index `idx` (a long long), replaces
-    `in0[idx]`; it may read in0 and the pointers `extra_inputs` names, (C type, name) pairs
-    passed after in0.
+    `in0[idx]`; it reads the pointers `arrays` names, (C type, name) pairs, the kernel's
+    inputs in order (by default in0 alone, of in_dtype: with `load`, in0 may be of any type,
+    or be no input at all).
 
     >>> plan = reduce_plan("total", "Sum", (1 << 24,), (0,), False, "float32", "float32")
     >>> [(launch.kernel, launch.grid, launch.block) for launch in plan.launches]
@@ -253,10 +254,11 @@ def reduce_plan(name: str, op_type: str, in_shape: tuple, axes: tuple, keepdims:
                                                                                 "int64")):
         raise ValueError(f"{op_type} reduces one axis into int32 or int64, got axes {axes} "
                          f"and {out_dtype}")
-    for c_type, arg in extra_inputs:
-        if not arg.isidentifier() or not c_type.rstrip().endswith("*"):
-            raise ValueError(f"extra input {(c_type, arg)} is no (pointer type, name) pair")
     in_c, out_c = _c_type(in_dtype), _c_type(out_dtype)
+    arrays = [(f"const {in_c}*", "in0")] if arrays is None else list(arrays)
+    for c_type, arg in arrays:
+        if not arg.isidentifier() or not c_type.rstrip().endswith("*"):
+            raise ValueError(f"input {(c_type, arg)} is no (pointer type, name) pair")
     out_shape = _reduced_shape(in_shape, axes, keepdims)
     n_out = math.prod(out_shape)
     n_reduced = math.prod(in_shape[a] for a in axes)
@@ -280,9 +282,8 @@ def reduce_plan(name: str, op_type: str, in_shape: tuple, axes: tuple, keepdims:
                       may_split=True)
     load = load or "in0[idx]"
     element = f"({algebra.acc})({load})"
-    inputs = [f"const {in_c}* __restrict__ in0"] + [
-        f"{c_type} __restrict__ {arg}" for c_type, arg in extra_inputs]
-    in_args = ["in0"] + [arg for _, arg in extra_inputs]
+    inputs = [f"{c_type} __restrict__ {arg}" for c_type, arg in arrays]
+    in_args = [arg for _, arg in arrays]
     finalize = _finalize(op_type, out_dtype, n_reduced)
     if p1.S == 1:
         source = _render_pass(name, comment, inputs + [f"{out_c}* __restrict__ out0"], p1, kept,
@@ -349,6 +350,10 @@ def _softmax_source(kernel: str, comment: str, mode: str, shape: tuple[int, ...]
     if inner == 1:
         G, threads, E = _row_layout(n)
         X, layout, grid = threads // G, "rows", -(-rows // (threads // G))
+        # a row of more than a warp is a block's: the template's shared parts[G // 32] hold
+        # one row's warps (two rows a block would write past them and read each other's)
+        if G > 32 and (X != 1 or G % 32):
+            raise AssertionError(f"softmax rows layout: {G} threads a row, {X} rows a block")
     else:
         G, X, E = _column_layout(rows, n, inner)
         threads, layout, grid = X * G, "columns", -(-rows // X)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...codegen.c_expr import C_TYPES, preamble
+from ...codegen.c_expr import preamble
 from ...codegen.templates import render_template
 from ...codegen.walk import comment, node_comment, printable
 from ...ir import Node, Program, Value
@@ -44,6 +44,7 @@ from .elementwise import element_function, kernel_ok, render_elementwise
 from .templates import REDUCTIONS, has_template, template_plan
 
 CUDA_RESERVED = RESERVED | {"cp", "crt", "CUDA_SOURCE"}
+HOST_WORK = "it runs on the host (NumPy), outside the GPU's stream"
 
 
 def render(program: Program, place, device: str, title: str = ""):
@@ -65,6 +66,7 @@ class _CudaWalk(_NumpyWalk):
             self.cu, self.kernel_names, self.device_globals, self.device_expr = \
                 module.cu, module.kernel_names, module.device_globals, module.device_expr
             self.host_constants = module.host_constants
+            self.uncapturable = module.uncapturable
         else:
             self.cu = []               # the kernels' C texts, in order
             self.kernel_names = []     # the __global__ functions they define
@@ -72,6 +74,7 @@ class _CudaWalk(_NumpyWalk):
             self.device_expr = {}      # id(constant Value) -> its name on the GPU
             self.host_constants = {}   # id(constant Value) -> its name on the host (never in
             #                            `expr`, which a device op would read it from too)
+            self.uncapturable = []     # (op, why) of what a CUDA graph cannot hold
         self.folded = {}       # id(reduction) -> its input's function, arrays, their C types
         self.place, self.device = place, device
 
@@ -120,14 +123,19 @@ class _CudaWalk(_NumpyWalk):
     # -- the hooks ---------------------------------------------------------------------------
     def group(self, node: Node) -> None:
         if not self.on_device(node):
+            self._not_capturable(node, HOST_WORK)
             super().group(node)
             return
         self._kernel(node)
 
     def node(self, node: Node) -> None:
+        if node.opdef.draws_random:
+            self._not_capturable(node, "it draws random numbers: a graph would replay the "
+                                       "draws of its capture, or none")
         if node.type == "Transfer":
             self._transfer(node)
         elif not self.on_device(node):
+            self._not_capturable(node, HOST_WORK)
             super().node(node)
         elif kernel_ok(node):
             self._kernel(node)
@@ -135,9 +143,9 @@ class _CudaWalk(_NumpyWalk):
             folded = self.folded.get(id(node))
             if folded is not None:  # its input computed where it is read
                 fname, args, ctypes = folded
-                extra = [(t, f"in{k}") for k, t in enumerate(ctypes) if k]
+                arrays = [(t, f"in{k}") for k, t in enumerate(ctypes)]
                 load = f"{fname}(idx{''.join(f', in{k}' for k in range(len(ctypes)))})"
-                plan = template_plan(node, self._reserve, load, extra)
+                plan = template_plan(node, self._reserve, load, arrays)
             else:
                 plan = template_plan(node, self._reserve)
             if plan is not None:
@@ -146,6 +154,8 @@ class _CudaWalk(_NumpyWalk):
                 super().node(node)
 
     def regions(self, node: Node) -> None:
+        self._not_capturable(node, "its control flow is the host's, between kernels (a "
+                                   "branch or a loop's test reads a value back from the GPU)")
         self.xp = "cp" if self.on_device(node) else "np"
         try:
             super().regions(node)
@@ -161,6 +171,16 @@ class _CudaWalk(_NumpyWalk):
         in_place = code.in_place  # a variable's update (Store): both its forms
         return code._replace(value=library.to_device_code(code.value),
                              in_place=in_place and library.to_device_code(in_place))
+
+    def _not_capturable(self, node: Node, why: str) -> None:
+        self.uncapturable.append((node.origin, why, node.type == "Transfer"))
+
+    def render(self, title: str):
+        rendered = super().render(title)
+        # (a copy between the memories is there for an op the host runs: that op first)
+        rendered.uncapturable = [(op, why) for op, why, transfer
+                                 in sorted(self.uncapturable, key=lambda r: r[2])]
+        return rendered
 
     # -- what only this backend writes ------------------------------------------------------
     def _kernel(self, node: Node) -> None:
@@ -201,9 +221,6 @@ class _CudaWalk(_NumpyWalk):
             return False  # read late, a variable could have been assigned in between
         fname = self.names.make(f"{x.name}_at")
         text, args, ctypes = element_function(node, fname, lambda v: self.dense(v, consumer))
-        if not ctypes or ctypes[0] != f"const {C_TYPES[x.dtype.name]}*":
-            self.names.used.discard(fname)
-            return False
         self.cu.append(text)
         self.folded[id(reader)] = (fname, args, ctypes)
         self.body.append(comment(node.origin) if node.origin is not None else "# fused")
@@ -265,6 +282,10 @@ class _CudaWalk(_NumpyWalk):
         (v,) = node.inputs
         (out,) = node.outputs
         to_device = node.attrs["target"] == self.device
+        if not to_device:
+            self._not_capturable(node, "it copies a value to the host, which waits for the GPU")
+        elif not any(v is f for f in self.program.feeds):
+            self._not_capturable(node, "it copies a value the host computed to the GPU")
         source = self.ref(v, None)
         name = self.expr[id(out)] = self.names.make(out.name)
         self.body.append(node_comment(node))

@@ -23,11 +23,11 @@ def has_template(node: Node) -> bool:
 
 
 def template_plan(node: Node, reserve, load: str | None = None,
-                  extra_inputs: list = ()) -> KernelPlan | None:
+                  arrays: list | None = None) -> KernelPlan | None:
     """The plan of `node`'s kernels, or None when no template computes it; `reserve(base)`
     makes the kernels' name prefix (fresh, and with `_final` after it also free). A
-    reduction's input may be computed where it is read: `load` and `extra_inputs` (see
-    reduce_plan)."""
+    reduction's input may be computed where it is read: `load` and the `arrays` it reads
+    (see reduce_plan)."""
     kind = node.type
     if kind not in REDUCTIONS and kind not in SOFTMAX and \
             kind != "SoftmaxCrossEntropyWithLogits":
@@ -50,7 +50,7 @@ def template_plan(node: Node, reserve, load: str | None = None,
             if kind in ("Max", "Min") and any(shape[a] == 0 for a in axes):
                 return None  # (the reference raises)
         return reduce_plan(reserve("reduce"), kind, shape, axes, keepdims, dtype,
-                           node.outputs[0].dtype.name, load, extra_inputs)
+                           node.outputs[0].dtype.name, load, arrays)
     if kind in SOFTMAX:
         if dtype not in ("float32", "float64") or not shape:
             return None

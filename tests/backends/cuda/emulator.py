@@ -19,6 +19,7 @@ float() take a 0-d array alone, `ufunc.at` takes the dtypes CuPy's does, and whe
 assignment's index repeats a place, the first of its values stays (NumPy keeps the last,
 CuPy any one). A NumPy function given a device array runs the cupy function of its name,
 as CuPy's __array_function__ and __array_ufunc__ do. A kernel launch gets the raw buffers.
+Streams, their capture and CUDA graphs are emulator_capture.py's.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import tempfile
 import types
 
 import numpy as np
+
+from tests.backends.cuda import emulator_capture as capture
 
 CXX = shutil.which("g++") or shutil.which("c++")
 
@@ -76,8 +79,12 @@ template <typename T> T __shfl_down_sync(unsigned, T v, int delta, int width = 3
     const unsigned lane = threadIdx.x % width;
     return sg_shuffle_from(v, lane + delta < unsigned(width) ? threadIdx.x + delta : threadIdx.x);
 }
+// CUDA's: the lane (lane id ^ mask) of the warp, but one in a later group of `width` lanes
+// than the caller's gives the caller its own value
 template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
-    return sg_shuffle_from(v, threadIdx.x ^ mask);
+    const unsigned lane = threadIdx.x % 32, source = (lane ^ unsigned(mask)) % 32;
+    return sg_shuffle_from(v, source / width > lane / width ? threadIdx.x
+                                                              : threadIdx.x - lane + source);
 }
 
 // a launch (RUNTIME's): `block` threads, each running the grid's blocks in turn, calling
@@ -199,10 +206,13 @@ class RawModule:
         self.lib = _built[key]
         self.params = {m.group(1): [_c_dtype(p) for p in m.group(2).split(",")]
                        for m in _KERNEL.finditer(code)}
+        self.read_only = {m.group(1): ["const" in p for p in m.group(2).split(",")]
+                          for m in _KERNEL.finditer(code)}
 
     def get_function(self, name: str):
         call, dtypes = ctypes.cast(getattr(self.lib, f"call_{name}"), ctypes.c_void_p), \
             self.params[name]
+        read_only = self.read_only[name]
         run_grid = self.runtime.sg_run_grid
         run_grid.restype = None
 
@@ -215,7 +225,16 @@ class RawModule:
                 assert a.memory.flags.c_contiguous, f"{name}: argument {k} is not dense"
                 assert a.dtype == dtype, f"{name}: argument {k} is {a.dtype}, not {dtype}"
             pointers = (ctypes.c_void_p * len(args))(*[a.memory.ctypes.data for a in args])
-            run_grid(call, int(grid[0]), int(block[0]), pointers)
+            run = functools.partial(run_grid, call, int(grid[0]), int(block[0]), pointers)
+            steps = capture.capturing()
+            if steps is None:
+                capture.COUNTS["kernels"] += 1
+                sizes = [(a.nbytes, r) for a, r in zip(args, read_only)]
+                capture.LAUNCHES.append((name, sum(n for n, r in sizes if r),
+                                         sum(n for n, r in sizes if not r)))
+                run()
+            else:  # recorded (with the arrays, which the graph keeps alive), not run
+                steps.append(capture.Step(run, args))
         return launch
 
 
@@ -255,17 +274,27 @@ class DeviceArray:
     """An array in the emulated GPU's memory (`memory`, a NumPy array), as cupy.ndarray:
     to the host by `.get()` alone, a 0-d array where NumPy would give a scalar."""
 
-    __slots__ = ("memory",)
+    __slots__ = ("memory", "__weakref__")
 
     def __init__(self, memory: np.ndarray):
         self.memory = memory
+        capture.live[id(self)] = self
 
     def get(self, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
         """A copy on the host (the one way there, with cupy.asnumpy)."""
+        capture.no_sync("a copy to the host")
         if out is not None:
             out[...] = self.memory
             return out
         return np.array(self.memory, order=order)
+
+    def set(self, arr, stream=None) -> None:
+        """A host array of this shape and dtype copied in (CuPy's, which takes no other)."""
+        capture.no_sync("a copy from the host")
+        if not isinstance(arr, np.ndarray) or arr.shape != self.shape or \
+                arr.dtype != self.dtype or not arr.flags.c_contiguous:
+            raise ValueError("set: a C-contiguous numpy array of the same shape and dtype only")
+        self.memory[...] = arr
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError(IMPLICIT)
@@ -288,13 +317,22 @@ class DeviceArray:
     def __getattr__(self, name):  # NumPy's attributes and methods, on the device
         if name.startswith("__"):  # (NumPy's protocols: __array_interface__ reads memory)
             raise AttributeError(name)
+        if name in ("item", "tolist"):
+            capture.no_sync(f"ndarray.{name}")
         value = getattr(self.memory, name)
         return _on_device(value) if callable(value) else _device_value(value)
 
     def __getitem__(self, key):
-        return _device_value(self.memory[_memory(key, host_ok=True)])
+        key = _memory(key, host_ok=True)
+        got = _device_value(self.memory[key])
+        capture.record(lambda: self.memory[key], got, (self,))
+        return got
 
     def __setitem__(self, key, value):
+        capture.record(functools.partial(self._set, key, value), None, (self, value))
+        self._set(key, value)
+
+    def _set(self, key, value):
         key = _memory(key, host_ok=True)
         if not _advanced(key):
             if isinstance(value, np.ndarray) and value.ndim:  # (CuPy's fill)
@@ -317,6 +355,7 @@ class DeviceArray:
         return (_device_value(row) for row in self.memory)
 
     def __bool__(self):
+        capture.no_sync("bool()")
         return bool(self.memory)
 
     def __int__(self):
@@ -329,6 +368,7 @@ class DeviceArray:
         return complex(self._scalar())
 
     def _scalar(self):
+        capture.no_sync("a scalar read back")
         if self.ndim:
             raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
         return self.memory[()]
@@ -390,8 +430,13 @@ def _on_device(fn):
     def call(*args, **kwargs):
         given = {id(a.memory): a for a in (*args, *kwargs.values())
                  if isinstance(a, DeviceArray)}
-        result = fn(*_memory(args), **{k: _memory(v) for k, v in kwargs.items()})
-        return given[id(result)] if id(result) in given else _device_value(result)
+
+        def compute():
+            return fn(*_memory(args), **{k: _memory(v) for k, v in kwargs.items()})
+        result = compute()
+        made = given[id(result)] if id(result) in given else _device_value(result)
+        capture.record(compute, made, (*args, *kwargs.values()))
+        return made
     return call
 
 
@@ -422,7 +467,11 @@ class _Ufunc:
         if _advanced(indices) and a.dtype.name not in AT_DTYPES[name]:
             raise TypeError(f"cupy.{name}.at only supports "
                             f"{', '.join(sorted(AT_DTYPES[name]))}, as data type")
-        self.ufunc.at(_memory(a), indices, _memory(b, host_ok=True))
+
+        def compute():
+            self.ufunc.at(_memory(a), indices, _memory(b, host_ok=True))
+        compute()
+        capture.record(compute, None, (a, indices, b))
 
 
 class _OnDevice:
@@ -454,12 +503,19 @@ def _to_device(convert):
     def call(a, *args, **kwargs):
         if isinstance(a, DeviceArray):
             made = convert(a.memory, *args, **kwargs)
-            return a if made is a.memory else DeviceArray(made)
+            if made is a.memory:
+                return a
+            out = DeviceArray(made)
+            capture.record(lambda: convert(a.memory, *args, **kwargs), out, (a,))
+            return out
+        capture.no_sync("a copy from the host")
         return DeviceArray(np.array(convert(_memory(a, host_ok=True), *args, **kwargs)))
     return call
 
 
 def _poisoned_empty(shape, dtype=float, order="C"):
+    if capture.allocators:  # (a test reads which pool served it)
+        capture.allocators[-1].allocations += 1
     out = np.empty(shape, dtype=dtype, order=order)
     if out.dtype.kind == "f":
         out.fill(np.nan)
@@ -469,6 +525,7 @@ def _poisoned_empty(shape, dtype=float, order="C"):
 
 
 def asnumpy(a, stream=None, order="C", out=None, *, blocking=True) -> np.ndarray:
+    capture.no_sync("cupy.asnumpy")
     if isinstance(a, DeviceArray):
         return a.get(order=order, out=out)
     return np.asarray(a, order=order)
@@ -490,5 +547,11 @@ def fake_cupy() -> types.ModuleType:
     pool = types.SimpleNamespace(free_all_blocks=lambda: pool.__dict__.update(freed=True),
                                  freed=False)
     cupy.get_default_memory_pool = cupy.get_default_pinned_memory_pool = lambda: pool
-    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1))
+    cupy.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: 1,
+                                      CUDARuntimeError=capture.CUDARuntimeError),
+        Stream=capture.Stream, Graph=capture.Graph, MemoryPool=capture.MemoryPool,
+        using_allocator=capture.using_allocator,
+        get_current_stream=lambda: capture.streams[-1])
+    capture.streams[1:] = []
     return cupy

@@ -136,7 +136,8 @@ def check_reduce(run_plan, plan, op_type, shape, axes, keepdims, dtype):
 
 def load_plan(name):
     return reduce_plan(name, "Sum", (64, 1000), (1,), False, "float32", "float32",
-                       load="in0[idx] * in1[idx % 1000]", extra_inputs=[("const float*", "in1")])
+                       load="in0[idx] * in1[idx % 1000]",
+                       arrays=[("const float*", "in0"), ("const float*", "in1")])
 
 
 def check_load(run_plan, plan):

@@ -93,3 +93,52 @@ def test_a_kernel_takes_device_arrays_alone():
     out = cp.zeros(32, dtype=cp.float32)
     ones((1,), (32,), (out,))
     np.testing.assert_array_equal(out.get(), np.ones(32, np.float32))
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler for the emulator")
+def test_a_capture_records_launches_and_cupy_calls_that_a_graphs_launch_replays():
+    """As on a GPU: a capture computes nothing (what existed before it is left as it was),
+    a launch of its graph computes it all on the values then, and reading a value back
+    while capturing is CUDA's error, which invalidates the capture."""
+    code = ('extern "C" __global__ void __launch_bounds__(32) twice(const float* __restrict__ '
+            'x, float* __restrict__ out) { out[threadIdx.x] = 2.0f * x[threadIdx.x]; }')
+    twice = cp.RawModule(code=code).get_function("twice")
+    x, total = cp.zeros(32, dtype=cp.float32), cp.zeros((), dtype=cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        doubled = cp.empty(32, dtype=cp.float32)
+        twice((1,), (32,), (x, doubled))
+        total[...] = cp.sum(doubled[::2]) + 1.0
+        graph = stream.end_capture()
+    assert float(total) == 0.0  # (nothing computed)
+    for k in range(1, 4):
+        x[...] = cp.asarray(np.arange(32, dtype=np.float32) * k)
+        graph.launch()
+        assert float(total) == 2 * k * np.arange(0, 32, 2).sum() + 1
+    with stream:
+        stream.begin_capture()
+        for wait in (lambda: total.get(), lambda: float(total), lambda: cp.asarray(np.ones(2)),
+                     lambda: cp.asnumpy(x), lambda: bool(total)):
+            with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="capturing"):
+                wait()
+        with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="Invalidated"):
+            stream.end_capture()
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler for the emulator")
+@pytest.mark.parametrize("mask, width", [(8, 8), (4, 16), (1, 2), (16, 32), (16, 8)])
+def test_a_xor_shuffle_keeps_to_its_group_of_width_lanes(mask, width):
+    """CUDA's __shfl_xor_sync: lane l reads lane l ^ mask of its warp, unless that lane is
+    in a later group of `width` lanes, when it keeps its own value."""
+    code = ('extern "C" __global__ void __launch_bounds__(64) xor_shuffle(float* __restrict__ '
+            f'out) {{ out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, (float)threadIdx.x, '
+            f'{mask}, {width}); }}')
+    shuffle = cp.RawModule(code=code).get_function("xor_shuffle")
+    out = cp.zeros(64, dtype=cp.float32)
+    shuffle((1,), (64,), (out,))
+    want = []
+    for t in range(64):
+        lane, source = t % 32, (t % 32) ^ mask
+        want.append(t if source // width > lane // width else t - lane + source)
+    np.testing.assert_array_equal(out.get(), want)

@@ -137,16 +137,25 @@ def test_the_paths_each_size_takes():
     assert full.launches[1].grid == 1 and full.scratch[0].dtype == "float64"
 
 
-def test_load_and_extra_inputs_compile(tmp_path):
+def test_load_and_its_arrays_compile(tmp_path):
     fused = reduce_plan("fused", "Sum", (64, 1000), (1,), False, "float32", "float32",
                         load="in0[idx] * in1[idx % 1000]",
-                        extra_inputs=[("const float*", "in1")])
+                        arrays=[("const float*", "in0"), ("const float*", "in1")])
     assert fused.launches[0].args == ["in0", "in1", "out0"]
     big = reduce_plan("fused_big", "Max", (1 << 24,), (0,), False, "float32", "float32",
-                      load="in0[idx] + in1[0]", extra_inputs=[("const float*", "in1")])
+                      load="in0[idx] + in1[0]",
+                      arrays=[("const float*", "in0"), ("const float*", "in1")])
     assert big.launches[0].args == ["in0", "in1", "scratch0"]
     assert big.launches[1].args == ["scratch0", "out0"]
-    compile_all([fused.source, big.source], tmp_path)
+    # the first array of any type (a bool mask here), or none at all
+    masked = reduce_plan("masked", "Max", (64, 1000), (1,), False, "float32", "float32",
+                         load="(in0[idx] ? in1[idx] : 0.0f)",
+                         arrays=[("const bool*", "in0"), ("const float*", "in1")])
+    assert "const bool* __restrict__ in0" in masked.source
+    count = reduce_plan("count", "Sum", (64, 1000), (1,), False, "float32", "float32",
+                        load="(float)(idx % 2)", arrays=[])
+    assert count.launches[0].args == ["out0"]
+    compile_all([fused.source, big.source, masked.source, count.source], tmp_path)
 
 
 def test_refusals():
@@ -194,3 +203,12 @@ def test_xent_plans_compile(tmp_path):
         _check_plan(sparse, where)
         sources.append(sparse.source)
     compile_all(sources, tmp_path)
+
+
+def test_a_row_of_more_than_a_warp_has_a_block_of_whole_warps_to_itself():
+    """The softmax rows layout's shared parts[G // 32] hold one row's warps: wherever G > 32,
+    a block is one row's (threads == G) and G a whole number of warps."""
+    from staticgrad.backends.cuda.reduce import _row_layout
+    for n in [*range(1, 3000), 4095, 4096, 4097, 10000, 16384, 16385, 100000, 1 << 20]:
+        G, threads, _ = _row_layout(n)
+        assert G <= 32 or (threads == G and G % 32 == 0), (n, G, threads)
