@@ -16,12 +16,13 @@ process, threads limited to 2:
                a time
   one_pass     what a fused group compiled whole by numba could reach (issue 27; written by
                hand here, not generated): one pass over the elements in sub-blocks of 512
-               (eight rows of 2 KB, in L1), cheap ops in loops LLVM vectorizes, tanh,
+               (nine rows of 2 KB, in L1), cheap ops in loops LLVM vectorizes, tanh,
                sigmoid, exp and log1p eight at a time from glibc's libmvec through
-               runtime_fast's intrinsics, a check that every result is finite (what a
-               generated kernel needs to hand a block with a NaN or an Inf to NumPy, which
-               reports it); run on staticgrad's block threads (blocks.run_blocks). Needs the
-               [fast] extra working here
+               runtime_fast's intrinsics, y summed in eight float32 lanes (a float64 sum,
+               element after element, is a chain of dependent adds: 1.8x slower in a run here), and
+               a check that every result is finite (what a generated kernel needs to hand a
+               block with a NaN or an Inf to NumPy, which reports it); run on staticgrad's
+               block threads (blocks.run_blocks). Needs the [fast] extra working here
   jax          `jax.jit(jax.value_and_grad(f))` (if JAX is installed): the peer of issue 27
   mkl_umath    staticgrad's fused group with NumPy's ufunc loops swapped for Intel VML's
                (if mkl_umath is installed): patched before each call and restored after
@@ -118,10 +119,11 @@ def one_pass_way():
 
     @njit(nogil=True, error_model="numpy", boundscheck=False)
     def kernel(lo, hi, x, dx):
-        rows = np.empty((8, SUB), np.float32)  # (per block of run_blocks: 16 KB)
-        a, m2, sq, xs, t, s, e, lg = rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], \
-            rows[6], rows[7]
-        y, finite = 0.0, True  # y in float64, as the numba way's
+        rows = np.empty((9, SUB), np.float32)  # (per block of run_blocks: 18 KB)
+        a, m2, sq, xs, t, s, e, lg, y = (rows[0], rows[1], rows[2], rows[3], rows[4], rows[5],
+                                         rows[6], rows[7], rows[8])
+        lanes = np.zeros(8, np.float32)  # y summed in eight float32 lanes (a vector register)
+        finite = True
         b = lo
         while b < hi:
             m = min(SUB, hi - b)
@@ -129,7 +131,7 @@ def one_pass_way():
                 v = x[b + j]
                 a[j], m2[j], sq[j], xs[j] = f32(1.5) * v + f32(0.3), -(v * v), v * v, v
             for j in range(m, SUB):  # the last sub-block's padding: eights of zeros
-                a[j] = m2[j] = sq[j] = xs[j] = f32(0)
+                a[j] = m2[j] = sq[j] = xs[j] = y[j] = f32(0)
             for i in range(0, SUB, 8):
                 tanh8(a, t, i)
                 sigmoid8(xs, s, i)
@@ -141,10 +143,13 @@ def one_pass_way():
                 dj = (f32(1.5) * (f32(1) - tj * tj) * sj + tj * sj * (f32(1) - sj) - v * ej
                       + f32(2) * v / (f32(1) + sq[j]))
                 finite &= (yj - yj == 0) & (dj - dj == 0)  # False for an Inf or a NaN
-                y += yj
+                y[j] = yj
                 dx[b + j] = dj
+            for i in range(0, SUB, 8):
+                for k in range(8):
+                    lanes[k] += y[i + k]
             b += SUB
-        return y, finite
+        return lanes.sum(), finite
 
     def call():
         dx = np.empty_like(x)
