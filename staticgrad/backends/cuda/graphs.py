@@ -72,8 +72,8 @@ class GraphRunner:
             for buffer, value in zip(self.feeds, feeds):
                 if isinstance(value, self.cp.ndarray):
                     buffer[...] = value
-                else:
-                    buffer.set(np.ascontiguousarray(value))
+                else:  # (dense: np.ascontiguousarray would make a 0-d feed 1-d)
+                    buffer.set(np.asarray(value, order="C"))
             for lock in self.locks:
                 lock.acquire()
             try:

@@ -213,3 +213,19 @@ def test_a_variable_assigned_a_feed_keeps_its_value_when_the_next_call_feeds_ano
         fn(fed)
         fed[:] = -1.0  # (the host array fed is the caller's: w holds its own copy)
         np.testing.assert_array_equal(sess.run(w), np.full(4, 7.0))
+
+
+def test_a_scalar_feed_and_a_transposed_one_are_copied_into_the_graphs_buffers(g, device):
+    """A rank-0 feed replays (np.ascontiguousarray would make it 1-d, which CuPy's `set`
+    refuses for a 0-d buffer), and a host feed that is not dense is made dense first."""
+    s = sg.placeholder(sg.float32, [], name="s")
+    m = sg.placeholder(sg.float64, [3, 2], name="m")
+    with sg.Session(backend="cuda") as sess:
+        scaled = sess.make_callable(s * 2.0, [s], cuda_graph=True)
+        for k in range(3):
+            got = scaled(np.float32(k + 0.5))
+            assert isinstance(got, np.float32) and got == 2 * k + 1, f"call {k}"
+        shifted = sess.make_callable(m + 1.0, [m], cuda_graph=True)
+        for k in range(3):
+            value = np.arange(6.0).reshape(2, 3).T * (k + 1)  # a transposed view
+            np.testing.assert_array_equal(shifted(value), value + 1, err_msg=f"call {k}")
