@@ -54,6 +54,12 @@ class GraphRunner:
             raise UnimplementedError(None, op, f"{_where(op)} cannot be captured in a CUDA "
                                                f"graph (make_callable(..., cuda_graph=True)): "
                                                f"{why}")
+        for t in plan.feeds:  # (a graph reads its feeds from device buffers, of no strings)
+            if t.dtype.is_string:
+                raise UnimplementedError(None, t.op, f"the feed {t.name} ({t.op.where()}) "
+                                                     f"cannot be captured in a CUDA graph "
+                                                     f"(make_callable(..., cuda_graph=True)): "
+                                                     f"a string stays on the host")
         self.plan, self.state, self.locks, self.fetch_device, self.cp = \
             plan, state, locks, fetch_device, cp
         self.graph = None

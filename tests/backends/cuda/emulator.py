@@ -514,6 +514,8 @@ def _to_device(convert):
 
 
 def _poisoned_empty(shape, dtype=float, order="C"):
+    if np.dtype(dtype) == object:  # (CuPy's words: its arrays hold numbers alone)
+        raise ValueError("Unsupported dtype object")
     if capture.allocators:  # (a test reads which pool served it)
         capture.allocators[-1].allocations += 1
     out = np.empty(shape, dtype=dtype, order=order)

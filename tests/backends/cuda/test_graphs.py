@@ -229,3 +229,15 @@ def test_a_scalar_feed_and_a_transposed_one_are_copied_into_the_graphs_buffers(g
         for k in range(3):
             value = np.arange(6.0).reshape(2, 3).T * (k + 1)  # a transposed view
             np.testing.assert_array_equal(shifted(value), value + 1, err_msg=f"call {k}")
+
+
+def test_a_string_feed_is_refused_by_name(g, device):
+    """A string feed, even one fetched as it is or not read at all, has no device buffer to
+    copy it into (cupy.empty of dtype object is CuPy's ValueError): refused, named."""
+    s = sg.placeholder(sg.string, [2], name="words")
+    x = sg.placeholder(sg.float32, [2], name="x")
+    with sg.Session(backend="cuda") as sess:
+        for fetches in ([s, x * 2.0], x * 2.0):
+            fn = sess.make_callable(fetches, [s, x], cuda_graph=True)
+            with pytest.raises(sg.errors.UnimplementedError, match="words.*CUDA graph.*string"):
+                fn(np.array([b"a", b"b"], object), np.ones(2, np.float32))
