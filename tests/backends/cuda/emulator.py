@@ -317,13 +317,16 @@ class DeviceArray:
     def __getattr__(self, name):  # NumPy's attributes and methods, on the device
         if name.startswith("__"):  # (NumPy's protocols: __array_interface__ reads memory)
             raise AttributeError(name)
-        if name in ("item", "tolist"):
+        if name in ("item", "tolist", "nonzero"):
             capture.no_sync(f"ndarray.{name}")
         value = getattr(self.memory, name)
         return _on_device(value) if callable(value) else _device_value(value)
 
     def __getitem__(self, key):
         key = _memory(key, host_ok=True)
+        if any(isinstance(k, np.ndarray) and k.dtype == bool
+               for k in (key if type(key) is tuple else (key,))):
+            capture.no_sync("a boolean mask's count")  # (CuPy reads it back for the shape)
         got = _device_value(self.memory[key])
         capture.record(lambda: self.memory[key], got, (self,))
         return got
@@ -533,6 +536,19 @@ def asnumpy(a, stream=None, order="C", out=None, *, blocking=True) -> np.ndarray
     return np.asarray(a, order=order)
 
 
+# cupy functions whose result's shape CuPy reads back from the GPU (a count of its values):
+# a wait for the GPU, CUDA's error while the stream captures
+SYNCING = ("unique", "nonzero", "argwhere", "flatnonzero", "extract", "compress")
+
+
+def _syncing(fn, what: str):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        capture.no_sync(what)
+        return fn(*args, **kwargs)
+    return call
+
+
 def fake_cupy() -> types.ModuleType:
     """A module with NumPy's API on DeviceArrays, and CuPy's ndarray, RawModule, asnumpy and
     device count."""
@@ -542,6 +558,8 @@ def fake_cupy() -> types.ModuleType:
             setattr(cupy, name, _cupy_name(getattr(np, name)))
     for name in ("array", "asarray", "asanyarray"):
         setattr(cupy, name, _to_device(getattr(np, name)))
+    for name in SYNCING:
+        setattr(cupy, name, _syncing(getattr(cupy, name), f"cupy.{name}"))
     cupy.ndarray = DeviceArray
     cupy.empty = _on_device(_poisoned_empty)
     cupy.asnumpy = asnumpy

@@ -118,8 +118,10 @@ def test_a_capture_records_launches_and_cupy_calls_that_a_graphs_launch_replays(
         assert float(total) == 2 * k * np.arange(0, 32, 2).sum() + 1
     with stream:
         stream.begin_capture()
+        # (and what CuPy reads a count back for, to know its result's shape)
         for wait in (lambda: total.get(), lambda: float(total), lambda: cp.asarray(np.ones(2)),
-                     lambda: cp.asnumpy(x), lambda: bool(total)):
+                     lambda: cp.asnumpy(x), lambda: bool(total), lambda: cp.unique(x),
+                     lambda: x[x > 0], lambda: cp.nonzero(x), lambda: x.nonzero()):
             with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="capturing"):
                 wait()
         with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="Invalidated"):

@@ -241,3 +241,14 @@ def test_a_string_feed_is_refused_by_name(g, device):
             fn = sess.make_callable(fetches, [s, x], cuda_graph=True)
             with pytest.raises(sg.errors.UnimplementedError, match="words.*CUDA graph.*string"):
                 fn(np.array([b"a", b"b"], object), np.ones(2, np.float32))
+
+
+def test_an_op_whose_result_size_cupy_reads_back_is_refused_by_name(g, device):
+    """unique's count of distinct values is read back by CuPy (a boolean mask's size): a
+    capture refuses it, naming the op, rather than replay the capture's count."""
+    x = sg.placeholder(sg.int32, [5], name="x")
+    values, _ = sg.unique(x, name="distinct")
+    with sg.Session(backend="cuda") as sess:
+        fn = sess.make_callable(values * 2, [x], cuda_graph=True)
+        with pytest.raises(sg.errors.UnimplementedError, match="distinct.*CUDA graph.*waits"):
+            fn(np.array([1, 2, 2, 3, 3], np.int32))
