@@ -252,3 +252,42 @@ def test_an_op_whose_result_size_cupy_reads_back_is_refused_by_name(g, device):
         fn = sess.make_callable(values * 2, [x], cuda_graph=True)
         with pytest.raises(sg.errors.UnimplementedError, match="distinct.*CUDA graph.*waits"):
             fn(np.array([1, 2, 2, 3, 3], np.int32))
+
+
+def test_two_threads_first_calling_a_signature_share_one_capture(g, device, monkeypatch):
+    """Two threads making a signature's first call at once: one graph is captured, which
+    both then replay, each call serialized (two captures at once would each run on the
+    session's variables mid-capture, the other's arrays of no value yet)."""
+    import threading
+
+    total = sg.Variable(np.zeros(3), name="total")
+    x = sg.placeholder(sg.float64, [3], name="x")
+    add = sg.assign_add(total, x)
+    with sg.Session(backend="cuda") as sess:
+        sess.run(total.initializer)
+        fn = sess.make_callable(add, [x], cuda_graph=True)
+        both_missed = threading.Barrier(2, timeout=10)
+        captured = sess._captured
+
+        def wait_for_the_other(*args):  # both threads past the lookup's miss
+            both_missed.wait()
+            return captured(*args)
+        monkeypatch.setattr(sess, "_captured", wait_for_the_other)
+        graphs = len(capture.GRAPHS)
+        errors = []
+
+        def calls():
+            try:
+                for _ in range(5):
+                    fn(np.ones(3))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=calls) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        np.testing.assert_array_equal(sess.run(total), np.full(3, 10.0))
+        if device == "emulator":
+            assert len(capture.GRAPHS) == graphs + 1
