@@ -67,10 +67,13 @@ class GraphRunner:
         self.feeds = []      # the device buffers the graph reads its feeds from
         self.outputs = ()    # the arrays the graph writes its fetches into
         self.variables = {}  # name -> the array the graph reads and updates
+        self.refused = None  # (op, message) of a capture refused: what later calls raise
         self.lock = threading.Lock()
 
     def __call__(self, *feeds):
         with self.lock:
+            if self.refused is not None:  # (before running: a call that raises runs nothing)
+                raise UnimplementedError(None, *self.refused)
             if self.graph is None or not self._variables_in_place():
                 results = self.plan.fn(*feeds)  # a plain run: this call's results
                 self._capture(feeds)
@@ -128,13 +131,15 @@ class GraphRunner:
         self.graph = graph
 
     def _refusal(self, e: BaseException) -> BaseException:
-        if isinstance(e, OpError) or not isinstance(e, Exception):
+        """The error of a failed capture: UnimplementedError naming the op that a graph cannot
+        hold, which every later call raises at once (a run out of memory is not that)."""
+        if isinstance(e, OpError | MemoryError) or not isinstance(e, Exception):
             return e
         op = self.plan.failing_op(e)
-        return UnimplementedError(None, op, f"{_where(op)} cannot be captured in a CUDA graph "
-                                            f"(make_callable(..., cuda_graph=True)): it waits "
-                                            f"for the GPU or works on the host: "
-                                            f"{type(e).__name__}: {e}")
+        self.refused = (op, f"{_where(op)} cannot be captured in a CUDA graph "
+                            f"(make_callable(..., cuda_graph=True)): it waits for the GPU or "
+                            f"works on the host: {type(e).__name__}: {e}")
+        return UnimplementedError(None, *self.refused)
 
     def _hand_back(self, results, fresh: bool) -> tuple:
         """The run's fetches as a call returns them: on the host (a rank-0 one as a NumPy

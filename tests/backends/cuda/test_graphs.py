@@ -152,6 +152,11 @@ def test_an_op_that_waits_for_the_gpu_is_named_and_the_variables_are_kept(g, dev
             fn(np.array([0, 2, 5], np.int32))
         # the plain run of that first call happened, the capture's work did not
         np.testing.assert_array_equal(sess.run(table), np.arange(12.0).reshape(6, 2) + 1)
+        # a later call raises the same at once, running nothing (it ran a step each time)
+        for _ in range(2):
+            with pytest.raises(sg.errors.UnimplementedError, match="pick.*CUDA graph.*waits"):
+                fn(np.array([0, 2, 5], np.int32))
+        np.testing.assert_array_equal(sess.run(table), np.arange(12.0).reshape(6, 2) + 1)
 
 
 def test_the_numpy_backend_captures_no_graphs(g):
