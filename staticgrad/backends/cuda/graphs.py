@@ -13,9 +13,12 @@ What a capture holds, and how each part stays right from one replay to the next:
   by one copy to the GPU, a CuPy array by one copy on it), where it then launches the graph.
 - fetches: the arrays the captured run returned, which every replay writes again. A call
   hands back copies of them (on the host, or on the GPU with fetch_device), never the arrays.
-- variables: the graph reads each at the address it had when captured. The generated code
-  gives an updated variable a new array (`V['w'] = V['w'] - ...`), so the capture ends with a
-  copy of each such new value into the variable's array of before, which V keeps: a replay
+- variables: the graph reads each at the address it had when captured. The capture's run
+  works on a copy of the session's dict of them (V): a run on another thread meanwhile
+  neither sees the capture's arrays, which hold no values (nothing ran), nor has its own
+  taken for the capture's. The generated code gives an updated variable a new array
+  (`V['w'] = V['w'] - ...`), so the capture ends with a copy of each such new value into
+  the variable's array of before, which V keeps: a replay
   updates the variable in place. A variable given another array between calls (sess.run of
   an initializer, Saver.restore, Variable.load, a plain run of the same step) is copied into
   the captured array before the launch, and V given that array back; one of a new shape or
@@ -110,22 +113,27 @@ class GraphRunner:
         cp, state = self.cp, self.state
         self.graph, self.kept = None, ()  # (a capture again: the old graph goes first)
         buffers = [cp.empty(f.shape, dtype=f.dtype) for f in feeds]
+        # the capture's run works on a copy of the variables' dict, never the session's: a
+        # run on another thread meanwhile sees none of its arrays (of no value: nothing ran),
+        # and the capture takes none of that run's for its own
         before = dict(state)
+        private = dict(before)
         pool = cp.cuda.MemoryPool()
         stream = cp.cuda.Stream(non_blocking=True)
         with cp.cuda.using_allocator(pool.malloc), stream:
             stream.begin_capture()
             try:
-                outputs = self.plan.fn(*buffers)
-                updated = _update_in_place(before, state)
+                outputs = self.plan.fn.on_state(private)(*buffers)
+                updated = _update_in_place(before, private)
             except BaseException as e:
                 _abandon(stream)
-                for name in [n for n in state if n not in before]:
-                    del state[name]
-                state.update(before)
                 raise self._refusal(e) from e
             graph = stream.end_capture()
-        self.variables = {n: state[n] for n in (*self.plan.var_reads, *updated) if n in state}
+        for name in updated:  # (a variable the run made: the session's too, as a run's)
+            if name not in before:
+                state.setdefault(name, private[name])
+        self.variables = {n: private[n] for n in (*self.plan.var_reads, *updated)
+                          if n in private}
         self.feeds, self.outputs = buffers, outputs
         self.kept = (pool, stream, buffers, outputs)
         self.graph = graph

@@ -572,6 +572,6 @@ def fake_cupy() -> types.ModuleType:
                                       CUDARuntimeError=capture.CUDARuntimeError),
         Stream=capture.Stream, Graph=capture.Graph, MemoryPool=capture.MemoryPool,
         using_allocator=capture.using_allocator,
-        get_current_stream=lambda: capture.streams[-1])
-    capture.streams[1:] = []
+        get_current_stream=lambda: capture.current_streams()[-1])
+    capture.current_streams()[1:] = []
     return cupy

@@ -296,3 +296,36 @@ def test_two_threads_first_calling_a_signature_share_one_capture(g, device, monk
         np.testing.assert_array_equal(sess.run(total), np.full(3, 10.0))
         if device == "emulator":
             assert len(capture.GRAPHS) == graphs + 1
+
+
+def test_a_run_on_another_thread_during_a_capture_leaves_the_graph_right(g, device,
+                                                                         monkeypatch):
+    """The capture's run works on a copy of the session's variables: a run on another thread
+    meanwhile sees none of its arrays (on a GPU of no value yet: nothing ran), and one that
+    assigns a variable is not taken for the capture's update (whose copy back the graph
+    would replay from that run's array, at every replay)."""
+    import threading
+
+    from staticgrad.backends.cuda import graphs
+
+    total = sg.Variable(np.zeros(3), name="total")
+    x = sg.placeholder(sg.float64, [3], name="x")
+    add = sg.assign_add(total, x)
+    reset = sg.assign(total, sg.constant(np.full(3, 100.0)))
+    with sg.Session(backend="cuda") as sess:
+        sess.run(total.initializer)
+        fn = sess.make_callable(add, [x], cuda_graph=True)
+        update_in_place = graphs._update_in_place
+
+        def meanwhile(before, state):  # (in the capture, after its run): another thread's run
+            other = threading.Thread(target=sess.run, args=(reset,))
+            other.start()
+            other.join()
+            return update_in_place(before, state)
+        monkeypatch.setattr(graphs, "_update_in_place", meanwhile)
+        fn(np.ones(3))  # a plain run, and the capture, during which `reset` runs
+        monkeypatch.setattr(graphs, "_update_in_place", update_in_place)
+        before = sess.run(total)  # (1 or 100 + 1 or 100: either order of the two runs)
+        for k in range(1, 4):
+            fn(np.ones(3))
+            np.testing.assert_array_equal(sess.run(total), before + k, err_msg=f"replay {k}")
