@@ -320,6 +320,8 @@ class DeviceArray:
         if name in ("item", "tolist", "nonzero"):
             capture.no_sync(f"ndarray.{name}")
         value = getattr(self.memory, name)
+        if name == "dot":
+            return _cublas(_on_device(value), "ndarray.dot")
         return _on_device(value) if callable(value) else _device_value(value)
 
     def __getitem__(self, key):
@@ -386,6 +388,27 @@ class DeviceArray:
         return f"DeviceArray({self.memory!r})"
 
 
+# CuPy's words where a cuBLAS call meets a capturing stream: each of its cuBLAS wrappers sets
+# the handle's stream first, and its setStream refuses a capturing one
+# (cupy_backends/cuda/libs/cublas.pyx)
+CUBLAS_IN_CAPTURE = "calling cuBLAS API during stream capture is currently unsupported"
+# the cupy functions that reach cuBLAS for arrays of floating or complex numbers
+CUBLAS = ("matmul", "dot", "tensordot", "inner", "vdot", "einsum")
+
+
+def _cublas(fn, what: str):
+    """`fn` (a cupy function that reaches cuBLAS for floating or complex arrays), refusing a
+    capture as CuPy's does: NotImplementedError, before any work (the capture goes on)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if capture.capturing() is not None and any(
+                isinstance(a, DeviceArray) and a.dtype.kind in "fc"
+                for a in (*args, *kwargs.values())):
+            raise NotImplementedError(f"{CUBLAS_IN_CAPTURE} ({what})")
+        return fn(*args, **kwargs)
+    return call
+
+
 def _operator(name: str):
     method = getattr(np.ndarray, name)
     return lambda self, *other: _on_device(method)(self, *other)
@@ -395,6 +418,8 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
               "xor", "lshift", "rshift"):
     for _form in ("__{}__", "__r{}__", "__i{}__"):
         setattr(DeviceArray, _form.format(_name), _operator(_form.format(_name)))
+for _form in ("__matmul__", "__rmatmul__", "__imatmul__"):
+    setattr(DeviceArray, _form, _cublas(getattr(DeviceArray, _form), f"ndarray.{_form}"))
 for _name in ("__divmod__", "__rdivmod__", "__neg__", "__pos__", "__abs__", "__invert__",
               "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(DeviceArray, _name, _operator(_name))
@@ -560,6 +585,8 @@ def fake_cupy() -> types.ModuleType:
         setattr(cupy, name, _to_device(getattr(np, name)))
     for name in SYNCING:
         setattr(cupy, name, _syncing(getattr(cupy, name), f"cupy.{name}"))
+    for name in CUBLAS:
+        setattr(cupy, name, _cublas(getattr(cupy, name), f"cupy.{name}"))
     cupy.ndarray = DeviceArray
     cupy.empty = _on_device(_poisoned_empty)
     cupy.asnumpy = asnumpy

@@ -126,6 +126,18 @@ def test_a_capture_records_launches_and_cupy_calls_that_a_graphs_launch_replays(
                 wait()
         with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="Invalidated"):
             stream.end_capture()
+    # CuPy's cuBLAS wrappers refuse a capturing stream before any work (NotImplementedError),
+    # for floating arrays; an integer matmul is a kernel of CuPy's own
+    floats, ints = cp.ones((2, 2), dtype=cp.float32), cp.ones((2, 2), dtype=cp.int32)
+    with stream:
+        stream.begin_capture()
+        for blas in (lambda: floats @ floats, lambda: cp.matmul(floats, floats),
+                     lambda: cp.dot(floats, floats), lambda: floats.dot(floats),
+                     lambda: cp.tensordot(floats, floats, axes=1)):
+            with pytest.raises(NotImplementedError, match="cuBLAS API during stream capture"):
+                blas()
+        ints @ ints
+        stream.end_capture()  # (still valid)
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler for the emulator")

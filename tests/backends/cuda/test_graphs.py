@@ -74,6 +74,11 @@ def _mlp_step(params, xs, ys, lr=0.1):
     return loss, [w1 - lr * xs.T @ d_h, b1 - lr * d_h.sum(0), w2 - lr * h.T @ d_out]
 
 
+@pytest.mark.xfail(strict=True, raises=sg.errors.UnimplementedError, reason=(
+    "CuPy 14's cuBLAS wrappers set the handle's stream at each call, and its setStream "
+    "refuses a capturing stream (NotImplementedError: calling cuBLAS API during stream capture "
+    "is currently unsupported): a plan with a matmul is refused on a GPU, as on the emulator "
+    "now; capturing one needs cuBLAS reached past CuPy's wrappers"))
 def test_a_training_step_updates_its_variables_in_place_at_each_replay(g, device):
     rng = np.random.default_rng(1)
     x, y, variables, loss, train = _mlp(rng)
