@@ -334,3 +334,55 @@ def test_a_run_on_another_thread_during_a_capture_leaves_the_graph_right(g, devi
         for k in range(1, 4):
             fn(np.ones(3))
             np.testing.assert_array_equal(sess.run(total), before + k, err_msg=f"replay {k}")
+
+
+def test_a_large_variable_updated_in_place_twice_a_step_follows_restores_and_plain_runs(
+        g, device, tmp_path):
+    """A variable of 32 KB (its updates written into its array) updated twice a step and
+    fetched: each replay agrees with a plain run's answer after Saver.restore, its
+    initializer and a plain in-place update between replays; a second callable updating the
+    same variable sees each of the first's updates; a closed session's callable refuses."""
+    n = 8192
+    w = sg.Variable(np.zeros(n, np.float32), name="w")
+    x = sg.placeholder(sg.float32, [n], name="x")
+    up = sg.assign_add(w, x)
+    with sg.control_dependencies([up]):
+        step = sg.assign_sub(w, x * 0.5)
+    saver = sg.train.Saver([w])
+    sess = sg.Session(backend="cuda")
+    sess.run(w.initializer)
+    fn = sess.make_callable([w.read_value(), step], [x], cuda_graph=True)
+    other = sess.make_callable(sg.assign(w, w * 2.0), [], cuda_graph=True)
+    want = np.zeros(n)
+
+    def check(what):
+        np.testing.assert_allclose(sess.run(w), want, err_msg=what)
+    for k in range(3):
+        value = np.full(n, k + 1.0, np.float32)
+        _, stepped = fn(value)  # (the read: before or after the step, as in a plain run)
+        want = want + 0.5 * value
+        np.testing.assert_allclose(stepped, want, err_msg=f"call {k}")
+        check(f"call {k}")
+    path = saver.save(sess, str(tmp_path / "model"))
+    fn(np.ones(n, np.float32))
+    saver.restore(sess, path)
+    fn(np.ones(n, np.float32))
+    want += 0.5
+    check("after a restore")
+    sess.run(w.initializer)
+    fn(np.ones(n, np.float32))
+    want = np.full(n, 0.5)
+    check("after the initializer")
+    sess.run(up, {x: np.ones(n, np.float32)})  # a plain run, in place
+    fn(np.ones(n, np.float32))
+    want += 1.5
+    check("after a plain run")
+    for k in range(2):
+        other()
+        want *= 2
+        fn(np.ones(n, np.float32))
+        want += 0.5
+        check(f"after the other callable, {k}")
+    sess.close()
+    with pytest.raises(RuntimeError, match="closed Session"):
+        fn(np.ones(n, np.float32))
