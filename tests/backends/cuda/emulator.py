@@ -526,7 +526,9 @@ def _cupy_name(value):
 
 def _to_device(convert):
     """cupy.array / asarray / asanyarray: a host value copied to the device; a device array
-    as `convert` leaves it (itself, where it needs no conversion)."""
+    as `convert` leaves it (itself, where it needs no conversion). A 0-d host value is no
+    copy: CuPy fills the new array with it by a kernel, which a capture records, the value
+    with it."""
     @functools.wraps(convert)
     def call(a, *args, **kwargs):
         if isinstance(a, DeviceArray):
@@ -536,8 +538,13 @@ def _to_device(convert):
             out = DeviceArray(made)
             capture.record(lambda: convert(a.memory, *args, **kwargs), out, (a,))
             return out
+        host = np.array(convert(_memory(a, host_ok=True), *args, **kwargs))
+        if host.ndim == 0:
+            out = DeviceArray(host.copy())
+            capture.record(lambda: host, out, ())
+            return out
         capture.no_sync("a copy from the host")
-        return DeviceArray(np.array(convert(_memory(a, host_ok=True), *args, **kwargs)))
+        return DeviceArray(host)
     return call
 
 

@@ -137,7 +137,10 @@ def test_a_capture_records_launches_and_cupy_calls_that_a_graphs_launch_replays(
             with pytest.raises(NotImplementedError, match="cuBLAS API during stream capture"):
                 blas()
         ints @ ints
-        stream.end_capture()  # (still valid)
+        scalar = cp.asarray(2.5)  # (a 0-d host value: CuPy's fill, a kernel, no copy)
+        graph = stream.end_capture()  # (still valid)
+    graph.launch()
+    assert float(scalar) == 2.5
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler for the emulator")

@@ -386,3 +386,15 @@ def test_a_large_variable_updated_in_place_twice_a_step_follows_restores_and_pla
     sess.close()
     with pytest.raises(RuntimeError, match="closed Session"):
         fn(np.ones(n, np.float32))
+
+
+def test_an_op_that_makes_a_device_scalar_of_a_number_is_captured(g, device):
+    """one_hot's on and off values become 0-d device arrays (cupy.asarray of a number: CuPy
+    fills a new array by a kernel, no copy from the host): captured, and replayed."""
+    i = sg.placeholder(sg.int32, [4], name="i")
+    hot = sg.one_hot(i, 5, on_value=3.0, off_value=-1.0) * 2.0
+    with sg.Session(backend="cuda") as sess:
+        fn = sess.make_callable(hot, [i], cuda_graph=True)
+        for k in range(3):
+            value = np.array([0, 1, 2, 3], np.int32) + k % 2
+            np.testing.assert_array_equal(fn(value), np.where(np.eye(5)[value] > 0, 6, -2))
