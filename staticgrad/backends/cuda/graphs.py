@@ -27,13 +27,15 @@ What a capture holds, and how each part stays right from one replay to the next:
   nothing else allocates from and which no `free_all_blocks` of CuPy's pools empties: a value
   freed during the capture stays the graph's (PyTorch's graphs keep a private pool alike).
   CuPy captures in relaxed mode (`begin_capture`'s default), where the pool's cudaMalloc is
-  allowed; the first call, a plain run, has already compiled and loaded every kernel and
-  made cuBLAS's handle.
+  allowed; the first call, a plain run, has already compiled and loaded every kernel.
 - what a graph cannot hold: work the host does at each run (a NumPy op, a copy to or from
   the host, control flow, a random draw), which the renderer lists (Plan.uncapturable): the
-  runner refuses such a plan, naming the first of those ops; and a CuPy call that waits for
-  the GPU (an index check reading its verdict back), which CuPy refuses during the capture:
-  the runner names the op whose line it was.
+  runner refuses such a plan, naming the first of those ops; a CuPy call that waits for
+  the GPU (an index check reading its verdict back, a count read back for a result's size),
+  which CuPy refuses during the capture; and a cuBLAS call (a matmul): CuPy 14's cuBLAS
+  wrappers set the handle's stream at each call, and its setStream raises
+  NotImplementedError for a capturing stream. The runner names the op whose line it was,
+  and each later call raises that again, running nothing.
 
 A capture computes nothing: its run's kernels are recorded, not run. Calls are serialized (the
 buffers are shared); a replay holds the locks of the variables its use_locking updates.
