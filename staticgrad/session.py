@@ -457,7 +457,9 @@ class Session:
                     compiled = self._captured(compiled, fetch_device)
                 with self._compile_lock:  # not kept if close() came meanwhile
                     if not self._closed:
-                        by_shapes[shapes] = compiled
+                        # (another thread's, if it came first: one graph a signature, whose
+                        # runner serializes the calls; two would capture at once)
+                        compiled = by_shapes.setdefault(shapes, compiled)
             return compiled
 
         def finish(compiled, arrays):

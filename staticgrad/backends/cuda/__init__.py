@@ -29,6 +29,7 @@ import functools
 import importlib
 import linecache
 import sys
+import types
 
 import numpy as np
 
@@ -141,6 +142,15 @@ class CudaBackend(Backend):
                                                     f"{e}") from e
                 loaded.append(namespace["run"])
             return loaded[0](*feeds)
+
+        def on_state(store: dict):
+            """run() (loaded by a run already) reading and writing the variables of `store`,
+            not the session's: a CUDA graph's capture (graphs.py)."""
+            module_run = loaded[0]
+            return types.FunctionType(module_run.__code__, {**module_run.__globals__, "V": store},
+                                      module_run.__name__, module_run.__defaults__,
+                                      module_run.__closure__)
+        run.on_state = on_state
         return run
 
     # variables live on the GPU, as CuPy arrays

@@ -13,9 +13,12 @@ What a capture holds, and how each part stays right from one replay to the next:
   by one copy to the GPU, a CuPy array by one copy on it), where it then launches the graph.
 - fetches: the arrays the captured run returned, which every replay writes again. A call
   hands back copies of them (on the host, or on the GPU with fetch_device), never the arrays.
-- variables: the graph reads each at the address it had when captured. The generated code
-  gives an updated variable a new array (`V['w'] = V['w'] - ...`), so the capture ends with a
-  copy of each such new value into the variable's array of before, which V keeps: a replay
+- variables: the graph reads each at the address it had when captured. The capture's run
+  works on a copy of the session's dict of them (V): a run on another thread meanwhile
+  neither sees the capture's arrays, which hold no values (nothing ran), nor has its own
+  taken for the capture's. The generated code gives an updated variable a new array
+  (`V['w'] = V['w'] - ...`), so the capture ends with a copy of each such new value into
+  the variable's array of before, which V keeps: a replay
   updates the variable in place. A variable given another array between calls (sess.run of
   an initializer, Saver.restore, Variable.load, a plain run of the same step) is copied into
   the captured array before the launch, and V given that array back; one of a new shape or
@@ -24,13 +27,15 @@ What a capture holds, and how each part stays right from one replay to the next:
   nothing else allocates from and which no `free_all_blocks` of CuPy's pools empties: a value
   freed during the capture stays the graph's (PyTorch's graphs keep a private pool alike).
   CuPy captures in relaxed mode (`begin_capture`'s default), where the pool's cudaMalloc is
-  allowed; the first call, a plain run, has already compiled and loaded every kernel and
-  made cuBLAS's handle.
+  allowed; the first call, a plain run, has already compiled and loaded every kernel.
 - what a graph cannot hold: work the host does at each run (a NumPy op, a copy to or from
   the host, control flow, a random draw), which the renderer lists (Plan.uncapturable): the
-  runner refuses such a plan, naming the first of those ops; and a CuPy call that waits for
-  the GPU (an index check reading its verdict back), which CuPy refuses during the capture:
-  the runner names the op whose line it was.
+  runner refuses such a plan, naming the first of those ops; a CuPy call that waits for
+  the GPU (an index check reading its verdict back, a count read back for a result's size),
+  which CuPy refuses during the capture; and a cuBLAS call (a matmul): CuPy 14's cuBLAS
+  wrappers set the handle's stream at each call, and its setStream raises
+  NotImplementedError for a capturing stream. The runner names the op whose line it was,
+  and each later call raises that again, running nothing.
 
 A capture computes nothing: its run's kernels are recorded, not run. Calls are serialized (the
 buffers are shared); a replay holds the locks of the variables its use_locking updates.
@@ -54,6 +59,12 @@ class GraphRunner:
             raise UnimplementedError(None, op, f"{_where(op)} cannot be captured in a CUDA "
                                                f"graph (make_callable(..., cuda_graph=True)): "
                                                f"{why}")
+        for t in plan.feeds:  # (a graph reads its feeds from device buffers, of no strings)
+            if t.dtype.is_string:
+                raise UnimplementedError(None, t.op, f"the feed {t.name} ({t.op.where()}) "
+                                                     f"cannot be captured in a CUDA graph "
+                                                     f"(make_callable(..., cuda_graph=True)): "
+                                                     f"a string stays on the host")
         self.plan, self.state, self.locks, self.fetch_device, self.cp = \
             plan, state, locks, fetch_device, cp
         self.graph = None
@@ -61,10 +72,13 @@ class GraphRunner:
         self.feeds = []      # the device buffers the graph reads its feeds from
         self.outputs = ()    # the arrays the graph writes its fetches into
         self.variables = {}  # name -> the array the graph reads and updates
+        self.refused = None  # (op, message) of a capture refused: what later calls raise
         self.lock = threading.Lock()
 
     def __call__(self, *feeds):
         with self.lock:
+            if self.refused is not None:  # (before running: a call that raises runs nothing)
+                raise UnimplementedError(None, *self.refused)
             if self.graph is None or not self._variables_in_place():
                 results = self.plan.fn(*feeds)  # a plain run: this call's results
                 self._capture(feeds)
@@ -72,8 +86,8 @@ class GraphRunner:
             for buffer, value in zip(self.feeds, feeds):
                 if isinstance(value, self.cp.ndarray):
                     buffer[...] = value
-                else:
-                    buffer.set(np.ascontiguousarray(value))
+                else:  # (dense: np.ascontiguousarray would make a 0-d feed 1-d)
+                    buffer.set(np.asarray(value, order="C"))
             for lock in self.locks:
                 lock.acquire()
             try:
@@ -101,34 +115,41 @@ class GraphRunner:
         cp, state = self.cp, self.state
         self.graph, self.kept = None, ()  # (a capture again: the old graph goes first)
         buffers = [cp.empty(f.shape, dtype=f.dtype) for f in feeds]
+        # the capture's run works on a copy of the variables' dict, never the session's: a
+        # run on another thread meanwhile sees none of its arrays (of no value: nothing ran),
+        # and the capture takes none of that run's for its own
         before = dict(state)
+        private = dict(before)
         pool = cp.cuda.MemoryPool()
         stream = cp.cuda.Stream(non_blocking=True)
         with cp.cuda.using_allocator(pool.malloc), stream:
             stream.begin_capture()
             try:
-                outputs = self.plan.fn(*buffers)
-                updated = _update_in_place(before, state)
+                outputs = self.plan.fn.on_state(private)(*buffers)
+                updated = _update_in_place(before, private)
             except BaseException as e:
                 _abandon(stream)
-                for name in [n for n in state if n not in before]:
-                    del state[name]
-                state.update(before)
                 raise self._refusal(e) from e
             graph = stream.end_capture()
-        self.variables = {n: state[n] for n in (*self.plan.var_reads, *updated) if n in state}
+        for name in updated:  # (a variable the run made: the session's too, as a run's)
+            if name not in before:
+                state.setdefault(name, private[name])
+        self.variables = {n: private[n] for n in (*self.plan.var_reads, *updated)
+                          if n in private}
         self.feeds, self.outputs = buffers, outputs
         self.kept = (pool, stream, buffers, outputs)
         self.graph = graph
 
     def _refusal(self, e: BaseException) -> BaseException:
-        if isinstance(e, OpError) or not isinstance(e, Exception):
+        """The error of a failed capture: UnimplementedError naming the op that a graph cannot
+        hold, which every later call raises at once (a run out of memory is not that)."""
+        if isinstance(e, OpError | MemoryError) or not isinstance(e, Exception):
             return e
         op = self.plan.failing_op(e)
-        return UnimplementedError(None, op, f"{_where(op)} cannot be captured in a CUDA graph "
-                                            f"(make_callable(..., cuda_graph=True)): it waits "
-                                            f"for the GPU or works on the host: "
-                                            f"{type(e).__name__}: {e}")
+        self.refused = (op, f"{_where(op)} cannot be captured in a CUDA graph "
+                            f"(make_callable(..., cuda_graph=True)): it waits for the GPU or "
+                            f"works on the host: {type(e).__name__}: {e}")
+        return UnimplementedError(None, *self.refused)
 
     def _hand_back(self, results, fresh: bool) -> tuple:
         """The run's fetches as a call returns them: on the host (a rank-0 one as a NumPy

@@ -317,13 +317,18 @@ class DeviceArray:
     def __getattr__(self, name):  # NumPy's attributes and methods, on the device
         if name.startswith("__"):  # (NumPy's protocols: __array_interface__ reads memory)
             raise AttributeError(name)
-        if name in ("item", "tolist"):
+        if name in ("item", "tolist", "nonzero"):
             capture.no_sync(f"ndarray.{name}")
         value = getattr(self.memory, name)
+        if name == "dot":
+            return _cublas(_on_device(value), "ndarray.dot")
         return _on_device(value) if callable(value) else _device_value(value)
 
     def __getitem__(self, key):
         key = _memory(key, host_ok=True)
+        if any(isinstance(k, np.ndarray) and k.dtype == bool
+               for k in (key if type(key) is tuple else (key,))):
+            capture.no_sync("a boolean mask's count")  # (CuPy reads it back for the shape)
         got = _device_value(self.memory[key])
         capture.record(lambda: self.memory[key], got, (self,))
         return got
@@ -383,6 +388,27 @@ class DeviceArray:
         return f"DeviceArray({self.memory!r})"
 
 
+# CuPy's words where a cuBLAS call meets a capturing stream: each of its cuBLAS wrappers sets
+# the handle's stream first, and its setStream refuses a capturing one
+# (cupy_backends/cuda/libs/cublas.pyx)
+CUBLAS_IN_CAPTURE = "calling cuBLAS API during stream capture is currently unsupported"
+# the cupy functions that reach cuBLAS for arrays of floating or complex numbers
+CUBLAS = ("matmul", "dot", "tensordot", "inner", "vdot", "einsum")
+
+
+def _cublas(fn, what: str):
+    """`fn` (a cupy function that reaches cuBLAS for floating or complex arrays), refusing a
+    capture as CuPy's does: NotImplementedError, before any work (the capture goes on)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if capture.capturing() is not None and any(
+                isinstance(a, DeviceArray) and a.dtype.kind in "fc"
+                for a in (*args, *kwargs.values())):
+            raise NotImplementedError(f"{CUBLAS_IN_CAPTURE} ({what})")
+        return fn(*args, **kwargs)
+    return call
+
+
 def _operator(name: str):
     method = getattr(np.ndarray, name)
     return lambda self, *other: _on_device(method)(self, *other)
@@ -392,6 +418,8 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
               "xor", "lshift", "rshift"):
     for _form in ("__{}__", "__r{}__", "__i{}__"):
         setattr(DeviceArray, _form.format(_name), _operator(_form.format(_name)))
+for _form in ("__matmul__", "__rmatmul__", "__imatmul__"):
+    setattr(DeviceArray, _form, _cublas(getattr(DeviceArray, _form), f"ndarray.{_form}"))
 for _name in ("__divmod__", "__rdivmod__", "__neg__", "__pos__", "__abs__", "__invert__",
               "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(DeviceArray, _name, _operator(_name))
@@ -498,7 +526,9 @@ def _cupy_name(value):
 
 def _to_device(convert):
     """cupy.array / asarray / asanyarray: a host value copied to the device; a device array
-    as `convert` leaves it (itself, where it needs no conversion)."""
+    as `convert` leaves it (itself, where it needs no conversion). A 0-d host value is no
+    copy: CuPy fills the new array with it by a kernel, which a capture records, the value
+    with it."""
     @functools.wraps(convert)
     def call(a, *args, **kwargs):
         if isinstance(a, DeviceArray):
@@ -508,12 +538,19 @@ def _to_device(convert):
             out = DeviceArray(made)
             capture.record(lambda: convert(a.memory, *args, **kwargs), out, (a,))
             return out
+        host = np.array(convert(_memory(a, host_ok=True), *args, **kwargs))
+        if host.ndim == 0:
+            out = DeviceArray(host.copy())
+            capture.record(lambda: host, out, ())
+            return out
         capture.no_sync("a copy from the host")
-        return DeviceArray(np.array(convert(_memory(a, host_ok=True), *args, **kwargs)))
+        return DeviceArray(host)
     return call
 
 
 def _poisoned_empty(shape, dtype=float, order="C"):
+    if np.dtype(dtype) == object:  # (CuPy's words: its arrays hold numbers alone)
+        raise ValueError("Unsupported dtype object")
     if capture.allocators:  # (a test reads which pool served it)
         capture.allocators[-1].allocations += 1
     out = np.empty(shape, dtype=dtype, order=order)
@@ -531,6 +568,19 @@ def asnumpy(a, stream=None, order="C", out=None, *, blocking=True) -> np.ndarray
     return np.asarray(a, order=order)
 
 
+# cupy functions whose result's shape CuPy reads back from the GPU (a count of its values):
+# a wait for the GPU, CUDA's error while the stream captures
+SYNCING = ("unique", "nonzero", "argwhere", "flatnonzero", "extract", "compress")
+
+
+def _syncing(fn, what: str):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        capture.no_sync(what)
+        return fn(*args, **kwargs)
+    return call
+
+
 def fake_cupy() -> types.ModuleType:
     """A module with NumPy's API on DeviceArrays, and CuPy's ndarray, RawModule, asnumpy and
     device count."""
@@ -540,6 +590,10 @@ def fake_cupy() -> types.ModuleType:
             setattr(cupy, name, _cupy_name(getattr(np, name)))
     for name in ("array", "asarray", "asanyarray"):
         setattr(cupy, name, _to_device(getattr(np, name)))
+    for name in SYNCING:
+        setattr(cupy, name, _syncing(getattr(cupy, name), f"cupy.{name}"))
+    for name in CUBLAS:
+        setattr(cupy, name, _cublas(getattr(cupy, name), f"cupy.{name}"))
     cupy.ndarray = DeviceArray
     cupy.empty = _on_device(_poisoned_empty)
     cupy.asnumpy = asnumpy
@@ -552,6 +606,6 @@ def fake_cupy() -> types.ModuleType:
                                       CUDARuntimeError=capture.CUDARuntimeError),
         Stream=capture.Stream, Graph=capture.Graph, MemoryPool=capture.MemoryPool,
         using_allocator=capture.using_allocator,
-        get_current_stream=lambda: capture.streams[-1])
-    capture.streams[1:] = []
+        get_current_stream=lambda: capture.current_streams()[-1])
+    capture.current_streams()[1:] = []
     return cupy

@@ -10,6 +10,7 @@ was (`live`, whose values are put back at the end).
 from __future__ import annotations
 
 import contextlib
+import threading
 import weakref
 
 import numpy as np
@@ -31,11 +32,11 @@ class Stream:
         self.null, self.steps, self.invalid, self.saved = null, None, None, []
 
     def __enter__(self):
-        streams.append(self)
+        current_streams().append(self)
         return self
 
     def __exit__(self, *exc):
-        streams.pop()
+        current_streams().pop()
 
     def begin_capture(self, mode=None) -> None:
         if self.null or self.steps is not None:
@@ -107,7 +108,19 @@ class Step:
         self.run, self.keep = run, keep  # (keep: what it reads and writes, alive as on a GPU)
 
 
-streams: list[Stream] = [Stream(null=True)]  # the current stream last
+NULL = Stream(null=True)
+_threads = threading.local()  # .streams: the thread's streams entered, the current one last
+
+
+def current_streams() -> list[Stream]:
+    """The streams this thread entered, the current one last: as CuPy's current stream, each
+    thread's own (a capture on one thread leaves another's work alone)."""
+    streams = getattr(_threads, "streams", None)
+    if streams is None:
+        streams = _threads.streams = [NULL]
+    return streams
+
+
 # id -> each device array alive (what a capture leaves as it was)
 live = weakref.WeakValueDictionary()
 COUNTS = {"kernels": 0}  # kernels run at their launch (not a graph's)
@@ -121,12 +134,12 @@ allocators: list[MemoryPool] = []
 
 def capturing() -> list | None:
     """The steps the current stream records, if it is capturing."""
-    return streams[-1].steps
+    return current_streams()[-1].steps
 
 
 def no_sync(what: str) -> None:
     """CUDA's error for `what` (work that waits for the GPU) while the stream captures."""
-    stream = streams[-1]
+    stream = current_streams()[-1]
     if stream.steps is not None:
         stream.invalid = what
         raise CUDARuntimeError("cudaErrorStreamCaptureUnsupported: operation not permitted "

@@ -118,12 +118,29 @@ def test_a_capture_records_launches_and_cupy_calls_that_a_graphs_launch_replays(
         assert float(total) == 2 * k * np.arange(0, 32, 2).sum() + 1
     with stream:
         stream.begin_capture()
+        # (and what CuPy reads a count back for, to know its result's shape)
         for wait in (lambda: total.get(), lambda: float(total), lambda: cp.asarray(np.ones(2)),
-                     lambda: cp.asnumpy(x), lambda: bool(total)):
+                     lambda: cp.asnumpy(x), lambda: bool(total), lambda: cp.unique(x),
+                     lambda: x[x > 0], lambda: cp.nonzero(x), lambda: x.nonzero()):
             with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="capturing"):
                 wait()
         with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="Invalidated"):
             stream.end_capture()
+    # CuPy's cuBLAS wrappers refuse a capturing stream before any work (NotImplementedError),
+    # for floating arrays; an integer matmul is a kernel of CuPy's own
+    floats, ints = cp.ones((2, 2), dtype=cp.float32), cp.ones((2, 2), dtype=cp.int32)
+    with stream:
+        stream.begin_capture()
+        for blas in (lambda: floats @ floats, lambda: cp.matmul(floats, floats),
+                     lambda: cp.dot(floats, floats), lambda: floats.dot(floats),
+                     lambda: cp.tensordot(floats, floats, axes=1)):
+            with pytest.raises(NotImplementedError, match="cuBLAS API during stream capture"):
+                blas()
+        ints @ ints
+        scalar = cp.asarray(2.5)  # (a 0-d host value: CuPy's fill, a kernel, no copy)
+        graph = stream.end_capture()  # (still valid)
+    graph.launch()
+    assert float(scalar) == 2.5
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler for the emulator")
