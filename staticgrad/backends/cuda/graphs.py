@@ -38,7 +38,11 @@ What a capture holds, and how each part stays right from one replay to the next:
   and each later call raises that again, running nothing.
 
 A capture computes nothing: its run's kernels are recorded, not run. Calls are serialized (the
-buffers are shared); a replay holds the locks of the variables its use_locking updates.
+buffers are shared); a replay holds the locks of the variables its use_locking updates. A
+replay's work is queued on the caller's stream and the call returns before the GPU has done
+it (with fetch_device), so a call on another stream first makes its stream wait for the
+previous call's work (an event recorded after it): its feed copies and launch never overlap
+a launch still running.
 """
 
 from __future__ import annotations
@@ -73,16 +77,22 @@ class GraphRunner:
         self.outputs = ()    # the arrays the graph writes its fetches into
         self.variables = {}  # name -> the array the graph reads and updates
         self.refused = None  # (op, message) of a capture refused: what later calls raise
+        self.done = None     # (stream, event recorded on it after the last replay's work)
         self.lock = threading.Lock()
 
     def __call__(self, *feeds):
         with self.lock:
             if self.refused is not None:  # (before running: a call that raises runs nothing)
                 raise UnimplementedError(None, *self.refused)
+            stream = self.cp.cuda.get_current_stream()
+            if self.done is not None and self.done[0] is not stream:
+                stream.wait_event(self.done[1])
             if self.graph is None or not self._variables_in_place():
                 results = self.plan.fn(*feeds)  # a plain run: this call's results
                 self._capture(feeds)
-                return self._hand_back(results, fresh=True)
+                results = self._hand_back(results, fresh=True)
+                self.done = (stream, stream.record())
+                return results
             for buffer, value in zip(self.feeds, feeds):
                 if isinstance(value, self.cp.ndarray):
                     buffer[...] = value
@@ -91,11 +101,13 @@ class GraphRunner:
             for lock in self.locks:
                 lock.acquire()
             try:
-                self.graph.launch()
+                self.graph.launch(stream=stream)
             finally:
                 for lock in reversed(self.locks):
                     lock.release()
-            return self._hand_back(self.outputs, fresh=False)
+            results = self._hand_back(self.outputs, fresh=False)
+            self.done = (stream, stream.record())
+            return results
 
     def _variables_in_place(self) -> bool:
         """Is every variable the graph reads in its captured array? A variable given a new

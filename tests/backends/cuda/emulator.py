@@ -604,7 +604,8 @@ def fake_cupy() -> types.ModuleType:
     cupy.cuda = types.SimpleNamespace(
         runtime=types.SimpleNamespace(getDeviceCount=lambda: 1,
                                       CUDARuntimeError=capture.CUDARuntimeError),
-        Stream=capture.Stream, Graph=capture.Graph, MemoryPool=capture.MemoryPool,
+        Stream=capture.Stream, Event=capture.Event, Graph=capture.Graph,
+        MemoryPool=capture.MemoryPool,
         using_allocator=capture.using_allocator,
         get_current_stream=lambda: capture.current_streams()[-1])
     capture.current_streams()[1:] = []

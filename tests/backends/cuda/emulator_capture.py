@@ -63,6 +63,26 @@ class Stream:
     def synchronize(self) -> None:
         no_sync("Stream.synchronize")
 
+    def record(self, event=None) -> Event:
+        """An event that completes when this stream's work so far has (at once, here)."""
+        event = Event() if event is None else event
+        event.recorded_on = self
+        return event
+
+    def wait_event(self, event) -> None:
+        """This stream's later work waits for `event` (logged: tests read who waited)."""
+        WAITS.append((self, event))
+
+
+class Event:
+    """An event, recorded on a stream (the emulator's work is done when it is queued)."""
+
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.recorded_on = None
+
+    def synchronize(self) -> None:
+        no_sync("Event.synchronize")
+
 
 class Graph:
     """A captured graph: its steps run again, in order, at each launch (counted)."""
@@ -128,6 +148,7 @@ COUNTS = {"kernels": 0}  # kernels run at their launch (not a graph's)
 # pointer parameters' and the others'), for tests counting a plan's traffic (a test clears it)
 LAUNCHES: list[tuple[str, int, int]] = []
 GRAPHS: list[Graph] = []  # every graph captured (a test reads its launches)
+WAITS: list[tuple[Stream, Event]] = []  # each Stream.wait_event: (the stream, the event)
 POOLS: list[MemoryPool] = []  # every memory pool made (a test reads what each served)
 allocators: list[MemoryPool] = []
 

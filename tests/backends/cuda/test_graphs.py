@@ -125,6 +125,30 @@ def test_device_fetches_of_a_graph_are_copies_the_next_replay_leaves_alone(g, de
                                    + results[1].get(), rtol=1e-12)
 
 
+def test_a_call_on_another_stream_waits_for_the_last_calls_work(g, device):
+    """With fetch_device a call returns before the GPU has done its work: a call on another
+    stream must neither copy its feeds into the graph's buffers nor launch it before that
+    work is done. Each call records an event on its stream, which the next call's stream
+    waits on when it is another."""
+    import cupy as cp
+
+    x = sg.placeholder(sg.float32, [8], name="x")
+    y = x * 2.0 + 1.0
+    with sg.Session(backend="cuda") as sess:
+        fn = sess.make_callable(y, [x], cuda_graph=True, fetch_device=True)
+        first, second = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+        waits = len(capture.WAITS)
+        results = []
+        for k, stream in enumerate([first, first, second, second, first]):
+            with stream:
+                results.append(fn(np.full(8, k, np.float32)))
+        for k, r in enumerate(results):
+            np.testing.assert_array_equal(r.get(), np.full(8, 2 * k + 1, np.float32))
+    if device == "emulator":  # the two calls that changed streams waited, on the one before
+        waited = [(stream, event.recorded_on) for stream, event in capture.WAITS[waits:]]
+        assert waited == [(second, first), (first, second)]
+
+
 def test_an_op_the_host_runs_is_refused_by_name(g, device):
     x = sg.placeholder(sg.float32, [4], name="x")
     shown = sg.Print(x * 2.0, [x], message="x: ", name="show_x")
