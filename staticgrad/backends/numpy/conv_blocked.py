@@ -1,0 +1,147 @@
+"""Convolution in blocks of the batch: conv_fast's forward pass and both gradients as many
+small products, each on an im2col slab that stays in the cache, on every core at once.
+
+conv_fast's first lowering wrote the whole batch's im2col matrix (lenet's second layer:
+[25088, 800] float32, 80 MB) and handed it to one OpenBLAS product on OpenBLAS's own
+threads. Here each thread takes a part of the batch and walks it in blocks of images whose
+slab is at most SLAB_BYTES:
+
+- forward: im2col of the block into the slab, then slab @ W straight into the block's rows
+  of the output;
+- input gradient: dy_block @ W^T into the slab, then col2im from the slab into the block of
+  dx (the slab is read back while it is still in the cache);
+- filter gradient: im2col of the block, then slab^T @ dy_block added into the thread's own
+  [kh*kw*C, O] sum; the threads' sums are added at the end.
+
+The products run on the caller's threads with OpenBLAS (or whichever BLAS NumPy has) held
+to one thread of its own: two threads each calling a two-threaded OpenBLAS took 4-10x
+longer than one, and OpenBLAS's own two threads on one big product reached only 1.0-1.2x
+of one thread where two threads with one product each reach 1.6-1.8x (benchmarks/README.md,
+"Convolution"). Holding it needs threadpoolctl (part of the `[fast]` extra); without it
+conv_fast keeps the whole-batch lowering.
+
+Slabs are allocated per call (one per thread), so the memory plan has no workspace to count.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+SLAB_BYTES = 1 << 20  # an im2col slab's size: a block holds as many images as fit, at least 1
+
+_blas: dict = {}
+_blas_lock = threading.Lock()
+
+
+def _blas_controller():
+    """threadpoolctl's controller of the BLAS libraries loaded in this process, or None."""
+    if "controller" not in _blas:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _blas["controller"] = None
+        else:
+            controller = ThreadpoolController().select(user_api="blas")
+            _blas["controller"] = controller if controller.lib_controllers else None
+        _blas["users"] = 0
+    return _blas["controller"]
+
+
+def available() -> bool:
+    """Can the BLAS be held to one thread here (threadpoolctl present, a BLAS it knows)?"""
+    return _blas_controller() is not None
+
+
+class _OneBlasThread:
+    """The BLAS on one thread while any caller is inside; the first one in saves its setting,
+    the last one out restores it (so that two sessions running at once do not undo each
+    other's setting)."""
+
+    def __enter__(self):
+        with _blas_lock:
+            if _blas["users"] == 0:
+                _blas["limiter"] = _blas["controller"].limit(limits=1)
+            _blas["users"] += 1
+
+    def __exit__(self, *exc):
+        with _blas_lock:
+            _blas["users"] -= 1
+            if _blas["users"] == 0:
+                _blas.pop("limiter").restore_original_limits()
+
+
+def images_per_block(n: int, row_bytes: int) -> int:
+    """How many images of `row_bytes` of slab each make a block of at most SLAB_BYTES."""
+    return max(1, min(n, SLAB_BYTES // max(row_bytes, 1)))
+
+
+def _blocks(lo: int, hi: int, size: int):
+    for start in range(lo, hi, size):
+        yield start, min(start + size, hi)
+
+
+def conv2d(kernels, parts, x, w, top_left, strides, dilations, out_hw):
+    """x [N, H, W, C] (C-contiguous) cross-correlated with w [kh, kw, C, O]."""
+    kh, kw, c, o = w.shape
+    out = np.empty((x.shape[0], *out_hw, o), x.dtype)
+    w2 = w.reshape(-1, o)
+    k = kh * kw * c
+    block = images_per_block(x.shape[0], out_hw[0] * out_hw[1] * k * x.itemsize)
+
+    def run(lo, hi):
+        slab = np.empty((block, *out_hw, kh, kw, c), x.dtype)
+        for start, end in _blocks(lo, hi, block):
+            part = slab[:end - start]
+            kernels.im2col(x[start:end], *top_left, strides, dilations, part)
+            np.matmul(part.reshape(-1, k), w2, out=out[start:end].reshape(-1, o))
+
+    with _OneBlasThread():
+        parts(run, x.shape[0], out.size * k)
+    return out
+
+
+def conv2d_backprop_input(kernels, parts, input_shape, w, dy, top_left, strides, dilations):
+    """The gradient of conv2d with respect to its input, of `input_shape`, given dy."""
+    kh, kw, c, o = w.shape
+    dx = np.zeros(input_shape, dy.dtype)
+    w2t = w.reshape(-1, o).T
+    out_hw = dy.shape[1:3]
+    block = images_per_block(dy.shape[0], out_hw[0] * out_hw[1] * kh * kw * c * dy.itemsize)
+
+    def run(lo, hi):
+        slab = np.empty((block, *out_hw, kh, kw, c), dy.dtype)
+        for start, end in _blocks(lo, hi, block):
+            part = slab[:end - start]
+            np.matmul(dy[start:end].reshape(-1, o), w2t, out=part.reshape(-1, kh * kw * c))
+            kernels.col2im(part, *top_left, strides, dilations, dx[start:end])
+
+    with _OneBlasThread():
+        parts(run, dy.shape[0], dy.size * kh * kw * c)
+    return dx
+
+
+def conv2d_backprop_filter(kernels, parts, x, filter_shape, dy, top_left, strides,
+                           dilations):
+    """The gradient of conv2d with respect to its filter, of `filter_shape`, given dy."""
+    kh, kw, c, o = filter_shape
+    k = kh * kw * c
+    out_hw = dy.shape[1:3]
+    block = images_per_block(x.shape[0], out_hw[0] * out_hw[1] * k * x.itemsize)
+    sums = {}  # the first image of each thread's part: that thread's sum
+
+    def run(lo, hi):
+        slab = np.empty((block, *out_hw, kh, kw, c), x.dtype)
+        total, product = np.zeros((k, o), x.dtype), np.empty((k, o), x.dtype)
+        for start, end in _blocks(lo, hi, block):
+            part = slab[:end - start]
+            kernels.im2col(x[start:end], *top_left, strides, dilations, part)
+            np.matmul(part.reshape(-1, k).T, dy[start:end].reshape(-1, o), out=product)
+            total += product
+        sums[lo] = total
+
+    with _OneBlasThread():
+        parts(run, x.shape[0], dy.size * k)
+    totals = [sums[lo] for lo in sorted(sums)]  # added in one order, whichever ends first
+    return sum(totals[1:], totals[0]).reshape(filter_shape)
