@@ -85,7 +85,7 @@ def _load():
     return _state.get("kernels")
 
 
-MIN_SPLIT = 1 << 15  # elements a call reads or writes, under which one thread does it all
+MIN_SPLIT = 1 << 18  # elements a call reads or writes, under which one thread does it all
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -100,11 +100,12 @@ def _pool() -> ThreadPoolExecutor:
     return _state["pool"]
 
 
-def _over_batch(run, n: int, size: int) -> None:
+def _over_batch(run, n: int, size: int, min_split: int | None = None) -> None:
     """run(lo, hi) for parts of range(n), one per thread, the first on this one; `size` is
-    the number of elements the call touches."""
+    the number of elements the call touches (or whatever `min_split`, MIN_SPLIT by default,
+    counts)."""
     threads = min(_state["threads"], n)
-    if threads < 2 or size < MIN_SPLIT:
+    if threads < 2 or size < (MIN_SPLIT if min_split is None else min_split):
         run(0, n)
         return
     bounds = [n * i // threads for i in range(threads + 1)]

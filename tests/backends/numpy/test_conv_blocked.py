@@ -69,9 +69,9 @@ def _hand_gradients(x, w, dy, strides, pads, dilations):
                      "blocks of 3, threads"])
 def blocks(request, monkeypatch):
     """Slabs sized for `images` images of each case, the batch split between threads when
-    MIN_SPLIT is 0."""
+    MIN_SPLIT_MACS is 0."""
     images, min_split = request.param
-    monkeypatch.setattr(conv_fast, "MIN_SPLIT", min_split)
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", min_split)
     return images
 
 
@@ -125,7 +125,7 @@ def test_float32_blocks_against_runtime_conv(shape, k, o, strides, padding, dila
 
 @needs_blocks
 def test_the_blas_threads_are_back_after_a_call(monkeypatch):
-    monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
     controller = conv_blocked._blas_controller()
     before = [lib["num_threads"] for lib in controller.info()]
     seen = []
