@@ -38,15 +38,20 @@ _blas_lock = threading.Lock()
 def _blas_controller():
     """threadpoolctl's controller of the BLAS libraries loaded in this process, or None."""
     if "controller" not in _blas:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:
-            _blas["controller"] = None
-        else:
-            controller = ThreadpoolController().select(user_api="blas")
-            _blas["controller"] = controller if controller.lib_controllers else None
-        _blas["users"] = 0
+        with _blas_lock:
+            if "controller" not in _blas:
+                _blas["users"] = 0
+                _blas["controller"] = _find_blas()
     return _blas["controller"]
+
+
+def _find_blas():
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    controller = ThreadpoolController().select(user_api="blas")
+    return controller if controller.lib_controllers else None
 
 
 def available() -> bool:
@@ -81,9 +86,10 @@ class _OneBlasThread:
 MIN_SPLIT_MACS = 1 << 22  # multiply-adds of a call under which one thread does it all
 
 
-def images_per_block(n: int, row_bytes: int) -> int:
-    """How many images of `row_bytes` of slab each make a block of at most SLAB_BYTES."""
-    return max(1, min(n, SLAB_BYTES // max(row_bytes, 1)))
+def images_per_block(n: int, image_bytes: int) -> int:
+    """How many of n images, each `image_bytes` of slab, make a block of at most SLAB_BYTES
+    (at least one)."""
+    return max(1, min(n, SLAB_BYTES // max(image_bytes, 1)))
 
 
 def _blocks(lo: int, hi: int, size: int):
