@@ -146,14 +146,22 @@ def conv2d_backprop_filter(kernels, parts, x, filter_shape, dy, top_left, stride
     block = images_per_block(x.shape[0], out_hw[0] * out_hw[1] * k * x.itemsize)
     sums = {}  # the first image of each thread's part: that thread's sum
 
+    # the product's order as runtime_conv.columns_t_dot's (per block, on one thread, both
+    # orders take the same time), so that a call of one block on one thread gives its result
+    transposed = k <= 128
+
     def run(lo, hi):
         slab = np.empty((block, *out_hw, kh, kw, c), x.dtype)
-        total, product = np.zeros((k, o), x.dtype), np.empty((k, o), x.dtype)
+        total = np.zeros((k, o), x.dtype)
+        product = np.empty((o, k) if transposed else (k, o), x.dtype)
         for start, end in _blocks(lo, hi, block):
             part = slab[:end - start]
             kernels.im2col(x[start:end], *top_left, strides, dilations, part)
-            np.matmul(part.reshape(-1, k).T, dy[start:end].reshape(-1, o), out=product)
-            total += product
+            cols, dy2d = part.reshape(-1, k), dy[start:end].reshape(-1, o)
+            if transposed:
+                total += np.matmul(dy2d.T, cols, out=product).T
+            else:
+                total += np.matmul(cols.T, dy2d, out=product)
         sums[lo] = total
 
     with _OneBlasThread():
