@@ -1,7 +1,10 @@
 """Convolution and pooling for the generated code (`rt.conv2d`...): runtime_conv's kernels,
 with their loops compiled by numba where the `[fast]` extra is installed.
 
-The matrix products stay NumPy's (OpenBLAS); numba does what NumPy does badly around them:
+The matrix products stay NumPy's (OpenBLAS); numba does what NumPy does badly around them.
+Where threadpoolctl can hold the BLAS to one thread, convolutions go to conv_blocked: the
+batch in blocks whose im2col slab stays in the cache, one product per block, on every core
+(see there); without it, the whole batch's im2col matrix and one product, as below.
 
 - im2col: the windows of the input, written once into one contiguous [N*OH*OW, kh*kw*C]
   matrix, padding included as zeros, without making a padded copy of the input first;
@@ -37,6 +40,7 @@ import numpy as np
 
 from ... import runtime_conv as ref
 from ...runtime_conv import resolve_pads
+from . import conv_blocked
 
 _state: dict = {}  # "kernels" (the module) or "why" (a str), once _load() has run; "pool"
 _loading = threading.Lock()
@@ -81,7 +85,7 @@ def _load():
     return _state.get("kernels")
 
 
-MIN_SPLIT = 1 << 15  # elements a call reads or writes, under which one thread does it all
+MIN_SPLIT = 1 << 18  # elements a call reads or writes, under which one thread does it all
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -96,11 +100,12 @@ def _pool() -> ThreadPoolExecutor:
     return _state["pool"]
 
 
-def _over_batch(run, n: int, size: int) -> None:
+def _over_batch(run, n: int, size: int, min_split: int | None = None) -> None:
     """run(lo, hi) for parts of range(n), one per thread, the first on this one; `size` is
-    the number of elements the call touches."""
+    the number of elements the call touches (or whatever `min_split`, MIN_SPLIT by default,
+    counts)."""
     threads = min(_state["threads"], n)
-    if threads < 2 or size < MIN_SPLIT:
+    if threads < 2 or size < (MIN_SPLIT if min_split is None else min_split):
         run(0, n)
         return
     bounds = [n * i // threads for i in range(threads + 1)]
@@ -141,6 +146,9 @@ def conv2d(x, w, strides, padding, dilations):
     out_hw = ref.output_hw(x.shape[1:3], w.shape[:2], strides, pads, dilations)
     if kernels is None or not _fits(x, w) or min(out_hw) < 1:
         return ref.conv2d(x, w, strides, padding, dilations)
+    if conv_blocked.available():
+        return conv_blocked.conv2d(kernels, _over_batch, _contiguous(x), w, _corner(pads),
+                                   tuple(strides), tuple(dilations), out_hw)
     cols = _columns(kernels, x, w.shape[:2], strides, pads, dilations, out_hw)
     out = np.empty((x.shape[0], *out_hw, w.shape[3]), x.dtype)
     np.matmul(cols, w.reshape(-1, w.shape[3]), out=out.reshape(-1, w.shape[3]))
@@ -154,6 +162,10 @@ def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
     if kernels is None or not _fits(w, dy) or 0 in input_shape:
         return ref.conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations)
     pads = resolve_pads(padding, input_shape[1:3], w.shape[:2], strides, dilations)
+    if conv_blocked.available():
+        return conv_blocked.conv2d_backprop_input(kernels, _over_batch, input_shape, w,
+                                                  _contiguous(dy), _corner(pads),
+                                                  tuple(strides), tuple(dilations))
     kh, kw, c, o = w.shape
     cols = np.empty((*dy.shape[:3], kh, kw, c), dy.dtype)
     np.matmul(dy.reshape(-1, o), w.reshape(-1, o).T, out=cols.reshape(-1, kh * kw * c))
@@ -171,6 +183,11 @@ def conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations):
     if kernels is None or not _fits(x, dy) or 0 in filter_shape:
         return ref.conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations)
     pads = resolve_pads(padding, x.shape[1:3], filter_shape[:2], strides, dilations)
+    if conv_blocked.available():
+        return conv_blocked.conv2d_backprop_filter(kernels, _over_batch, _contiguous(x),
+                                                   filter_shape, _contiguous(dy),
+                                                   _corner(pads), tuple(strides),
+                                                   tuple(dilations))
     cols = _columns(kernels, x, filter_shape[:2], strides, pads, dilations, dy.shape[1:3])
     return ref.columns_t_dot(cols, dy.reshape(-1, dy.shape[3])).reshape(filter_shape)
 

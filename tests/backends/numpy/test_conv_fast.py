@@ -2,9 +2,10 @@
 
 Each kernel is checked against runtime_conv's NumPy kernel (the same results: equal where
 the terms are summed in the same order, to float rounding where overlapping windows add them
-in another), against loops written out here by hand, with the batch split between threads,
-on NaN and -inf, and through a session and an export. Without numba the tests that need the
-loops skip; the fallback to runtime_conv is checked either way.
+in another or the filter gradient sums the batch in blocks), against loops written out here
+by hand, with the batch split between threads, on NaN and -inf, and through a session and an
+export. Without numba the tests that need the loops skip; the fallback to runtime_conv is
+checked either way.
 """
 
 import itertools
@@ -18,7 +19,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad import runtime_conv as ref
-from staticgrad.backends.numpy import conv_fast
+from staticgrad.backends.numpy import conv_blocked, conv_fast
 
 needs_loops = pytest.mark.skipif(not conv_fast.available(),
                                  reason=f"conv_fast's loops unavailable: {conv_fast.why_not()}")
@@ -58,10 +59,9 @@ def test_conv_matches_runtime_conv(shape, k, o, strides, padding, dilations, dty
     _close(conv_fast.conv2d_backprop_input(shape, w, dy, strides, padding, dilations),
            ref.conv2d_backprop_input(shape, w, dy, strides, padding, dilations), dtype,
            f"input gradient of {what}")
-    np.testing.assert_array_equal(
-        conv_fast.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dilations),
-        ref.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dilations),
-        err_msg=f"filter gradient of {what}")
+    _close(conv_fast.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dilations),
+           ref.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dilations), dtype,
+           f"filter gradient of {what}")  # conv_blocked sums over the batch in blocks
 
 
 @needs_loops
@@ -145,6 +145,7 @@ def test_nan_and_minus_inf_in_max_pooling():
 @needs_loops
 def test_the_batch_split_between_threads(monkeypatch):
     monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
     x, w = _arrays((5, 6, 6, 3), np.float32, (3, 3, 3, 4))
     pads = ref.resolve_pads("SAME", (6, 6), (3, 3), (1, 1))
     y = conv_fast.conv2d(x, w, (1, 1), pads, (1, 1))
@@ -230,6 +231,7 @@ def test_switched_off_by_the_environment():
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
 def test_a_forked_child_makes_its_own_threads(monkeypatch):
     monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
     x, w = _arrays((4, 5, 5, 2), np.float32, (3, 3, 2, 3))
     want = conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))  # the parent's pool exists now
     pid = os.fork()

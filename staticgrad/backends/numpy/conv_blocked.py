@@ -1,0 +1,170 @@
+"""Convolution in blocks of the batch: conv_fast's forward pass and both gradients as many
+small products, each on an im2col slab that stays in the cache, on every core at once.
+
+conv_fast's first lowering wrote the whole batch's im2col matrix (lenet's second layer:
+[25088, 800] float32, 80 MB) and handed it to one OpenBLAS product on OpenBLAS's own
+threads. Here each thread takes a part of the batch and walks it in blocks of images whose
+slab is at most SLAB_BYTES:
+
+- forward: im2col of the block into the slab, then slab @ W straight into the block's rows
+  of the output;
+- input gradient: dy_block @ W^T into the slab, then col2im from the slab into the block of
+  dx (the slab is read back while it is still in the cache);
+- filter gradient: im2col of the block, then slab^T @ dy_block added into the thread's own
+  [kh*kw*C, O] sum; the threads' sums are added at the end.
+
+The products run on the caller's threads with OpenBLAS (or whichever BLAS NumPy has) held
+to one thread of its own: two threads each calling a two-threaded OpenBLAS took 4-10x
+longer than one, and OpenBLAS's own two threads on one big product reached only 1.0-1.2x
+of one thread where two threads with one product each reach 1.6-1.8x (benchmarks/README.md,
+"Convolution"). Holding it needs threadpoolctl (part of the `[fast]` extra); without it
+conv_fast keeps the whole-batch lowering.
+
+Slabs are allocated per call (one per thread), so the memory plan has no workspace to count.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+SLAB_BYTES = 1 << 20  # an im2col slab's size: a block holds as many images as fit, at least 1
+
+_blas: dict = {}
+_blas_lock = threading.Lock()
+
+
+def _blas_controller():
+    """threadpoolctl's controller of the BLAS libraries loaded in this process, or None."""
+    if "controller" not in _blas:
+        with _blas_lock:
+            if "controller" not in _blas:
+                _blas["users"] = 0
+                _blas["controller"] = _find_blas()
+    return _blas["controller"]
+
+
+def _find_blas():
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    controller = ThreadpoolController().select(user_api="blas")
+    return controller if controller.lib_controllers else None
+
+
+def available() -> bool:
+    """Can the BLAS be held to one thread here (threadpoolctl present, a BLAS it knows)?"""
+    return _blas_controller() is not None
+
+
+class _OneBlasThread:
+    """The BLAS on one thread while any caller is inside; the first one in saves each
+    library's setting, the last one out restores it (so that two sessions running at once do
+    not undo each other's). Through each library's own controller: threadpoolctl's `limit()`
+    context cost about 20 us a call, this about 4."""
+
+    def __enter__(self):
+        with _blas_lock:
+            if _blas["users"] == 0:
+                libs = _blas["controller"].lib_controllers
+                _blas["saved"] = [lib.get_num_threads() for lib in libs]
+                for lib in libs:
+                    lib.set_num_threads(1)
+            _blas["users"] += 1
+
+    def __exit__(self, *exc):
+        with _blas_lock:
+            _blas["users"] -= 1
+            if _blas["users"] == 0:
+                for lib, threads in zip(_blas["controller"].lib_controllers,
+                                        _blas.pop("saved")):
+                    lib.set_num_threads(threads)
+
+
+MIN_SPLIT_MACS = 1 << 22  # multiply-adds of a call under which one thread does it all
+
+
+def images_per_block(n: int, image_bytes: int) -> int:
+    """How many of n images, each `image_bytes` of slab, make a block of at most SLAB_BYTES
+    (at least one)."""
+    return max(1, min(n, SLAB_BYTES // max(image_bytes, 1)))
+
+
+def _blocks(lo: int, hi: int, size: int):
+    for start in range(lo, hi, size):
+        yield start, min(start + size, hi)
+
+
+def conv2d(kernels, parts, x, w, top_left, strides, dilations, out_hw):
+    """x [N, H, W, C] (C-contiguous) cross-correlated with w [kh, kw, C, O]."""
+    kh, kw, c, o = w.shape
+    out = np.empty((x.shape[0], *out_hw, o), x.dtype)
+    w2 = w.reshape(-1, o)
+    k = kh * kw * c
+    block = images_per_block(x.shape[0], out_hw[0] * out_hw[1] * k * x.itemsize)
+
+    def run(lo, hi):
+        slab = np.empty((block, *out_hw, kh, kw, c), x.dtype)
+        for start, end in _blocks(lo, hi, block):
+            part = slab[:end - start]
+            kernels.im2col(x[start:end], *top_left, strides, dilations, part)
+            np.matmul(part.reshape(-1, k), w2, out=out[start:end].reshape(-1, o))
+
+    with _OneBlasThread():
+        parts(run, x.shape[0], out.size * k, MIN_SPLIT_MACS)
+    return out
+
+
+def conv2d_backprop_input(kernels, parts, input_shape, w, dy, top_left, strides, dilations):
+    """The gradient of conv2d with respect to its input, of `input_shape`, given dy."""
+    kh, kw, c, o = w.shape
+    dx = np.zeros(input_shape, dy.dtype)
+    w2t = w.reshape(-1, o).T
+    out_hw = dy.shape[1:3]
+    block = images_per_block(dy.shape[0], out_hw[0] * out_hw[1] * kh * kw * c * dy.itemsize)
+
+    def run(lo, hi):
+        slab = np.empty((block, *out_hw, kh, kw, c), dy.dtype)
+        for start, end in _blocks(lo, hi, block):
+            part = slab[:end - start]
+            np.matmul(dy[start:end].reshape(-1, o), w2t, out=part.reshape(-1, kh * kw * c))
+            kernels.col2im(part, *top_left, strides, dilations, dx[start:end])
+
+    with _OneBlasThread():
+        parts(run, dy.shape[0], dy.size * kh * kw * c, MIN_SPLIT_MACS)
+    return dx
+
+
+def conv2d_backprop_filter(kernels, parts, x, filter_shape, dy, top_left, strides,
+                           dilations):
+    """The gradient of conv2d with respect to its filter, of `filter_shape`, given dy."""
+    kh, kw, c, o = filter_shape
+    k = kh * kw * c
+    out_hw = dy.shape[1:3]
+    block = images_per_block(x.shape[0], out_hw[0] * out_hw[1] * k * x.itemsize)
+    sums = {}  # the first image of each thread's part: that thread's sum
+
+    # the product's order as runtime_conv.columns_t_dot's (per block, on one thread, both
+    # orders take the same time), so that a call of one block on one thread gives its result
+    transposed = k <= 128
+
+    def run(lo, hi):
+        slab = np.empty((block, *out_hw, kh, kw, c), x.dtype)
+        total = np.zeros((k, o), x.dtype)
+        product = np.empty((o, k) if transposed else (k, o), x.dtype)
+        for start, end in _blocks(lo, hi, block):
+            part = slab[:end - start]
+            kernels.im2col(x[start:end], *top_left, strides, dilations, part)
+            cols, dy2d = part.reshape(-1, k), dy[start:end].reshape(-1, o)
+            if transposed:
+                total += np.matmul(dy2d.T, cols, out=product).T
+            else:
+                total += np.matmul(cols.T, dy2d, out=product)
+        sums[lo] = total
+
+    with _OneBlasThread():
+        parts(run, x.shape[0], dy.size * k, MIN_SPLIT_MACS)
+    totals = [sums[lo] for lo in sorted(sums)]  # added in one order, whichever ends first
+    return sum(totals[1:], totals[0]).reshape(filter_shape)

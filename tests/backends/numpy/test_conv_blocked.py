@@ -1,0 +1,162 @@
+"""conv_blocked: convolution and its gradients in blocks of the batch, on threads, each block's
+product with the BLAS on one thread.
+
+Checked against the definition written out here (a sum over each window, and its two
+adjoints by the chain rule done by hand) and against runtime_conv, with slabs small enough
+that blocks hold 1, 2 or 3 images and do not divide the batch (nor the threads' parts), the
+batch split between threads or not, stride 1 and 2, SAME, VALID and explicit padding,
+dilation, 1 and many channels, batch 1. Then: the BLAS's thread count is back to what it was
+after a call, and without threadpoolctl conv_fast keeps its whole-batch lowering.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from staticgrad import runtime_conv as ref
+from staticgrad.backends.numpy import conv_blocked, conv_fast
+
+needs_blocks = pytest.mark.skipif(
+    not (conv_fast.available() and conv_blocked.available()),
+    reason="needs numba's loops and threadpoolctl with a BLAS it knows")
+
+CASES = [  # (input shape, kernel, out channels, strides, padding, dilations)
+    ((5, 7, 6, 1), 3, 4, (1, 1), "SAME", (1, 1)),
+    ((5, 7, 6, 3), 3, 2, (2, 2), "SAME", (1, 1)),
+    ((4, 8, 8, 2), 5, 3, (1, 1), "VALID", (1, 1)),
+    ((3, 9, 7, 4), 3, 5, (2, 1), "VALID", (1, 1)),
+    ((1, 6, 6, 3), 3, 2, (1, 1), "SAME", (1, 1)),
+    ((7, 6, 7, 2), 2, 3, (2, 2), ((1, 0), (0, 1)), (1, 1)),
+    ((4, 9, 9, 2), 3, 3, (1, 1), "SAME", (2, 2)),
+]
+
+
+def _arrays(seed, *shapes, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(dtype) for s in shapes]
+
+
+def _hand_conv(x, w, strides, pads, dilations):
+    """The definition: every output is the sum over its window of x times w."""
+    (kh, kw, _, o), (sh, sw), (dh, dw) = w.shape, strides, dilations
+    xp = np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)))
+    oh = (xp.shape[1] - (kh - 1) * dh - 1) // sh + 1
+    ow = (xp.shape[2] - (kw - 1) * dw - 1) // sw + 1
+    out = np.zeros((x.shape[0], oh, ow, o))
+    for p, q in itertools.product(range(oh), range(ow)):
+        window = xp[:, p * sh:p * sh + (kh - 1) * dh + 1:dh, q * sw:q * sw + (kw - 1) * dw + 1:dw]
+        out[:, p, q] = np.einsum("bijc,ijco->bo", window, w)
+    return out
+
+
+def _hand_gradients(x, w, dy, strides, pads, dilations):
+    """d<dy, conv(x, w)>/dx and /dw: the sum is linear in each, so each element of a gradient
+    is the sum with a unit array in place of x (or w)."""
+    def unit(shape, i):
+        e = np.zeros(int(np.prod(shape)))
+        e[i] = 1
+        return e.reshape(shape)
+    dx = [np.sum(dy * _hand_conv(unit(x.shape, i), w, strides, pads, dilations))
+          for i in range(x.size)]
+    dw = [np.sum(dy * _hand_conv(x, unit(w.shape, i), strides, pads, dilations))
+          for i in range(w.size)]
+    return np.reshape(dx, x.shape), np.reshape(dw, w.shape)
+
+
+@pytest.fixture(params=[(1, 0), (2, 0), (3, 1 << 30), (3, 0)],
+                ids=["blocks of 1, threads", "blocks of 2, threads", "blocks of 3, one thread",
+                     "blocks of 3, threads"])
+def blocks(request, monkeypatch):
+    """Slabs sized for `images` images of each case, the batch split between threads when
+    MIN_SPLIT_MACS is 0."""
+    images, min_split = request.param
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", min_split)
+    return images
+
+
+def _slab_for(monkeypatch, images, shape, k, c, strides, padding, dilations, itemsize):
+    pads = ref.resolve_pads(padding, shape[1:3], (k, k), strides, dilations)
+    oh, ow = ref.output_hw(shape[1:3], (k, k), strides, pads, dilations)
+    monkeypatch.setattr(conv_blocked, "SLAB_BYTES", images * oh * ow * k * k * c * itemsize)
+    return pads
+
+
+@needs_blocks
+@pytest.mark.parametrize("shape,k,o,strides,padding,dilations", CASES)
+def test_blocks_against_the_definition(shape, k, o, strides, padding, dilations, blocks,
+                                       monkeypatch):
+    x, w = _arrays(0, shape, (k, k, shape[3], o))
+    pads = _slab_for(monkeypatch, blocks, shape, k, shape[3], strides, padding, dilations, 8)
+    what = f"x{shape} w{w.shape} strides {strides} {padding} dilations {dilations}"
+    y = conv_fast.conv2d(x, w, strides, padding, dilations)
+    np.testing.assert_allclose(y, _hand_conv(x, w, strides, pads, dilations), rtol=1e-12,
+                               atol=1e-12, err_msg=what)
+    (dy,) = _arrays(1, y.shape)
+    want_dx, want_dw = _hand_gradients(x, w, dy, strides, pads, dilations)
+    np.testing.assert_allclose(
+        conv_fast.conv2d_backprop_input(shape, w, dy, strides, padding, dilations), want_dx,
+        rtol=1e-11, atol=1e-12, err_msg=f"input gradient of {what}")
+    np.testing.assert_allclose(
+        conv_fast.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dilations),
+        want_dw, rtol=1e-11, atol=1e-12, err_msg=f"filter gradient of {what}")
+
+
+@needs_blocks
+@pytest.mark.parametrize("shape,k,o,strides,padding,dilations", CASES)
+def test_float32_blocks_against_runtime_conv(shape, k, o, strides, padding, dilations,
+                                             blocks, monkeypatch):
+    x, w = _arrays(2, shape, (k, k, shape[3], o), dtype=np.float32)
+    _slab_for(monkeypatch, blocks, shape, k, shape[3], strides, padding, dilations, 4)
+    what = f"float32 x{shape} w{w.shape} strides {strides} {padding}"
+    y = conv_fast.conv2d(x, w, strides, padding, dilations)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, ref.conv2d(x, w, strides, padding, dilations), rtol=1e-5,
+                               atol=1e-5, err_msg=what)
+    (dy,) = _arrays(3, y.shape, dtype=np.float32)
+    for got, want in [
+            (conv_fast.conv2d_backprop_input(shape, w, dy, strides, padding, dilations),
+             ref.conv2d_backprop_input(shape, w, dy, strides, padding, dilations)),
+            (conv_fast.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dilations),
+             ref.conv2d_backprop_filter(x, w.shape, dy, strides, padding, dilations))]:
+        assert got.dtype == np.float32 and got.shape == want.shape, what
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=what)
+
+
+@needs_blocks
+def test_the_blas_threads_are_back_after_a_call(monkeypatch):
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
+    controller = conv_blocked._blas_controller()
+    before = [lib["num_threads"] for lib in controller.info()]
+    seen = []
+    im2col = conv_fast._load().im2col
+
+    def spy(*args):  # what the BLAS is set to while the blocks run
+        seen.append([lib["num_threads"] for lib in controller.info()])
+        return im2col(*args)
+
+    monkeypatch.setattr(conv_fast._load(), "im2col", spy)
+    x, w = _arrays(4, (4, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    assert seen and all(threads == [1] * len(before) for threads in seen)
+    assert [lib["num_threads"] for lib in controller.info()] == before
+
+
+def test_without_threadpoolctl_conv_fast_keeps_one_product(monkeypatch):
+    monkeypatch.setattr(conv_blocked, "_blas", {"controller": None, "users": 0})
+    assert not conv_blocked.available()
+    x, w = _arrays(5, (3, 6, 5, 2), (3, 3, 2, 4), dtype=np.float32)
+    y = conv_fast.conv2d(x, w, (2, 1), "SAME", (1, 1))
+    np.testing.assert_allclose(y, ref.conv2d(x, w, (2, 1), "SAME", (1, 1)), rtol=1e-5,
+                               atol=1e-5)
+    (dy,) = _arrays(6, y.shape, dtype=np.float32)
+    np.testing.assert_allclose(conv_fast.conv2d_backprop_filter(x, w.shape, dy, (2, 1), "SAME",
+                                                                (1, 1)),
+                               ref.conv2d_backprop_filter(x, w.shape, dy, (2, 1), "SAME",
+                                                          (1, 1)), rtol=1e-4, atol=1e-4)
+
+
+def test_images_per_block():
+    assert conv_blocked.images_per_block(128, conv_blocked.SLAB_BYTES // 3) == 3
+    assert conv_blocked.images_per_block(128, 10 * conv_blocked.SLAB_BYTES) == 1
+    assert conv_blocked.images_per_block(2, 16) == 2
