@@ -76,7 +76,7 @@ def pass_names() -> tuple:
 class CompileOptions:
     """How a session compiles: which passes of `pipeline(backend)` to skip, whether to check the IR
     after each pass (slower; for tests and for debugging a pass), and whether float32 fused
-    groups may compute exp, log, tanh and sigmoid with runtime_fast (glibc's vector math
+    groups may compute exp, log, log1p, tanh and sigmoid with runtime_fast (glibc's vector math
     through numba, the `[fast]` extra; used only where it is installed and works)."""
 
     disable: frozenset = frozenset()
@@ -163,8 +163,7 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
     locks = {} if locks is None else locks
     options = options or DEFAULT_OPTIONS
     backend = get_backend(backend)
-    if options.fetch_device:
-        backend = backend.fetching_on_device()
+    backend = backend.configured(options)
     with paused_gc():
         ops = prune(fetches, set(feeds))
         spec = specialize(ops, dict(zip(feeds, feed_sig)))

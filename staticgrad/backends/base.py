@@ -58,6 +58,12 @@ class Backend:
         """A session closed (its values are gone already): give back what the backend keeps
         for reuse beyond them, e.g. the device memory a GPU library's pool holds."""
 
+    def configured(self, options) -> Backend:
+        """This backend as a plan compiled with `options` (a CompileOptions) sees it: with
+        `fetch_device`, fetching on the device. A backend whose own passes depend on an
+        option returns a backend set for it."""
+        return self.fetching_on_device() if options.fetch_device else self
+
     def fetching_on_device(self) -> Backend:
         """This backend, its plans handing fetches back in the device's memory rather than
         on the host (make_callable(..., fetch_device=True)); one of host memory: itself."""

@@ -18,6 +18,7 @@ reuse of buffers of at least memory.MIN_BYTES, one-element chains on NumPy scala
 
 from __future__ import annotations
 
+import functools
 import linecache
 
 import numpy as np
@@ -41,6 +42,12 @@ class NumpyBackend(Backend):
         ("expand", expand_composites),  # log1p of a large array -> its steps
     )
     fuse_policy = FUSE
+
+    def configured(self, options) -> Backend:
+        """Without vector math (CompileOptions(vector_math=False): an export, the NumPy-only
+        path), a float32 log1p is expanded into its NumPy steps too, none left for
+        runtime_fast's log1p (expand.py)."""
+        return self if options.vector_math else _WITHOUT_VECTOR_MATH
 
     @property
     def late_passes(self) -> tuple:
@@ -73,3 +80,10 @@ class NumpyBackend(Backend):
 
 
 BACKEND = NumpyBackend()
+
+
+class _WithoutVectorMath(NumpyBackend):
+    early_passes = (("expand", functools.partial(expand_composites, vector_math=False)),)
+
+
+_WITHOUT_VECTOR_MATH = _WithoutVectorMath()

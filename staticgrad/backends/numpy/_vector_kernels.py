@@ -1,7 +1,7 @@
 """The numba kernels of runtime_fast (imported by it once libmvec is loaded; see there why).
 
 Each loop runs over a 1-D float32 block eight elements at a time, each eight one call of
-glibc's 8-wide expf, logf or tanhf (`_ZGVdN8v_expf`...), written out as LLVM IR by a
+glibc's 8-wide expf, logf, log1pf or tanhf (`_ZGVdN8v_expf`...), written out as LLVM IR by a
 numba intrinsic: numba's own math calls are not ones LLVM can vectorize. Compiled once and
 cached on disk (numba's cache=True: __pycache__, or its user-wide cache where that is not
 writable).
@@ -59,10 +59,9 @@ def _vector_op(kind: str):
     return intrinsic(v8)
 
 
-exp8, log8, sigmoid8, tanh8 = (_vector_op(k) for k in ("exp", "log", "sigmoid", "tanh"))
-# (not used by runtime_fast yet: benchmarks/bench_fused_backends.py's one-pass W3 calls it)
-log1p8 = _vector_op("log1p")
-EXP, LOG, SIGMOID, TANH = range(4)  # `kind`, the last argument of apply
+exp8, log8, log1p8, sigmoid8, tanh8 = (_vector_op(k)
+                                        for k in ("exp", "log", "log1p", "sigmoid", "tanh"))
+EXP, LOG, LOG1P, SIGMOID, TANH = range(5)  # `kind`, the last argument of apply
 
 
 @njit(inline="always")
@@ -71,14 +70,16 @@ def _eight(x, out, i, kind):
         exp8(x, out, i)
     elif kind == LOG:
         log8(x, out, i)
+    elif kind == LOG1P:
+        log1p8(x, out, i)
     elif kind == SIGMOID:
         sigmoid8(x, out, i)
     else:
         tanh8(x, out, i)
 
 
-# one loop for the four functions, its kind a number: each function's own loop would be the
-# same lines four times (a loop made by a factory is a closure, which numba cannot cache)
+# one loop for the five functions, its kind a number: each function's own loop would be the
+# same lines five times (a loop made by a factory is a closure, which numba cannot cache)
 @njit(_LOOP, **_OPTIONS)
 def apply(x, out, kind):
     """out = f(x), f the function `kind` names, eight elements at a time; the last few go
@@ -122,4 +123,15 @@ def no_nan(x):
     ok = True
     for i in range(x.shape[0]):
         ok &= x[i] == x[i]
+    return ok
+
+
+@njit(_CHECK, **_OPTIONS)
+def log1p_in_domain(x):
+    """Every element above -1, finite, and zero or normal (not NaN): where NumPy's log1p (and
+    rt.log1p's steps) report nothing."""
+    ok = True
+    for i in range(x.shape[0]):
+        v = x[i]
+        ok &= (v > -1) & (v <= BIG) & ((abs(v) >= TINY) | (v == 0))
     return ok

@@ -10,7 +10,10 @@ v <= -1. The gradient of log1p(v) divides by the same 1 + v, which is then compu
 both. (With w, v = -1 and v = +inf give -inf and +inf: see `rt.log1p`.)
 
 Only values of at least `policy.FUSE.min_elements` floats are expanded: those are the ones
-fused; on small arrays one helper call costs less than seven lines, and reads better.
+fused; on small arrays one helper call costs less than seven lines, and reads better. Nor is
+a float32 log1p where a fused group computes it with runtime_fast (the [fast] extra's
+libmvec log1pf, in one pass and more accurate: `fast.py`), when the plan may use it
+(`CompileOptions.vector_math`, which the backend passes as `vector_math`).
 """
 
 from __future__ import annotations
@@ -20,16 +23,20 @@ import numpy as np
 from ...ir import Node, Program, constant_value, make_node, walk
 from ...ops.table import get_opdef
 from ...passes.rewrite import rewrite, same_type
+from . import fast
 from .policy import FUSE
 
 
-def expand_composites(program: Program) -> Program:
+def expand_composites(program: Program, vector_math: bool = True) -> Program:
     if not any([n.type == "Log1p" for n in walk(program)]):
         return program  # nothing to expand: no walk
+    vector = vector_math and fast.available()
 
     def visit(node):
         if node.type != "Log1p" or node.controls or not FUSE.large(node.outputs[0]):
             return node  # (Log1p's shape rule takes floats only)
+        if vector and node.outputs[0].dtype.name == "float32":
+            return node  # fast.log1p, in its fused group
         return _log1p(node)
     return rewrite(program, visit)
 

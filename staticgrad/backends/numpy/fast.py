@@ -1,23 +1,27 @@
-"""Vector exp, log, tanh and sigmoid for fused float32 blocks: glibc's libmvec, from numba.
+"""Vector exp, log, log1p, tanh and sigmoid for fused float32 blocks: glibc's libmvec, from
+numba.
 
 NumPy's float32 exp, log and tanh take 1.3, 1.7 and 2.7 ns an element on this project's
-machine (AVX2), sigmoid's four NumPy passes 1.8. glibc ships 8-wide versions of expf, logf
-and tanhf in libmvec (`_ZGVdN8v_expf`...); the loops of _vector_kernels.py, compiled by
-numba (the `[fast]` extra), call them eight elements at a time: 0.5-0.6 ns an element (tanh
-1.0, sigmoid 0.6). W3 of the benchmark suite: benchmarks/README.md.
+machine (AVX2), sigmoid's four NumPy passes 1.8, rt.log1p's seven steps about twice
+libmvec's log1pf. glibc ships 8-wide versions of expf, logf, log1pf and tanhf in libmvec
+(`_ZGVdN8v_expf`...); the loops of _vector_kernels.py, compiled by numba (the `[fast]`
+extra), call them eight elements at a time: 0.5-0.6 ns an element (tanh 1.0, sigmoid 0.6).
+W3 of the benchmark suite: benchmarks/README.md.
 
 What stays as NumPy has it:
 - **Errors and warnings.** A block is computed here only where NumPy would report nothing
   and produce no NaN, checked first in a loop of its own (0.09 ns an element): exp of x in
   [-87, 88], zero or normal (NumPy's SIMD exp reports underflow for subnormal x), log of a
-  normal positive finite x, tanh and sigmoid (`rt.sigmoid`'s 1 / (1 + exp(-x)), whose
-  overflow to 0 is expected and not reported) of anything but NaN. Otherwise NumPy's ufunc
-  computes the block, so warnings, `np.errstate` and special values (NaN payloads and
-  signs, signalling NaNs) are NumPy's own.
+  normal positive finite x, log1p of a finite x above -1, zero or normal, tanh and sigmoid
+  (`rt.sigmoid`'s 1 / (1 + exp(-x)), whose overflow to 0 is expected and not reported) of
+  anything but NaN. Otherwise NumPy's ufunc (log1p: `rt.log1p`'s NumPy steps) computes the
+  block, so warnings, `np.errstate` and special values (NaN payloads and signs, signalling
+  NaNs) are NumPy's own.
 - **Accuracy.** Against a long-double reference on a million or more float32 values (the
-  tests): expf 2.5 ulp at worst (NumPy's 2.5), logf 3.7 (3.0), tanhf 1.0 (1.4), sigmoid
-  3.5 (3.4). A result may differ from NumPy's in the last bits. float64 is left to NumPy:
-  libmvec's double functions are less accurate than NumPy's (3 ulp against 0.5).
+  tests): expf 2.5 ulp at worst (NumPy's 2.5), logf 3.7 (3.0), log1pf 1.8 (rt.log1p's
+  3.2), tanhf 1.0 (1.4), sigmoid 3.5 (3.4). A result may differ from NumPy's in the last
+  bits. float64 is left to NumPy: libmvec's double functions are less accurate than NumPy's
+  (3 ulp against 0.5).
 
 Used only where all of this holds, checked once (`available()`, `why_not()`): numba
 imports, with its JIT on and compiling for this CPU (no NUMBA_DISABLE_JIT, NUMBA_CPU_NAME or
@@ -42,13 +46,14 @@ import threading
 import numpy as np
 
 from ..._namespace import missing_name, public_dir
+from ...runtime import log1p as _numpy_log1p
 from ...runtime import sigmoid as _numpy_sigmoid
 
 _state: dict = {}  # "kernels" (a dict) or "why" (a str), once _load() has run
 _loading = threading.Lock()
 
 # (sg.runtime_fast: a namespace of its own; see staticgrad/_namespace.py)
-__all__ = ["available", "why_not", "exp", "log", "tanh", "sigmoid"]
+__all__ = ["available", "why_not", "exp", "log", "log1p", "tanh", "sigmoid"]
 __dir__ = public_dir(globals())
 __getattr__ = missing_name("staticgrad.runtime_fast", None, globals())
 
@@ -65,7 +70,8 @@ def why_not() -> str | None:
 
 
 # each function's NumPy form: what computes a block the kernels do not take
-_NUMPY = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": _numpy_sigmoid}
+_NUMPY = {"exp": np.exp, "log": np.log, "log1p": _numpy_log1p, "tanh": np.tanh,
+          "sigmoid": _numpy_sigmoid}
 
 
 def exp(x, out):
@@ -76,6 +82,11 @@ def exp(x, out):
 def log(x, out):
     """np.log(x, out=out)."""
     return _call("log", x, out)
+
+
+def log1p(x, out):
+    """rt.log1p(x, out=out): log(1 + x), accurate for small |x|."""
+    return _call("log1p", x, out)
 
 
 def tanh(x, out):
@@ -168,6 +179,7 @@ def _compile() -> dict:
         from . import _vector_kernels as k
 
         kernels = {"exp": (k.exp_in_range, k.EXP), "log": (k.log_in_domain, k.LOG),
+                   "log1p": (k.log1p_in_domain, k.LOG1P),
                    "sigmoid": (k.no_nan, k.SIGMOID), "tanh": (k.no_nan, k.TANH),
                    "apply": k.apply}
         _known_answers(kernels)
@@ -186,7 +198,7 @@ def _known_answers(kernels) -> None:
     last guard against a build whose calls into libmvec do not work as they should."""
     x = np.linspace(-3.0, 3.0, 27, dtype=np.float32)
     for name, numpy_fn in _NUMPY.items():
-        arg = np.abs(x) + np.float32(0.5) if name == "log" else x
+        arg = np.abs(x) + np.float32(0.5) if name in ("log", "log1p") else x
         got = np.empty_like(arg)
         kernels["apply"](arg, got, kernels[name][1])
         want = numpy_fn(arg)

@@ -77,7 +77,7 @@ READS_AFTER_OUT: dict[str, tuple] = {
     "SigmoidGrad": (0, 1),  # dy * (y * (1 - y)): 1 - y in out, then y and dy read
 }
 
-VECTOR = {"Exp": "exp", "Log": "log", "Tanh": "tanh", "Sigmoid": "sigmoid"}
+VECTOR = {"Exp": "exp", "Log": "log", "Log1p": "log1p", "Tanh": "tanh", "Sigmoid": "sigmoid"}
 
 # ReluGrad's g * (y > 0) multiplies g by a bool array; TanhGrad's and SigmoidGrad's y goes
 # through NumPy alone (np.square(0.5) is a float64)

@@ -42,8 +42,8 @@ _TRANSFER = get_opdef("Transfer")  # (its comment says which way it moves its va
 
 def render(program: Program, title: str = "", vector_math: bool = True) -> Rendered:
     """Render `program` as a module whose `run(feeds...)` returns its fetches; with
-    `vector_math`, float32 fused groups call runtime_fast's functions (exp, log, tanh,
-    sigmoid) where that works here (the module then uses the global `fast`)."""
+    `vector_math`, float32 fused groups call runtime_fast's functions (exp, log, log1p,
+    tanh, sigmoid) where that works here (the module then uses the global `fast`)."""
     return _NumpyWalk(program, vector_math).render(title)
 
 

@@ -31,6 +31,7 @@ needs_kernels = pytest.mark.skipif(not runtime_fast.available(),
 KERNELS = {  # name: (fast function, NumPy's, long-double reference)
     "exp": (runtime_fast.exp, np.exp, np.exp),
     "log": (runtime_fast.log, np.log, np.log),
+    "log1p": (runtime_fast.log1p, runtime.log1p, np.log1p),
     "sigmoid": (runtime_fast.sigmoid, runtime.sigmoid,
                 lambda x: 1 / (1 + np.exp(-x))),
     "tanh": (runtime_fast.tanh, np.tanh, np.tanh),
@@ -41,6 +42,10 @@ def _inputs(name, n=1_000_003, seed=0):
     rng = np.random.default_rng(seed)
     if name == "log":
         return np.exp(rng.uniform(-80, 80, n)).astype(np.float32)
+    if name == "log1p":  # above -1: near it, near 0 (where log1p earns its keep), and large
+        return np.concatenate([rng.uniform(-0.999, 3, n // 3), rng.standard_normal(n // 3)
+                               * 1e-3, np.expm1(rng.uniform(0, 80, n - 2 * (n // 3)))]
+                              ).astype(np.float32)
     return np.concatenate([rng.uniform(-87, 88, n // 2),
                            rng.standard_normal(n - n // 2)]).astype(np.float32)
 
@@ -113,6 +118,8 @@ PAYLOAD_NAN = np.array([0x7FC12345], np.uint32).view(np.float32)[0]
                                        ("exp", np.inf), ("exp", 1e-40), ("exp", -1e-45),
                                        ("log", 0.0), ("log", -1.0), ("log", np.nan),
                                        ("log", np.inf), ("log", 1e-40), ("exp", SNAN),
+                                       ("log1p", -1.0), ("log1p", -2.0), ("log1p", np.nan),
+                                       ("log1p", np.inf), ("log1p", 1e-40),
                                        ("sigmoid", SNAN), ("sigmoid", PAYLOAD_NAN),
                                        ("sigmoid", -np.nan), ("tanh", SNAN),
                                        ("tanh", PAYLOAD_NAN)])
@@ -256,9 +263,12 @@ def test_large_float32_fused_groups_use_the_kernels_and_agree_with_numpy():
     fast = sg.Session(graph=g)
     plain = sg.Session(graph=g, options=CompileOptions(vector_math=False))
     source = fast.source(fetches, {x: xv})
-    assert all(f"fast.{f}(" in source for f in ("exp", "log", "sigmoid", "tanh"))
+    assert all(f"fast.{f}(" in source for f in ("exp", "log1p", "sigmoid", "tanh"))
     assert "fast (staticgrad.runtime_fast" in source  # named in the module's docstring
-    assert "= fast." not in plain.source(fetches, {x: xv})
+    plain_source = plain.source(fetches, {x: xv})
+    assert "= fast." not in plain_source
+    # without vector math, log1p is its NumPy steps (expand.py), log among them
+    assert "Log1p_u = np.add(" in plain_source and "np.log(" in plain_source
     (y1, g1), (y0, g0) = fast.run(fetches, {x: xv}), plain.run(fetches, {x: xv})
     np.testing.assert_allclose(y1, y0, rtol=1e-6)
     np.testing.assert_allclose(g1, g0, rtol=2e-6, atol=1e-6)
