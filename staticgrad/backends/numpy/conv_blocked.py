@@ -59,6 +59,19 @@ def available() -> bool:
     return _blas_controller() is not None
 
 
+def _set_threads(lib, threads) -> None:
+    """lib.set_num_threads(threads), on whichever thread calls it. threadpoolctl's own (3.8
+    here) lets only one Python thread set a pthreads OpenBLAS's threads, the first that did,
+    for as long as it lives, and does nothing on any other: a call on another thread ran its
+    products on every OpenBLAS thread, a second session's last one out could not restore the
+    count (OpenBLAS then stayed on one thread for good), and a call that went first on a
+    thread that lives on made the user's own threadpool_limits on every other thread do
+    nothing. So the setter behind that guard (private to threadpoolctl; versions without the
+    guard have none, and their set_num_threads acts on any thread); the counting in
+    _OneBlasThread keeps staticgrad's own threads from undoing each other's setting."""
+    getattr(lib, "_real_set_num_threads", lib.set_num_threads)(threads)
+
+
 class _OneBlasThread:
     """The BLAS on one thread while any caller is inside; the first one in saves each
     library's setting, the last one out restores it (so that two sessions running at once do
@@ -71,7 +84,7 @@ class _OneBlasThread:
                 libs = _blas["controller"].lib_controllers
                 _blas["saved"] = [lib.get_num_threads() for lib in libs]
                 for lib in libs:
-                    lib.set_num_threads(1)
+                    _set_threads(lib, 1)
             _blas["users"] += 1
 
     def __exit__(self, *exc):
@@ -80,7 +93,7 @@ class _OneBlasThread:
             if _blas["users"] == 0:
                 for lib, threads in zip(_blas["controller"].lib_controllers,
                                         _blas.pop("saved")):
-                    lib.set_num_threads(threads)
+                    _set_threads(lib, threads)
 
 
 MIN_SPLIT_MACS = 1 << 22  # multiply-adds of a call under which one thread does it all

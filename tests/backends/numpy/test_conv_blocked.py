@@ -10,6 +10,7 @@ after a call, and without threadpoolctl conv_fast keeps its whole-batch lowering
 """
 
 import itertools
+import threading
 
 import numpy as np
 import pytest
@@ -160,3 +161,96 @@ def test_images_per_block():
     assert conv_blocked.images_per_block(128, conv_blocked.SLAB_BYTES // 3) == 3
     assert conv_blocked.images_per_block(128, 10 * conv_blocked.SLAB_BYTES) == 1
     assert conv_blocked.images_per_block(2, 16) == 2
+
+
+def _blas_threads():
+    return [lib.get_num_threads() for lib in conv_blocked._blas_controller().lib_controllers]
+
+
+def _spy_on_im2col(monkeypatch, before_each):
+    """conv_fast's im2col, with before_each() called first (on whichever thread runs it)."""
+    kernels = conv_fast._load()
+    im2col = kernels.im2col
+
+    def spy(*args):
+        before_each()
+        return im2col(*args)
+
+    monkeypatch.setattr(kernels, "im2col", spy)
+
+
+@needs_blocks
+def test_a_call_on_another_thread_holds_the_blas_to_one_thread(monkeypatch):
+    """threadpoolctl lets one Python thread set a pthreads OpenBLAS's threads, the first that
+    did while it lives (here the test's, as a user's own threadpool_limits would): a call on
+    another thread must hold the BLAS all the same, and put it back."""
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 1 << 62)  # on the caller's thread
+    for lib in conv_blocked._blas_controller().lib_controllers:
+        lib.set_num_threads(lib.get_num_threads())  # this thread controls, if none did
+    before, seen = _blas_threads(), []
+    _spy_on_im2col(monkeypatch, lambda: seen.append(_blas_threads()))
+    x, w = _arrays(7, (2, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    other = threading.Thread(target=conv_fast.conv2d, args=(x, w, (1, 1), "SAME", (1, 1)))
+    other.start()
+    other.join()
+    assert seen == [[1] * len(before)]
+    assert _blas_threads() == before
+
+
+@needs_blocks
+def test_two_threads_calls_overlapping_leave_the_blas_as_it_was(monkeypatch):
+    """Two sessions on two threads: this thread's call goes in first and out first, the other
+    one's restores the BLAS (it stayed on one thread for good when only this thread could)."""
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 1 << 62)
+    for lib in conv_blocked._blas_controller().lib_controllers:
+        lib.set_num_threads(lib.get_num_threads())
+    before = _blas_threads()
+    x, w = _arrays(8, (2, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    other = threading.Thread(target=conv_fast.conv2d, args=(x, w, (1, 1), "SAME", (1, 1)))
+    other_inside, first_out = threading.Event(), threading.Event()
+
+    def meet():
+        if threading.current_thread() is other:
+            other_inside.set()
+            first_out.wait(30)
+        elif not other_inside.is_set():
+            other.start()
+            other_inside.wait(30)
+
+    _spy_on_im2col(monkeypatch, meet)
+    try:
+        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    finally:
+        first_out.set()
+        other.join()
+    assert _blas_threads() == before
+
+
+@needs_blocks
+def test_a_call_does_not_take_the_users_threadpool_limits_away(monkeypatch):
+    """A call on a thread that lives on (a training thread) and then the user's own
+    threadpool_limits on another: the limit holds there."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    libs = conv_blocked._blas_controller().lib_controllers
+    for lib in libs:  # no thread controls OpenBLAS's threads yet (threadpoolctl 3.8)
+        if hasattr(type(lib), "clear_controlling_thread"):
+            type(lib).clear_controlling_thread(force=True)
+    x, w = _arrays(9, (2, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    done, stop = threading.Event(), threading.Event()
+
+    def training():
+        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+        done.set()
+        stop.wait(30)
+
+    trainer = threading.Thread(target=training)
+    trainer.start()
+    try:
+        assert done.wait(30)
+        before = _blas_threads()
+        with threadpoolctl.threadpool_limits(limits=3, user_api="blas"):
+            assert _blas_threads() == [3] * len(libs)
+        assert _blas_threads() == before
+    finally:
+        stop.set()
+        trainer.join()
