@@ -25,6 +25,7 @@ Slabs are allocated per call (one per thread), so the memory plan has no workspa
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -94,6 +95,23 @@ class _OneBlasThread:
                 for lib, threads in zip(_blas["controller"].lib_controllers,
                                         _blas.pop("saved")):
                     _set_threads(lib, threads)
+
+
+def _after_fork_in_child():
+    """A child forked while calls were inside on other threads has none of those threads: it
+    lets go of their hold on the BLAS (the count they saved back in place), or it would keep
+    OpenBLAS on one thread and count them inside for good, never holding or restoring again.
+    A fresh lock too: the parent's may have been held at the fork."""
+    global _blas_lock
+    _blas_lock = threading.Lock()
+    if _blas.get("users"):
+        _blas["users"] = 0
+        for lib, threads in zip(_blas["controller"].lib_controllers, _blas.pop("saved")):
+            _set_threads(lib, threads)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 MIN_SPLIT_MACS = 1 << 22  # multiply-adds of a call under which one thread does it all

@@ -10,7 +10,10 @@ after a call, and without threadpoolctl conv_fast keeps its whole-batch lowering
 """
 
 import itertools
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -254,3 +257,55 @@ def test_a_call_does_not_take_the_users_threadpool_limits_away(monkeypatch):
     finally:
         stop.set()
         trainer.join()
+
+
+def _exit_code(pid, timeout=60):
+    """The exit code of child `pid`, killed (and None) if it has not ended within `timeout`."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+@needs_blocks
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_child_forked_while_a_call_is_inside_gets_the_blas_back(monkeypatch):
+    """A fork on another thread while this thread's call holds the BLAS on one thread: the
+    child has no thread to let go of it, so it must start let go (its BLAS as before the call)
+    and hold and restore it on its own calls."""
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 1 << 62)
+    x, w = _arrays(10, (2, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    want = conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))  # compiled, and the BLAS found
+    before, parent, held_in_child, codes = _blas_threads(), os.getpid(), [], []
+
+    def fork():
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                at_start = _blas_threads()
+                y = conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+                code = 0 if (at_start == before and held_in_child == [[1] * len(before)]
+                             and _blas_threads() == before and np.array_equal(y, want)) else 2
+            finally:
+                os._exit(code)
+        codes.append(_exit_code(pid))
+
+    forker = threading.Thread(target=fork)
+
+    def im2col_hook():
+        if os.getpid() != parent:
+            held_in_child.append(_blas_threads())
+        elif not forker.is_alive() and not codes:
+            forker.start()
+            forker.join()
+
+    _spy_on_im2col(monkeypatch, im2col_hook)
+    conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    assert codes == [0]
+    assert _blas_threads() == before
