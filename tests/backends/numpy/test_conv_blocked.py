@@ -309,3 +309,39 @@ def test_a_child_forked_while_a_call_is_inside_gets_the_blas_back(monkeypatch):
     conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
     assert codes == [0]
     assert _blas_threads() == before
+
+
+@needs_blocks
+def test_a_part_that_raises_leaves_no_part_running_after_the_call(monkeypatch):
+    """On three threads the first helper's part raises (a slab it could not allocate): the
+    call raises only once the other helper's part has ended, or that one ran on, its products
+    with the BLAS let go, into arrays nobody reads."""
+    monkeypatch.setitem(conv_fast._state, "threads", 3)
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
+    x, w = _arrays(12, (3, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))  # compiled (or loaded) first
+    x[1] = 7  # the image of the part that raises
+    failed, ended = threading.Event(), threading.Event()
+
+    def parts_meet_here(images):
+        if threading.current_thread() is threading.main_thread():
+            return
+        if not np.all(images == 7):
+            failed.wait(30)
+            time.sleep(0.2)
+            ended.set()
+        else:
+            failed.set()
+            raise MemoryError("no room for the slab")
+
+    kernels = conv_fast._load()
+    im2col = kernels.im2col
+
+    def spy(images, *args):
+        parts_meet_here(images)
+        return im2col(images, *args)
+
+    monkeypatch.setattr(kernels, "im2col", spy)
+    with pytest.raises(MemoryError):
+        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    assert ended.is_set()
