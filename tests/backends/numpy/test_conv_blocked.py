@@ -12,6 +12,7 @@ after a call, and without threadpoolctl conv_fast keeps its whole-batch lowering
 import itertools
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -309,6 +310,33 @@ def test_a_child_forked_while_a_call_is_inside_gets_the_blas_back(monkeypatch):
     conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
     assert codes == [0]
     assert _blas_threads() == before
+
+
+def _conv_and_gradients(x, w, dy, strides, padding):
+    return (conv_fast.conv2d(x, w, strides, padding, (1, 1)),
+            conv_fast.conv2d_backprop_input(x.shape, w, dy, strides, padding, (1, 1)),
+            conv_fast.conv2d_backprop_filter(x, w.shape, dy, strides, padding, (1, 1)))
+
+
+def _runtime_conv(x, w, dy, strides, padding):
+    return (ref.conv2d(x, w, strides, padding, (1, 1)),
+            ref.conv2d_backprop_input(x.shape, w, dy, strides, padding, (1, 1)),
+            ref.conv2d_backprop_filter(x, w.shape, dy, strides, padding, (1, 1)))
+
+
+@pytest.mark.parametrize("missing", ["threadpoolctl", "numba"])
+def test_without_a_package_of_the_extra_the_results_stand(missing, monkeypatch):
+    """The package's import fails (as where it is not installed), found afresh."""
+    monkeypatch.setitem(sys.modules, missing, None)
+    monkeypatch.setattr(conv_blocked, "_blas", {})
+    monkeypatch.setattr(conv_fast, "_state", {})
+    assert not (conv_blocked.available() if missing == "threadpoolctl"
+                else conv_fast.available())
+    x, w, dy = _arrays(11, (5, 7, 6, 3), (3, 3, 3, 4), (5, 4, 3, 4), dtype=np.float32)
+    for got, want in zip(_conv_and_gradients(x, w, dy, (2, 2), "SAME"),
+                         _runtime_conv(x, w, dy, (2, 2), "SAME")):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @needs_blocks
