@@ -373,3 +373,61 @@ def test_a_part_that_raises_leaves_no_part_running_after_the_call(monkeypatch):
     with pytest.raises(MemoryError):
         conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
     assert ended.is_set()
+
+
+@needs_blocks
+def test_the_users_own_limits_around_a_call_stand(monkeypatch):
+    """threadpool_limits around the user's code on this thread: held to one inside the call,
+    the user's limit back after it, and the user's exit gives back what was there before."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
+    seen = []
+    _spy_on_im2col(monkeypatch, lambda: seen.append(_blas_threads()))
+    x, w = _arrays(13, (4, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    before = _blas_threads()
+    with threadpoolctl.threadpool_limits(limits=3, user_api="blas"):
+        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+        assert _blas_threads() == [3] * len(before)
+    assert seen and all(threads == [1] * len(before) for threads in seen)
+    assert _blas_threads() == before
+
+
+@needs_blocks
+@pytest.mark.xfail(strict=True, reason="the BLAS's thread count is process-wide: a call holds "
+                   "it for its whole length, so a user's threadpool_limits entered on another "
+                   "thread during a call and left after it saves the held 1 and puts it back "
+                   "for good; only products that do not go through the setting would avoid it")
+def test_a_users_limits_on_another_thread_overlapping_a_call(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 1 << 62)
+    x, w = _arrays(14, (2, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    before = _blas_threads()
+    entered, call_out = threading.Event(), threading.Event()
+
+    def user():
+        for lib in conv_blocked._blas_controller().lib_controllers:
+            if hasattr(type(lib), "clear_controlling_thread"):  # this thread may set them
+                type(lib).clear_controlling_thread(force=True)
+        with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+            entered.set()
+            call_out.wait(30)
+
+    other = threading.Thread(target=user)
+
+    def meet():
+        if not other.is_alive() and not entered.is_set():
+            other.start()
+            entered.wait(30)
+
+    _spy_on_im2col(monkeypatch, meet)
+    try:
+        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    finally:
+        call_out.set()
+        other.join()
+    try:
+        assert _blas_threads() == before
+    finally:
+        for lib in conv_blocked._blas_controller().lib_controllers:
+            conv_blocked._set_threads(lib, before[0])
