@@ -83,7 +83,8 @@ class _OneBlasThread:
         with _blas_lock:
             if _blas["users"] == 0:
                 libs = _blas["controller"].lib_controllers
-                _blas["saved"] = [lib.get_num_threads() for lib in libs]
+                if "saved" not in _blas:  # else a restore cut short (Ctrl-C): still the count
+                    _blas["saved"] = [lib.get_num_threads() for lib in libs]
                 for lib in libs:
                     _set_threads(lib, 1)
             _blas["users"] += 1
@@ -92,9 +93,9 @@ class _OneBlasThread:
         with _blas_lock:
             _blas["users"] -= 1
             if _blas["users"] == 0:
-                for lib, threads in zip(_blas["controller"].lib_controllers,
-                                        _blas.pop("saved")):
+                for lib, threads in zip(_blas["controller"].lib_controllers, _blas["saved"]):
                     _set_threads(lib, threads)
+                del _blas["saved"]  # only once all are back (see __enter__)
 
 
 def _after_fork_in_child():
@@ -106,8 +107,9 @@ def _after_fork_in_child():
     _blas_lock = threading.Lock()
     if _blas.get("users"):
         _blas["users"] = 0
-        for lib, threads in zip(_blas["controller"].lib_controllers, _blas.pop("saved")):
+        for lib, threads in zip(_blas["controller"].lib_controllers, _blas["saved"]):
             _set_threads(lib, threads)
+        del _blas["saved"]
 
 
 if hasattr(os, "register_at_fork"):

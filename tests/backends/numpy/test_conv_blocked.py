@@ -431,3 +431,32 @@ def test_a_users_limits_on_another_thread_overlapping_a_call(monkeypatch):
     finally:
         for lib in conv_blocked._blas_controller().lib_controllers:
             conv_blocked._set_threads(lib, before[0])
+
+
+@needs_blocks
+def test_a_restore_cut_short_by_keyboardinterrupt_is_made_good_by_the_next_call(monkeypatch):
+    """Ctrl-C can land between the last caller's count going to 0 and the BLAS's count put
+    back (about 1 in 200 interrupts of back-to-back small calls): the next call must restore
+    the count from before, not save the held 1 as the count to go back to."""
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
+    x, w = _arrays(15, (4, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    before = _blas_threads()
+    set_threads, cut = conv_blocked._set_threads, []
+
+    def interrupted_restore(lib, threads):
+        if threads != 1 and not cut:
+            cut.append(threads)
+            raise KeyboardInterrupt
+        set_threads(lib, threads)
+
+    monkeypatch.setattr(conv_blocked, "_set_threads", interrupted_restore)
+    with pytest.raises(KeyboardInterrupt):
+        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    assert cut and conv_blocked._blas["users"] == 0
+    conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    try:
+        assert _blas_threads() == before
+    finally:
+        for lib, threads in zip(conv_blocked._blas_controller().lib_controllers, before):
+            set_threads(lib, threads)
