@@ -460,3 +460,33 @@ def test_a_restore_cut_short_by_keyboardinterrupt_is_made_good_by_the_next_call(
     finally:
         for lib, threads in zip(conv_blocked._blas_controller().lib_controllers, before):
             set_threads(lib, threads)
+
+
+@needs_blocks
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_child_forked_while_another_thread_holds_the_lock_does_not_hang():
+    x, w = _arrays(16, (2, 6, 6, 2), (3, 3, 2, 3), dtype=np.float32)
+    want = conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    holding, let_go = threading.Event(), threading.Event()
+
+    def hold():
+        with conv_blocked._blas_lock:
+            holding.set()
+            let_go.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = 0 if np.array_equal(conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1)),
+                                           want) else 2
+            finally:
+                os._exit(code)
+        assert _exit_code(pid, timeout=30) == 0
+    finally:
+        let_go.set()
+        holder.join()
