@@ -25,6 +25,7 @@ Slabs are allocated per call (one per thread), so the memory plan has no workspa
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -59,6 +60,19 @@ def available() -> bool:
     return _blas_controller() is not None
 
 
+def _set_threads(lib, threads) -> None:
+    """lib.set_num_threads(threads), on whichever thread calls it. threadpoolctl's own (3.8
+    here) lets only one Python thread set a pthreads OpenBLAS's threads, the first that did,
+    for as long as it lives, and does nothing on any other: a call on another thread ran its
+    products on every OpenBLAS thread, a second session's last one out could not restore the
+    count (OpenBLAS then stayed on one thread for good), and a call that went first on a
+    thread that lives on made the user's own threadpool_limits on every other thread do
+    nothing. So the setter behind that guard (private to threadpoolctl; versions without the
+    guard have none, and their set_num_threads acts on any thread); the counting in
+    _OneBlasThread keeps staticgrad's own threads from undoing each other's setting."""
+    getattr(lib, "_real_set_num_threads", lib.set_num_threads)(threads)
+
+
 class _OneBlasThread:
     """The BLAS on one thread while any caller is inside; the first one in saves each
     library's setting, the last one out restores it (so that two sessions running at once do
@@ -69,18 +83,37 @@ class _OneBlasThread:
         with _blas_lock:
             if _blas["users"] == 0:
                 libs = _blas["controller"].lib_controllers
-                _blas["saved"] = [lib.get_num_threads() for lib in libs]
+                if "saved" not in _blas:  # else a restore cut short (Ctrl-C): still the count
+                    _blas["saved"] = [lib.get_num_threads() for lib in libs]
                 for lib in libs:
-                    lib.set_num_threads(1)
+                    _set_threads(lib, 1)
             _blas["users"] += 1
 
     def __exit__(self, *exc):
         with _blas_lock:
             _blas["users"] -= 1
             if _blas["users"] == 0:
-                for lib, threads in zip(_blas["controller"].lib_controllers,
-                                        _blas.pop("saved")):
-                    lib.set_num_threads(threads)
+                for lib, threads in zip(_blas["controller"].lib_controllers, _blas["saved"]):
+                    _set_threads(lib, threads)
+                del _blas["saved"]  # only once all are back (see __enter__)
+
+
+def _after_fork_in_child():
+    """A child forked while calls were inside on other threads has none of those threads: it
+    lets go of their hold on the BLAS (the count they saved back in place), or it would keep
+    OpenBLAS on one thread and count them inside for good, never holding or restoring again.
+    A fresh lock too: the parent's may have been held at the fork."""
+    global _blas_lock
+    _blas_lock = threading.Lock()
+    if _blas.get("users"):
+        _blas["users"] = 0
+        for lib, threads in zip(_blas["controller"].lib_controllers, _blas["saved"]):
+            _set_threads(lib, threads)
+        del _blas["saved"]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 MIN_SPLIT_MACS = 1 << 22  # multiply-adds of a call under which one thread does it all

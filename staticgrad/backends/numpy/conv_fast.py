@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -114,6 +114,7 @@ def _over_batch(run, n: int, size: int, min_split: int | None = None) -> None:
     try:
         run(0, bounds[1])
     finally:
+        wait(parts)  # all ended before one's exception goes up: none runs on after the call
         for part in parts:
             part.result()
 
