@@ -421,11 +421,13 @@ class Session:
         and captures the run as a CUDA graph; each later call copies its feeds into the
         graph's buffers and replays it (backends/cuda/graphs.py): one launch for all of the
         kernels, for small graphs whose time goes to launching them. UnimplementedError,
-        naming the op, where the plan holds work a graph cannot (host ops, random draws).
+        naming the op, where the plan holds work a graph cannot: host ops, random draws, a
+        value read back (an index check, a result's size), and with CuPy 14 a matmul (its
+        cuBLAS wrappers refuse a capturing stream).
 
-            step = sess.make_callable([loss, train], [x, y], cuda_graph=True)
-            step(xb, yb)  # run, then captured
-            step(xb, yb)  # replayed"""
+            f = sess.make_callable([y, dy_dx], [x], cuda_graph=True)
+            f(xb)  # run, then captured
+            f(xb)  # replayed"""
         self._check_open(f"make_callable({_describe(fetches)})")
         if cuda_graph and not self._backend.captures_graphs:
             raise ValueError(f"cuda_graph=True needs a backend that captures CUDA graphs (the "
