@@ -183,6 +183,17 @@ def _spy_on_im2col(monkeypatch, before_each):
     monkeypatch.setattr(kernels, "im2col", spy)
 
 
+def _convolve_meeting(monkeypatch, x, w, meet, release, other):
+    """conv_fast.conv2d(x, w) with meet() before each im2col; then release set and `other`
+    (the thread meet started) joined, whatever the call did."""
+    _spy_on_im2col(monkeypatch, meet)
+    try:
+        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+    finally:
+        release.set()
+        other.join()
+
+
 @needs_blocks
 def test_a_call_on_another_thread_holds_the_blas_to_one_thread(monkeypatch):
     """threadpoolctl lets one Python thread set a pthreads OpenBLAS's threads, the first that
@@ -221,12 +232,7 @@ def test_two_threads_calls_overlapping_leave_the_blas_as_it_was(monkeypatch):
             other.start()
             other_inside.wait(30)
 
-    _spy_on_im2col(monkeypatch, meet)
-    try:
-        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
-    finally:
-        first_out.set()
-        other.join()
+    _convolve_meeting(monkeypatch, x, w, meet, first_out, other)
     assert _blas_threads() == before
 
 
@@ -420,12 +426,7 @@ def test_a_users_limits_on_another_thread_overlapping_a_call(monkeypatch):
             other.start()
             entered.wait(30)
 
-    _spy_on_im2col(monkeypatch, meet)
-    try:
-        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
-    finally:
-        call_out.set()
-        other.join()
+    _convolve_meeting(monkeypatch, x, w, meet, call_out, other)
     try:
         assert _blas_threads() == before
     finally:
