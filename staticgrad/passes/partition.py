@@ -137,7 +137,10 @@ def _check(program: Program, place, edge: str, region_homes: dict,
         target = node.attrs["target"] if node.type == "Transfer" else where
         home.update(dict.fromkeys(map(id, node.outputs), target))
     for f in program.fetches:
-        if isinstance(f, Value) and home.get(id(f), edge) != _fetched_on(f, fetch_on, edge):
-            wrong.append(f"{f!r} is fetched from {home[id(f)]}, not from "
+        if not isinstance(f, Value) or (f.const is not None and id(f) not in home):
+            continue  # (a constant is made wherever it is fetched)
+        found = home.get(id(f), edge)
+        if found != _fetched_on(f, fetch_on, edge):
+            wrong.append(f"{f!r} is fetched from {found}, not from "
                          f"{_fetched_on(f, fetch_on, edge)}")
     return wrong

@@ -119,7 +119,7 @@ class CudaBackend(Backend):
         return kernel_ok(node)
 
     def render(self, program, title: str, options) -> Rendered:
-        return render(program, self.place, self.name, title)
+        return render(program, self.place, self.name, title, self.fetch_on)
 
     def load(self, rendered: Rendered, filename: str, state: dict, rngs: dict, locks: dict):
         """run(), which loads the module at its first call: CuPy imported, the kernels

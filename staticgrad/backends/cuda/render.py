@@ -47,10 +47,13 @@ CUDA_RESERVED = RESERVED | {"cp", "crt", "CUDA_SOURCE"}
 HOST_WORK = "it runs on the host (NumPy), outside the GPU's stream"
 
 
-def render(program: Program, place, device: str, title: str = ""):
+def render(program: Program, place, device: str, title: str = "", fetch_on: str | None = None):
     """The Rendered host module of `program`; `place(node)` names the backend running a
-    node, `device` is this backend's name (the nodes it runs)."""
-    return _CudaWalk(program, False, place=place, device=device).render(title)
+    node, `device` is this backend's name (the nodes it runs); `fetch_on` is `device` where
+    the fetches stay in its memory (make_callable's fetch_device)."""
+    walk = _CudaWalk(program, False, place=place, device=device)
+    walk.fetch_on_device = fetch_on == device
+    return walk.render(title)
 
 
 class _CudaWalk(_NumpyWalk):
@@ -77,6 +80,7 @@ class _CudaWalk(_NumpyWalk):
             self.uncapturable = []     # (op, why) of what a CUDA graph cannot hold
         self.folded = {}       # id(reduction) -> its input's function, arrays, their C types
         self.place, self.device = place, device
+        self.fetch_on_device = False  # its fetches stay on the GPU (render() says)
 
     def on_device(self, node: Node) -> bool:
         return self.place(node.members[0] if node.members else node) == self.device
@@ -91,9 +95,16 @@ class _CudaWalk(_NumpyWalk):
         text = super().ref(v, consumer)  # a literal, or the constant's host global
         if text not in self.constants:
             return text  # a Python number: CuPy takes it as NumPy does
-        name = self.device_expr[id(v)] = self.names.make(f"{text}_gpu")
-        self.device_globals.append((name, text))
-        return name
+        return self.on_gpu(v, text)
+
+    def on_gpu(self, v: Value, host_name: str) -> str:
+        """The GPU copy of the constant v (whose host global is `host_name`), made when the
+        module loads: its name."""
+        known = self.device_expr.get(id(v))
+        if known is None:
+            known = self.device_expr[id(v)] = self.names.make(f"{host_name}_gpu")
+            self.device_globals.append((known, host_name))
+        return known
 
     def constant(self, v: Value) -> str:
         """The constant v as a module global on the host (made once), kept apart from
@@ -112,6 +123,12 @@ class _CudaWalk(_NumpyWalk):
                                      or producer.type == "Transfer"):
             return text
         return f"crt.dense({text})"
+
+    def returned(self, v: Value, e: str) -> str:
+        if v.const is not None and self.fetch_on_device and not v.dtype.is_string:
+            # a constant fetched on the GPU: a copy of its GPU copy (a CUDA graph holds that)
+            return f"crt.copy({self.on_gpu(v, e)})"
+        return super().returned(v, e)
 
     def copied(self, v: Value, e: str) -> str:
         producer = v.producer

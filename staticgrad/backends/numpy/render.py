@@ -157,6 +157,15 @@ class _NumpyWalk(Walk):
         """A fetch `e` (of value `v`) that the run keeps or shares, as a copy to hand out."""
         return f"np.array({e})"
 
+    def returned(self, v: Value, e: str) -> str:
+        """How run() hands out the fetch `e` of value `v`: a scalar for a 0-d value, a copy
+        of what the run keeps or shares (`copied`), else the array itself."""
+        if v.shape.ndims == 0:
+            return f"{e}[()]"
+        if id(v) in self.alias or e in self.constants:
+            return self.copied(v, e)
+        return e
+
     def module_values(self) -> dict:
         """The template's further values."""
         return {}
@@ -297,13 +306,7 @@ class _NumpyWalk(Walk):
                 fetch_names.append(f.origin.name if isinstance(f, Node) else "an operation")
                 continue
             fetch_names.append(f.tensor.name if f.tensor is not None else f.name)
-            e = self.ref(f, None)
-            if f.shape.ndims == 0:
-                returns.append(f"{e}[()]")
-            elif id(f) in self.alias or e in constants:
-                returns.append(self.copied(f, e))
-            else:
-                returns.append(e)
+            returns.append(self.returned(f, self.ref(f, None)))
         feeds = [(expr[id(v)], printable(v.tensor.name), v.dtype.name, printable(v.shape))
                  for v in program.feeds]
         body, names = self.body, self.names

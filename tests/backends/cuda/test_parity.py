@@ -95,6 +95,29 @@ def test_fetch_device_keeps_fetches_in_the_devices_memory(g, device):
     assert "crt.to_host" not in kept.source(y, feed)
 
 
+@pytest.mark.parametrize("cuda_graph", [False, True])
+def test_fetch_device_hands_back_constants_and_static_shapes_on_the_device(g, device,
+                                                                           cuda_graph):
+    """A fetch the compiler folds to a constant (a constant, a static shape, zeros, a 0-d
+    number) comes back in the GPU's memory like the others, a new array at each call; it once
+    came back as a NumPy array (and the verifier raised KeyError on it)."""
+    import cupy
+    x = sg.placeholder(sg.float32, [3], name="x")
+    fetches = [sg.constant([1.0, 2.0]), sg.shape(x), sg.zeros([2]), sg.constant(7.0), x * 2.0]
+    want = [np.array([1.0, 2.0], np.float32), np.array([3], np.int32),
+            np.zeros(2, np.float32), np.float32(7.0), np.full(3, 2.0, np.float32)]
+    with sg.Session(backend="cuda") as sess:
+        fn = sess.make_callable(fetches, [x], fetch_device=True, cuda_graph=cuda_graph)
+        calls = [fn(np.ones(3, np.float32)) for _ in range(3)]  # (a graph: captured, replayed)
+    for got in calls:
+        for value, expected in zip(got, want):
+            assert isinstance(value, cupy.ndarray)
+            np.testing.assert_array_equal(cupy.asnumpy(value), expected)
+            assert cupy.asnumpy(value).dtype == expected.dtype
+    calls[0][0][0] = 99.0  # each call's arrays are its own
+    assert float(calls[1][0][0]) == 1.0
+
+
 def test_a_nan_constant_reaches_a_kernel_as_a_literal_of_its_dtype(device):
     """A 0-d NaN is not equal to itself: it once went to the kernel as `crt.dense(np.nan)`, a
     float64 array that a float* parameter reads as 0.0 on a GPU."""
