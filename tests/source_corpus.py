@@ -33,6 +33,7 @@ import importlib
 import inspect
 import json
 import lzma
+import os
 import pathlib
 import subprocess
 import sys
@@ -259,13 +260,7 @@ class Recorder:
                "stats": stats,
                "graphs": dict(sorted(self.graphs.items())),
                "entries": entries}
-        text = json.dumps(doc, indent=None, separators=(",", ":"), allow_nan=False)
-        data = lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME)
-        path = pathlib.Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        stats["bytes"] = len(data)
-        stats["raw_bytes"] = len(text)
+        stats["raw_bytes"], stats["bytes"] = save(doc, path)
         return stats
 
 
@@ -324,6 +319,32 @@ def _commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip()
+
+
+def save(doc: dict, path) -> tuple[int, int]:
+    """Write the corpus `doc` to `path` as xz-compressed JSON, whole or not at all (a
+    temporary file beside it, then renamed over it); its size as JSON, and compressed."""
+    text = json.dumps(doc, indent=None, separators=(",", ":"), allow_nan=False)
+    data = lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME)
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+    return len(text), len(data)
+
+
+def updated(doc: dict, replacements: list[tuple[dict, str]]) -> dict:
+    """`doc` with each (entry, source) of `replacements` recording `source` instead of its
+    own: what STATICGRAD_SNAPSHOT_UPDATE writes, after a change that alters generated code
+    on purpose. Graphs, entries and the stats stay as recorded; `updated_with` says when."""
+    new_source = {id(entry): source for entry, source in replacements}
+    entries = [{**e, "source": new_source[id(e)]} if id(e) in new_source else e
+               for e in doc["entries"]]
+    return {**doc, "entries": entries,
+            "updated_with": {"commit": _commit(), "numpy": np.__version__,
+                             "python": sys.version.split()[0],
+                             "entries": len(replacements)}}
 
 
 # -- replay ---------------------------------------------------------------------------------------
