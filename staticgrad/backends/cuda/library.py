@@ -403,12 +403,8 @@ class _Library:
         out[index] = value
         return out
 
-    def tensor_array_write_grad(self, dy, flow, index):
-        index, rows = int(index), flow.shape[0]
-        d_flow = dy[:rows].copy()
-        if index < rows:
-            d_flow[index] = 0
-        return d_flow, dy[index].copy()
+    # (the NumPy runtime's, which uses only the arrays' own methods)
+    tensor_array_write_grad = staticmethod(runtime.tensor_array_write_grad)
 
     # -- random draws, from the generator the session keeps for the op (R[name]) ---------------
 
