@@ -19,7 +19,8 @@ on the GPU, as CuPy arrays, between runs.
 
 Its policies: fusion of elementwise chains of any size, with broadcasting, into one kernel
 each (FUSE); a sum of a whole value inside its group; every intermediate freed after its
-last use (back to CuPy's memory pool).
+last use (back to CuPy's memory pool); a variable's update written into its own array where
+the NumPy backend's rule allows it, at any size.
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ import numpy as np
 from ... import runtime as host_runtime
 from ...devices import parse
 from ...errors import InternalError, UnimplementedError
-from ...ir import Node, Program
+from ...ir import Node, Program, Value, bodies
 from ...ops.table import REGISTRY
 from ...passes.fuse import FusePolicy
 from ...passes.liveness import liveness
 from ...passes.partition import partition
 from ..base import Backend, BackendUnavailableError, Rendered
-from ..numpy.memory import MemoryPlan
+from ..numpy.memory import MemoryPlan, updates_in_place
 from ..numpy.parts import compile_module
 from . import export, library
 from .elementwise import kernel_ok
@@ -218,10 +219,16 @@ def _on_cpu(device: str) -> bool:
 
 def _free_after_last_use(program: Program) -> Program:
     """Each value the plan makes is dropped after its last use (`del`): its memory goes back
-    to CuPy's pool for the next allocation. (No `out=` reuse: a kernel writes new arrays.)"""
+    to CuPy's pool for the next allocation. (No `out=` reuse: a kernel writes new arrays.)
+    A variable's update (an optimizer's step) writes into the variable's own array wherever
+    the NumPy backend's rule allows it, whatever its size (render.py fuses it with the
+    kernel computing its delta)."""
     live = liveness(program)
     free_after = {k: list(dead) for k, dead in live.dies_at.items()}
-    return _with_memory(program, MemoryPlan(free_after, {}, frozenset()))
+    fetched = {id(f) for body in bodies(program) for f in body.fetches if isinstance(f, Value)}
+    in_place = frozenset().union(*[updates_in_place(body, live.last_use, fetched, min_bytes=0)
+                                   for body in bodies(program)])
+    return _with_memory(program, MemoryPlan(free_after, {}, in_place))
 
 
 def _with_memory(program: Program, plan: MemoryPlan) -> Program:

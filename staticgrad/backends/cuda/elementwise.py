@@ -181,6 +181,33 @@ def element_function(node: Node, fname: str, ref):
     return "\n".join(lines), e.args, [p.split(" __restrict__")[0] for p in e.params]
 
 
+def render_update(node: Node, kname: str, ref, target: str, sign: str) -> tuple[str, str]:
+    """(the C text of a kernel computing the single output of `node`, an elementwise node or
+    a fused group without sums, and adding it to (`sign` "+") or taking it from ("-") the
+    variable's array in place; the host expression launching it, whose value is that array)
+    : an optimizer's update (AssignAdd, AssignSub) with the delta it applies, one pass over
+    the variable, the delta never written to memory. `target` is the host code's reference
+    to the variable's array (the update's own, V['w'])."""
+    e = _elements(node, ref)
+    (out,) = node.outputs
+    ctype = C_TYPES[out.dtype.name]
+    params = [f"{ctype}* __restrict__ var", *e.params]
+    lines = [f"// {len(e.members)} elementwise ops over {e.n} elements of {out.dtype.name}, "
+             f"applied to a variable in place",
+             f"extern \"C\" __global__ void __launch_bounds__({BLOCK}) {kname}(",
+             "    " + ",\n    ".join(params) + ")", "{"]
+    lines += ["    " + h for h in e.hoisted]
+    lines.append(f"    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
+                 f"i < {e.n}LL; i += (long long)gridDim.x * blockDim.x) {{")
+    lines += ["        " + c for c in _coordinates(e.domain, e.coords)]
+    lines += ["        " + line for line in e.loads + e.body]
+    lines.append(f"        var[i] = ({ctype})(var[i] {sign} {e.local[id(out)]});")
+    lines += ["    }", "}"]
+    launch = (f"crt.updated({kname}, ({grid_for(e.n)},), ({BLOCK},), "
+              f"({', '.join([target, *e.args])},))")
+    return "\n".join(lines), launch
+
+
 class _Elements:
     """What a kernel of an elementwise node or group computes for element i: its array
     parameters (C) and arguments (host), the lines reading them (`hoisted` once a thread,

@@ -22,7 +22,11 @@ takes over for what runs on the GPU (the partition pass says which nodes those a
   `cp.`, `rt.` the CUDA runtime's library `crt.`: library.py), CuPy mirroring NumPy's API;
   matmul goes to cuBLAS that way;
 - a Transfer: `crt.to_device(x)` / `crt.to_host(x)`, the copies between the memories;
-- a constant a device op reads: a module global on the GPU, copied there once, at load.
+- a constant a device op reads: a module global on the GPU, copied there once, at load;
+- a variable's update (AssignAdd, AssignSub) that the memory plan writes in place: into the
+  variable's own array, and, where the elementwise kernel of its delta is read by the update
+  alone (an optimizer's `lr * g`), by one kernel computing the delta and applying it, the
+  delta never written to memory (`V['w'] = crt.updated(update_w, ...)`).
 
 What runs on the host (host-only ops: strings, summaries, Print, py_func) is the NumPy
 backend's own code, in the same run().
@@ -35,12 +39,12 @@ import numpy as np
 from ...codegen.c_expr import preamble
 from ...codegen.templates import render_template
 from ...codegen.walk import comment, node_comment, printable
-from ...ir import Node, Program, Value
+from ...ir import Node, Program, Value, variable_of
 from ...passes.liveness import liveness
 from ...passes.rewrite import assigns_variables, reads_variable
 from ..numpy.render import RESERVED, _NumpyWalk
 from . import library
-from .elementwise import element_function, kernel_ok, render_elementwise
+from .elementwise import element_function, kernel_ok, render_elementwise, render_update
 from .templates import REDUCTIONS, has_template, template_plan
 
 CUDA_RESERVED = RESERVED | {"cp", "crt", "CUDA_SOURCE"}
@@ -54,6 +58,35 @@ def render(program: Program, place, device: str, title: str = "", fetch_on: str 
     walk = _CudaWalk(program, False, place=place, device=device)
     walk.fetch_on_device = fetch_on == device
     return walk.render(title)
+
+
+_UPDATE_OPS = ("AssignAdd", "AssignSub")
+
+
+def _aliases(v: Value, var: str) -> bool:
+    """May the input v of a kernel that writes variable `var`'s array be that array (whose
+    pointers the kernel declares `__restrict__`, apart)? Yes for a read of `var`, maybe
+    for a view of any variable's array (a transpose, a slice) or what a region gives back;
+    a read of another variable is not (no write to it comes before the kernel has run)."""
+    producer = v.producer
+    if producer is None:
+        return False
+    if producer.opdef.reads_state:
+        return variable_of(producer) == var
+    return bool(producer.regions) or (producer.opdef.view and any(
+        _may_be_a_variable(u) for u in producer.runtime_inputs()))
+
+
+def _may_be_a_variable(v: Value, depth: int = 0) -> bool:
+    """May v be (part of) a variable's array: a read of one, or a view of such a value (or
+    what a region gives back), as far as 32 views back (further: assumed so)?"""
+    producer = v.producer
+    if producer is None:
+        return False
+    if producer.opdef.reads_state or producer.regions or depth > 32:
+        return True
+    return producer.opdef.view and any(_may_be_a_variable(u, depth + 1)
+                                       for u in producer.runtime_inputs())
 
 
 class _CudaWalk(_NumpyWalk):
@@ -79,6 +112,7 @@ class _CudaWalk(_NumpyWalk):
             #                            `expr`, which a device op would read it from too)
             self.uncapturable = []     # (op, why) of what a CUDA graph cannot hold
         self.folded = {}       # id(reduction) -> its input's function, arrays, their C types
+        self.updates = {}      # id(update) -> the node computing its delta, in its kernel
         self.place, self.device = place, device
         self.fetch_on_device = False  # its fetches stay on the GPU (render() says)
 
@@ -146,6 +180,10 @@ class _CudaWalk(_NumpyWalk):
         self._kernel(node)
 
     def node(self, node: Node) -> None:
+        producer = self.updates.pop(id(node), None)
+        if producer is not None:
+            self._fused_update(node, producer)
+            return
         if node.opdef.draws_random:
             self._not_capturable(node, "it draws random numbers: a graph would replay the "
                                        "draws of its capture, or none")
@@ -204,7 +242,7 @@ class _CudaWalk(_NumpyWalk):
         """An elementwise node or a fused group: its kernel, and the lines launching it."""
         names, out_name = self.names, self.out_name
         consumer = node.members[-1] if node.members else node
-        if self._fold(node, consumer):
+        if self._fold(node, consumer) or self._fold_into_update(node):
             return
         kname = names.make("fused" if node.members else f"k_{node.type.lower()}")
         text, host, kernels = render_elementwise(node, kname, lambda v: self.dense(v, consumer),
@@ -248,6 +286,61 @@ class _CudaWalk(_NumpyWalk):
             dying = self.free_after.pop(id(node), [])
             self.free_after[id(reader)] = dying + self.free_after.get(id(reader), [])
         return True
+
+    def _fold_into_update(self, node: Node) -> bool:
+        """Leave `node` (elementwise, or a group without sums) to the variable's update that
+        alone reads its one value, in place (an optimizer's `w -= lr * g`): one kernel then
+        computes the delta and applies it (`_fused_update`), where the update runs. False
+        where that cannot be: the update not in place, of another shape or dtype, a state
+        write between the two (the delta's inputs are read late), or an input that may be
+        the variable's array itself."""
+        if len(node.outputs) != 1 or any(m.type == "Sum" for m in node.members):
+            return False
+        (x,) = node.outputs
+        readers = liveness(self.program).readers.get(id(x), [])
+        if len(readers) != 1 or any(f is x for f in self.program.fetches):
+            return False
+        (update,) = readers
+        var = update.outputs[0] if update.type in _UPDATE_OPS else None
+        if var is None or update.inputs[1] is not x or id(update) not in self.memory.in_place \
+                or not self.on_device(update) or x.dtype is not var.dtype \
+                or x.dtype.name not in ("float32", "float64") \
+                or tuple(x.shape.dims) != tuple(var.shape.dims):
+            return False
+        members = node.members or (node,)
+        if any(_aliases(v, update.attrs["var"]) for m in members for v in m.runtime_inputs()):
+            return False
+        nodes = self.program.nodes
+        start = next(i for i, n in enumerate(nodes) if n is node)
+        for n in nodes[start + 1:]:
+            if n is update:
+                break
+            if n.opdef.stateful or n.regions:
+                return False  # (a state write, or what may hold one, in between)
+        else:
+            return False
+        self.updates[id(update)] = node
+        self.body.append(comment(node.origin) if node.origin is not None else "# fused")
+        self.body.append(f"# (computed inside the kernel of "
+                         f"{printable(update.origin.name)}, which applies it)")
+        self.computed(node.origin)
+        if self.free_after:  # its inputs live until the update has read them
+            dying = self.free_after.pop(id(node), [])
+            self.free_after[id(update)] = dying + self.free_after.get(id(update), [])
+        return True
+
+    def _fused_update(self, update: Node, producer: Node) -> None:
+        """The update `update` (AssignAdd, AssignSub, in place) by one kernel that computes
+        its delta as `producer` does and applies it to the variable's array."""
+        # (its Store's target: the variable, by the op's own emitter; the delta is not a value)
+        store = self.code(update, ["None" if i == 1 or i in update.static_uses
+                                   else self.ref(v, update) for i, v in enumerate(update.inputs)])
+        kname = self.names.make(f"update_{update.attrs['var']}")
+        text, launch = render_update(producer, kname, lambda v: self.dense(v, update),
+                                     store.target, "-" if update.type == "AssignSub" else "+")
+        self.cu.append(text)
+        self.kernel_names.append(kname)
+        self.emit(update, store._replace(value=launch, in_place=launch))
 
     def _lines(self, lines: list[str], op) -> None:
         """Lines computing `op`, each of them its line in the line map (an allocation that

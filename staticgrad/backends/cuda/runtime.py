@@ -51,6 +51,13 @@ def to_device(x):
 dense = to_device  # (what a kernel's argument must be: the same conversion)
 
 
+def updated(kernel, grid: tuple, block: tuple, args: tuple):
+    """Launch `kernel`, which writes a variable's new value into the variable's own array,
+    args[0]; that array (the update's result: render.py's fused updates)."""
+    kernel(grid, block, args)
+    return args[0]
+
+
 def to_host(x):
     """x as a NumPy array (a new one): the copy from the GPU, which waits for its work."""
     if isinstance(x, cp.ndarray):

@@ -70,7 +70,7 @@ def plan_memory(program: Program) -> Program:
                         not any(v is x for x in late):
                     write_into[id(node)] = v
                     break
-    in_place = frozenset().union(*[_updates_in_place(body, last_use, fetched)
+    in_place = frozenset().union(*[updates_in_place(body, last_use, fetched)
                                    for body in bodies(program)])
     return _with_plan(program, MemoryPlan(free_after, write_into, in_place))
 
@@ -82,9 +82,12 @@ def _with_plan(program: Program, memory: MemoryPlan) -> Program:
 _UPDATES = ("AssignAdd", "AssignSub", "ScatterAdd", "ScatterSub", "ScatterUpdate")
 
 
-def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozenset:
+def updates_in_place(program: Program, last_use: dict, fetched: set,
+                     min_bytes: int | None = None) -> frozenset:
     """The updates that may write into their variable's array: no value that may be that
-    array (`holders`) is read after the update or fetched."""
+    array (`holders`) is read after the update or fetched. Only those of `min_bytes` or more
+    (MIN_BYTES by default: a GPU's backend takes every size)."""
+    min_bytes = MIN_BYTES if min_bytes is None else min_bytes
     if not any(n.type in _UPDATES for n in program.nodes):
         return frozenset()
     position = {id(n): i for i, n in enumerate(program.nodes)}
@@ -102,7 +105,7 @@ def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozens
             if node.type == "Assign":  # V[var] is now the value itself, or a copy of it
                 holders[var] = [out, node.inputs[1]]
                 aliases[id(node.inputs[1])] = {var}
-            elif _large(out) and out.shape.is_fully_defined() and all(
+            elif _large(out, min_bytes) and out.shape.is_fully_defined() and all(
                     id(h) not in fetched and position[id(last_use.get(id(h), h.producer))]
                     <= position[id(node)] for h in holders.get(var, ())):
                 chosen.add(id(node))
@@ -126,9 +129,10 @@ def _updates_in_place(program: Program, last_use: dict, fetched: set) -> frozens
     return frozenset(chosen)
 
 
-def _large(v: Value) -> bool:
+def _large(v: Value, min_bytes: int | None = None) -> bool:
     n = v.shape.num_elements()
-    return n is not None and n * v.dtype.np.itemsize >= MIN_BYTES
+    return n is not None and n * v.dtype.np.itemsize >= (
+        MIN_BYTES if min_bytes is None else min_bytes)
 
 
 def _reusable(v: Value, out: Value, node: Node, last_use, consumers, fetched) -> bool:

@@ -260,6 +260,12 @@ class _NumpyWalk(Walk):
             except ValueError as e:  # an emitter that needs what only a run knows
                 raise UnimplementedError(None, op, f"{op.where()} cannot be compiled: {e}") \
                     from None
+        self.emit(node, code)
+
+    def emit(self, node: Node, code) -> None:
+        """The lines computing `node` by `code` (an expression, a statement for an op of no
+        outputs, or a Store), and what the walk keeps of its outputs."""
+        op, opdef, body, expr = node.origin, node.opdef, self.body, self.expr
         outputs = node.outputs
         if len(outputs) == 1:
             outs = [self.names.make(outputs[0].name)]
