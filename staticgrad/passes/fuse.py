@@ -13,6 +13,9 @@ full; the rest live in one block.
 Groups are made in one pass in program order. A node joins (and merges) the open groups of
 its inputs; a group closes once something outside it reads one of its values, so that the
 group can run as one step, after everything it reads and before everything that reads it.
+It closes too where a variable one of its members reads is written (an assignment, an
+optimizer's update): it runs where its last member is, and must read the variable's value
+from before the write, as the program says.
 Each region of a node is fused on its own; to the program around it, the node is one that
 no group takes.
 
@@ -26,7 +29,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 
-from ..ir import Node, Program, Value
+from ..ir import Node, Program, Value, assigned_by, variable_of
 from ..ops.table import OpDef
 from .rewrite import assigns_variables, map_regions, output_kinds, reads_variable, waited_on
 
@@ -76,6 +79,7 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
     members: dict[int, list[Node]] = {}
     domain_of: dict[int, tuple] = {}
     reads: dict[int, set] = {}           # group number -> id(Value) of what it reads from outside
+    var_reads: dict[int, set] = {}       # group number -> the variables its members read
     closed: set[int] = set()
     numbers = itertools.count()
 
@@ -85,6 +89,12 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
         return g
 
     for node in program.nodes:
+        if assigns and var_reads:
+            written = _writes(node)
+            if written is not None:  # (a group runs where its last member is: none may come
+                #                        after a write of a variable the group reads)
+                closed.update(g for g, names in var_reads.items()
+                              if names and (written is _ANY or written in names))
         read = {find(group_of[id(v.producer)]) for v in node.runtime_inputs()
                 if v.producer is not None and id(v.producer) in group_of}
         # a group's sum is known only once all its blocks ran: reading it is reading from
@@ -94,8 +104,6 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
                      and id(v.producer) in group_of}
         closed.update(read_sums)
         domain = None if id(node) in waited else _domain(node, policy)
-        if assigns and any(reads_variable(v) for v in node.runtime_inputs()):
-            domain = None  # a group runs late: its variable reads could cross an assignment
         joinable = [g for g in read if g not in closed and domain_of[g] == domain]
         outside = _read_from_outside(node, joinable, group_of, find)
         if policy.max_inputs is not None and joinable and \
@@ -112,10 +120,13 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
                 merged_into[other] = g
                 members[g].extend(members.pop(other))
                 reads[g] |= reads.pop(other)
+                var_reads[g] |= var_reads.pop(other)
         else:
             g = next(numbers)
-            members[g], domain_of[g], reads[g] = [], domain, set()
+            members[g], domain_of[g], reads[g], var_reads[g] = [], domain, set(), set()
         reads[g] |= outside
+        var_reads[g] |= {variable_of(v.producer) for v in node.runtime_inputs()
+                         if reads_variable(v)}
         members[g].append(node)
         group_of[id(node)] = g
 
@@ -151,6 +162,21 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
         nodes = [n for n in nodes if id(n) in waited or not n.outputs
                  or any(id(v) not in absorbed or id(v) in read for v in n.outputs)]
     return Program(nodes, program.feeds, program.fetches, nested=program.nested)
+
+
+_ANY = object()  # (what _writes says of a node that may write any variable)
+
+
+def _writes(node: Node):
+    """The variable `node` writes (an assignment's), `_ANY` where it may write some (a node
+    holding regions, an unknown stateful op), or None (it writes none)."""
+    var = assigned_by(node)
+    if var is not None:
+        return var
+    opdef = node.opdef
+    if node.regions or (opdef.stateful and not opdef.reads_state and not opdef.draws_random):
+        return _ANY
+    return None
 
 
 def _domain(node: Node, policy: FusePolicy):

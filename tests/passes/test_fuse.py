@@ -258,3 +258,49 @@ def test_each_region_is_fused_on_its_own_and_its_node_joins_no_group():
     no_scalars = FusePolicy(min_elements=1, scalar_broadcasts=False, reductions=())
     assert types(fuse_elementwise(program, no_scalars).nodes[1].regions[0]) == [
         "Exp", "Mul", "Tanh"]  # x * 0.5 broadcasts a number: not blockwise under it
+
+
+def test_a_member_reading_a_variable_joins_a_group_in_a_training_step():
+    """A node reading a variable may be in a group where the plan assigns variables: here
+    x * w joins its ReLU, the sum, the gradient and the step's lr * g in one group (it was
+    kept out, one more pass over memory, lest the group run after an assignment of w)."""
+    x = sg.placeholder(sg.float32, [256, 512], name="x")
+    w = sg.Variable(np.linspace(-1, 1, 256 * 512, dtype=np.float32).reshape(256, 512),
+                    name="w")
+    loss = sg.reduce_sum(sg.nn.relu(x * w))
+    step = sg.train.GradientDescentOptimizer(0.1).minimize(loss)
+    xv = np.random.default_rng(0).normal(size=(256, 512)).astype(np.float32)
+    with sg.Session() as sess:
+        sess.run(w.initializer)
+        source = sess.source([step, loss], {x: xv})
+        got = [sess.run([step, loss], {x: xv})[1] for _ in range(3)] + [sess.run(w)]
+    run = source.split("def run(")[1].split("\ndef ")[0]
+    assert run.count("rt.run_blocks(") == 1 and "# fused: 6 elementwise ops" in run
+    assert "rt.run_blocks(fused, 131072, x.reshape(-1), V['w'].reshape(-1)" in run
+    want_w, want = np.linspace(-1, 1, 256 * 512, dtype=np.float32).reshape(256, 512), []
+    for _ in range(3):
+        pre = xv * want_w
+        want.append(np.maximum(pre, 0).sum(dtype=np.float64))
+        want_w = want_w - np.float32(0.1) * (pre > 0) * xv
+    np.testing.assert_allclose(got[:3], want, rtol=1e-5)
+    np.testing.assert_allclose(got[3], want_w, rtol=1e-6)
+
+
+@pytest.mark.parametrize("update", ["assign", "assign_sub", "scatter_sub"])
+def test_a_group_never_reads_a_variable_after_a_later_write_of_it(update):
+    """A group runs where its last member is. `early` reads w (the value it has when the run
+    begins), then w is written, then `later` reads `early`: had `later` joined `early`'s
+    group, the group would read w after the write (it did, with a fused update in place)."""
+    x = sg.placeholder(sg.float32, [N], name="x")
+    w = sg.Variable(np.full(N, 2.0, np.float32), name="w")
+    early = w * x
+    write = {"assign": lambda: sg.assign(w, x * 10.0),
+             "assign_sub": lambda: sg.assign_sub(w, x),
+             "scatter_sub": lambda: sg.scatter_sub(w, [0, 5], [1.0, 1.0])}[update]()
+    later = sg.exp(early * 0.001)
+    xv = np.linspace(-1, 1, N, dtype=np.float32)
+    for options in (sg.CompileOptions(), sg.CompileOptions(disable={"fuse"})):
+        with sg.Session(options=options) as sess:
+            sess.run(w.initializer)
+            got = sess.run([later, write], {x: xv})[0]
+        np.testing.assert_allclose(got, np.exp(2.0 * xv * np.float32(0.001)), rtol=1e-6)
