@@ -231,9 +231,10 @@ def max_pool_grad(x, y, dy, ksize, strides, padding):
     return dx
 
 
-def _counts(in_hw, ksize, strides, pads, out_hw, dtype):
-    return np.ascontiguousarray(ref._window_counts(in_hw, ksize, strides, pads, out_hw,
-                                                   dtype)[:, :, 0])
+def _divisors(ksize, dtype):
+    """0, 1, ... kh*kw in `dtype`: a window's count of elements is its index here, so that
+    the average divides in the input's dtype, as runtime_conv's by its counts array."""
+    return np.arange(ksize[0] * ksize[1] + 1, dtype=dtype)
 
 
 def avg_pool(x, ksize, strides, padding):
@@ -242,24 +243,36 @@ def avg_pool(x, ksize, strides, padding):
     pads, out_hw = _pool_setup(x.shape, ksize, strides, padding)
     if kernels is None or not _fits(x) or min(out_hw) < 1:
         return ref.avg_pool(x, ksize, strides, padding)
-    counts = _counts(x.shape[1:3], ksize, strides, pads, out_hw, x.dtype)
+    divisors = _divisors(ksize, x.dtype)
     y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
     x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
-    _over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], counts, ksize, strides, top, left,
+    _over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], divisors, ksize, strides, top, left,
                                                 y[lo:hi]), x.shape[0], x.size)
     return y
 
 
+def _tiled(in_hw, ksize, strides, corner, out_hw) -> bool:
+    """Do the windows hold every element of the input exactly once (each stride its kernel's
+    size, no gap before the last window's end)?"""
+    return all(k == s and n * s - before >= size
+               for size, k, s, before, n in zip(in_hw, ksize, strides, corner, out_hw))
+
+
 def avg_pool_grad(input_shape, dy, ksize, strides, padding):
-    """runtime_conv.avg_pool_grad in one pass."""
+    """runtime_conv.avg_pool_grad in one pass; where the windows do not overlap, each
+    element of the gradient written once, with no zeroing first where they tile the input."""
     kernels = _state.get("kernels") or _load()
     input_shape = tuple(int(d) for d in input_shape)
     if kernels is None or not _fits(dy) or 0 in input_shape:
         return ref.avg_pool_grad(input_shape, dy, ksize, strides, padding)
     pads = resolve_pads(padding, input_shape[1:3], ksize, strides)
-    counts = _counts(input_shape[1:3], ksize, strides, pads, dy.shape[1:3], dy.dtype)
-    dx = np.zeros(input_shape, dy.dtype)
-    dy, ksize, strides, top, left = _contiguous(dy), tuple(ksize), tuple(strides), *_corner(pads)
-    _over_batch(lambda lo, hi: kernels.avg_pool_grad(dy[lo:hi], counts, ksize, strides, top,
-                                                     left, dx[lo:hi]), dx.shape[0], dx.size)
+    ksize, strides, corner = tuple(ksize), tuple(strides), _corner(pads)
+    overlap = strides[0] < ksize[0] or strides[1] < ksize[1]
+    tiled = not overlap and _tiled(input_shape[1:3], ksize, strides, corner, dy.shape[1:3])
+    dx = (np.empty if tiled else np.zeros)(input_shape, dy.dtype)
+    divisors = _divisors(ksize, dy.dtype)
+    dy = _contiguous(dy)
+    _over_batch(lambda lo, hi: kernels.avg_pool_grad(dy[lo:hi], divisors, ksize, strides,
+                                                     *corner, overlap, dx[lo:hi]),
+                dx.shape[0], dx.size)
     return dx

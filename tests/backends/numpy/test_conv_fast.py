@@ -142,6 +142,90 @@ def test_nan_and_minus_inf_in_max_pooling():
                                       ref.max_pool_grad(x, want, dy, (2, 2), (2, 2), padding))
 
 
+def _hand_pools(x, ksize, strides, pads):
+    """max_pool, avg_pool and a matrix `share` (avg_pool's value as share @ x) written as
+    their definitions over the windows' elements inside x, in float64 for the averages."""
+    n, h, w, c = x.shape
+    (kh, kw), (sh, sw), ((top, bottom), (left, right)) = ksize, strides, pads
+    oh, ow = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
+    biggest, mean = np.empty((n, oh, ow, c), x.dtype), np.empty((n, oh, ow, c))
+    share = np.zeros((oh * ow, h * w))  # share[out position, in position]
+    for p, q in itertools.product(range(oh), range(ow)):
+        rows = range(max(p * sh - top, 0), min(p * sh - top + kh, h))
+        cols = range(max(q * sw - left, 0), min(q * sw - left + kw, w))
+        inside = x[:, rows.start:rows.stop, cols.start:cols.stop].reshape(n, -1, c)
+        biggest[:, p, q] = inside.max(axis=1)
+        mean[:, p, q] = inside.astype(np.float64).mean(axis=1)
+        for r, s in itertools.product(rows, cols):
+            share[p * ow + q, r * w + s] = 1 / (len(rows) * len(cols))
+    return biggest, mean, share
+
+
+HAND_POOL_CASES = [  # (shape, ksize, strides, padding): the 2x2 windows' own loops (wholly
+    # inside, cut by SAME's padding at odd sizes, stride 1 and 2), the others', gaps
+    ((2, 6, 6, 1), (2, 2), (2, 2), "SAME"), ((3, 7, 5, 128), (2, 2), (2, 2), "SAME"),
+    ((2, 7, 5, 3), (2, 2), (2, 2), "VALID"), ((2, 5, 6, 2), (2, 2), (1, 1), "SAME"),
+    ((1, 7, 8, 5), (2, 2), (3, 3), "SAME"), ((2, 6, 7, 1), (3, 3), (2, 2), "SAME"),
+    ((1, 5, 5, 128), (3, 2), (3, 2), "VALID"), ((2, 8, 8, 4), (2, 2), (2, 2), ((1, 1), (0, 1)))]
+
+
+@needs_loops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,ksize,strides,padding", HAND_POOL_CASES)
+def test_pools_against_hand_loops(shape, ksize, strides, padding, dtype):
+    """The forward passes against their definitions; average pooling's gradient against the
+    derivative of <dy, avg_pool(x)> (linear in x: `share` from the definition), and exactly
+    against runtime_conv's where no two windows overlap (one term per element)."""
+    (x,) = _arrays(shape, dtype)
+    pads = ref.resolve_pads(padding, shape[1:3], ksize, strides)
+    what = f"x{shape} {dtype.__name__} ksize {ksize} strides {strides} {padding}"
+    biggest, mean, share = _hand_pools(x, ksize, strides, pads)
+    np.testing.assert_array_equal(conv_fast.max_pool(x, ksize, strides, padding), biggest,
+                                  err_msg=f"max_pool {what}")
+    got = conv_fast.avg_pool(x, ksize, strides, padding)
+    assert got.dtype == x.dtype, what
+    _close(got, mean.astype(dtype), dtype, f"avg_pool {what}")
+    np.testing.assert_array_equal(got, ref.avg_pool(x, ksize, strides, padding),
+                                  err_msg=f"avg_pool {what}")  # the same sums, same order
+    (dy,) = _arrays(got.shape, dtype, seed=1)
+    dx = conv_fast.avg_pool_grad(shape, dy, ksize, strides, padding)
+    n, oh, ow, c = dy.shape
+    want = np.einsum("ok,nol->nkl", share, dy.reshape(n, oh * ow, c)).reshape(shape)
+    _close(dx, want.astype(dtype), dtype, f"avg_pool_grad {what}")
+    if strides[0] >= ksize[0] and strides[1] >= ksize[1]:
+        np.testing.assert_array_equal(dx, ref.avg_pool_grad(shape, dy, ksize, strides, padding),
+                                      err_msg=f"avg_pool_grad {what}")
+
+
+@needs_loops
+@pytest.mark.parametrize("ksize,strides", [((2, 2), (2, 2)), ((3, 3), (2, 2)), ((2, 2), (3, 3))])
+def test_average_pooling_gradient_by_finite_differences(ksize, strides):
+    x, = _arrays((2, 7, 6, 3), np.float64)
+    dy, = _arrays(ref.avg_pool(x, ksize, strides, "SAME").shape, np.float64, seed=1)
+    dx = conv_fast.avg_pool_grad(x.shape, dy, ksize, strides, "SAME")
+    eps, numeric = 1e-6, np.empty(x.size)
+    for i in range(x.size):
+        step = np.zeros(x.size)
+        step[i] = eps
+        step = step.reshape(x.shape)
+        numeric[i] = np.sum(dy * (conv_fast.avg_pool(x + step, ksize, strides, "SAME")
+                                  - conv_fast.avg_pool(x - step, ksize, strides, "SAME")))
+    np.testing.assert_allclose(dx.ravel(), numeric / (2 * eps), rtol=1e-6, atol=1e-8,
+                               err_msg=f"avg_pool_grad ksize {ksize} strides {strides}")
+
+
+@needs_loops
+def test_average_pooling_gradient_leaves_no_stale_memory():
+    """Where the windows tile the input, dx is not zeroed first: every element is written.
+    Memory freed full of NaN, then the gradient allocated: no NaN may show through."""
+    for _ in range(3):  # a few rounds, so that the allocator hands back what was just freed
+        junk = np.full((4, 8, 8, 16), np.nan, np.float32)
+        del junk
+        dx = conv_fast.avg_pool_grad((4, 8, 8, 16), np.ones((4, 4, 4, 16), np.float32), (2, 2),
+                                     (2, 2), "SAME")
+        np.testing.assert_array_equal(dx, np.full(dx.shape, 0.25, np.float32))
+
+
 @needs_loops
 def test_the_batch_split_between_threads(monkeypatch):
     monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
