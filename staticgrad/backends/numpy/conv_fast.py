@@ -14,7 +14,8 @@ batch in blocks whose im2col slab stays in the cache, one product per block, on 
   kernel offsets; MaxPoolGrad makes several passes per offset).
 
 Each loop splits the batch between NUMBA_NUM_THREADS threads (the number of CPUs unless set):
-the caller's and a small pool's, which wait on a lock when idle. numba's own threads
+the caller's and a small pool's, which wait on a lock when idle; pools only from
+POOL_MIN_SPLIT elements, as a second thread did not make them faster here. numba's own threads
 (`prange`, OpenMP) spin after each loop, and on two cores they slowed the OpenBLAS product
 that follows (benchmarks/README.md, "Convolution").
 
@@ -86,6 +87,10 @@ def _load():
 
 
 MIN_SPLIT = 1 << 18  # elements a call reads or writes, under which one thread does it all
+# the same for the pooling loops, which run at memory speed: on this project's two cores a
+# second thread made no pool faster up to batch 128 of 28x28x32 (3.2M elements), and the
+# hand-off slowed the smaller ones by 0.1-0.2 ms (benchmarks/README.md, "Convolution")
+POOL_MIN_SPLIT = 1 << 23
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -212,7 +217,7 @@ def max_pool(x, ksize, strides, padding):
     y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
     x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
     _over_batch(lambda lo, hi: kernels.max_pool(x[lo:hi], ksize, strides, top, left, y[lo:hi]),
-                x.shape[0], x.size)
+                x.shape[0], x.size, POOL_MIN_SPLIT)
     return y
 
 
@@ -227,7 +232,7 @@ def max_pool_grad(x, y, dy, ksize, strides, padding):
     ksize, strides, top, left = tuple(ksize), tuple(strides), *_corner(pads)
     _over_batch(lambda lo, hi: kernels.max_pool_grad(x[lo:hi], y[lo:hi], dy[lo:hi], ksize,
                                                      strides, top, left, dx[lo:hi]),
-                x.shape[0], x.size)
+                x.shape[0], x.size, POOL_MIN_SPLIT)
     return dx
 
 
@@ -247,7 +252,7 @@ def avg_pool(x, ksize, strides, padding):
     y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
     x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
     _over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], divisors, ksize, strides, top, left,
-                                                y[lo:hi]), x.shape[0], x.size)
+                                                y[lo:hi]), x.shape[0], x.size, POOL_MIN_SPLIT)
     return y
 
 
@@ -274,5 +279,5 @@ def avg_pool_grad(input_shape, dy, ksize, strides, padding):
     dy = _contiguous(dy)
     _over_batch(lambda lo, hi: kernels.avg_pool_grad(dy[lo:hi], divisors, ksize, strides,
                                                      *corner, overlap, dx[lo:hi]),
-                dx.shape[0], dx.size)
+                dx.shape[0], dx.size, POOL_MIN_SPLIT)
     return dx

@@ -229,6 +229,7 @@ def test_average_pooling_gradient_leaves_no_stale_memory():
 @needs_loops
 def test_the_batch_split_between_threads(monkeypatch):
     monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
+    monkeypatch.setattr(conv_fast, "POOL_MIN_SPLIT", 0)
     monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
     x, w = _arrays((5, 6, 6, 3), np.float32, (3, 3, 3, 4))
     pads = ref.resolve_pads("SAME", (6, 6), (3, 3), (1, 1))
@@ -241,6 +242,24 @@ def test_the_batch_split_between_threads(monkeypatch):
     np.testing.assert_array_equal(p, ref.max_pool(x, (2, 2), (2, 2), "SAME"))
     _close(conv_fast.max_pool_grad(x, p, p, (2, 2), (2, 2), "SAME"),
            ref.max_pool_grad(x, p, p, (2, 2), (2, 2), "SAME"), np.float32, "max_pool_grad")
+    for ksize, strides in (((2, 2), (2, 2)), ((3, 3), (1, 1))):  # avg: tiled and overlapping
+        a = conv_fast.avg_pool(x, ksize, strides, "SAME")
+        np.testing.assert_array_equal(a, ref.avg_pool(x, ksize, strides, "SAME"))
+        _close(conv_fast.avg_pool_grad(x.shape, a, ksize, strides, "SAME"),
+               ref.avg_pool_grad(x.shape, a, ksize, strides, "SAME"), np.float32,
+               f"avg_pool_grad {ksize} {strides}")
+
+
+@needs_loops
+def test_pools_stay_on_one_thread_under_their_threshold(monkeypatch):
+    calls, real_pool = [], conv_fast._pool
+    monkeypatch.setattr(conv_fast, "_pool", lambda: calls.append("pool") or real_pool())
+    x, = _arrays((16, 28, 28, 32), np.float32)  # over the split of im2col and col2im
+    y = conv_fast.max_pool(x, (2, 2), (2, 2), "SAME")
+    conv_fast.max_pool_grad(x, y, y, (2, 2), (2, 2), "SAME")
+    conv_fast.avg_pool_grad(x.shape, conv_fast.avg_pool(x, (2, 2), (2, 2), "SAME"), (2, 2),
+                            (2, 2), "SAME")
+    assert x.size >= conv_fast.MIN_SPLIT and not calls
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int32])
