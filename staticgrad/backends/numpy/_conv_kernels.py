@@ -132,32 +132,64 @@ def max_pool(x, ksize, strides, top, left, y):
 
 
 @njit(**_OPTIONS)
-def max_pool_grad(x, y, dy, ksize, strides, top, left, dx):
+def max_pool_grad(x, y, dy, ksize, strides, top, left, overlap, dx):
     """dx[b, r, s, :] += dy[b, p, q, :] at the first position (r, s) of each window, in
-    row-major order over the whole window (padding included, as -inf), where x equals y;
-    dx arrives zeroed. Branch-free over the channels (`todo` marks those not yet routed),
-    so that LLVM vectorizes them."""
+    row-major order over the whole window (padding included, as -inf), where x equals y.
+    Branch-free over the channels (`todo` marks those not yet routed), so that LLVM
+    vectorizes them. Where windows overlap, dx arrives zeroed and the gradients are added;
+    where they do not (`overlap` false), each element a window holds is written once, as
+    0 + its gradient or 0 + 0 (the sum on zeros, -0 made +0), and the caller zeroes dx only
+    where some element is in no window. A 2x2 window wholly inside x then routes its four
+    elements in one channel pass."""
     n, h, w, c = x.shape
     oh, ow = y.shape[1], y.shape[2]
     kh, kw = ksize
     sh, sw = strides
+    zero = np.zeros(1, dx.dtype)[0]
     todo = np.empty(c, np.bool_)
     for b in range(n):
         for p in range(oh):
+            r0 = p * sh - top
             for q in range(ow):
+                s0 = q * sw - left
+                top_in = y[b, p, q]
+                grad = dy[b, p, q]
+                if not overlap and kh == 2 and kw == 2 and 0 <= r0 and r0 + 2 <= h \
+                        and 0 <= s0 and s0 + 2 <= w:
+                    x00, x01 = x[b, r0, s0], x[b, r0, s0 + 1]
+                    x10, x11 = x[b, r0 + 1, s0], x[b, r0 + 1, s0 + 1]
+                    d00, d01 = dx[b, r0, s0], dx[b, r0, s0 + 1]
+                    d10, d11 = dx[b, r0 + 1, s0], dx[b, r0 + 1, s0 + 1]
+                    for k in range(c):  # `rest`: the gradient while not yet routed, then 0
+                        m, rest = top_in[k], grad[k]
+                        d00[k] = zero + (rest if x00[k] == m else zero)
+                        rest = zero if x00[k] == m else rest
+                        d01[k] = zero + (rest if x01[k] == m else zero)
+                        rest = zero if x01[k] == m else rest
+                        d10[k] = zero + (rest if x10[k] == m else zero)
+                        rest = zero if x10[k] == m else rest
+                        d11[k] = zero + (rest if x11[k] == m else zero)
+                    continue
                 todo[:] = True
                 for i in range(kh):
-                    r = p * sh + i - top
+                    r = r0 + i
                     for j in range(kw):
-                        s = q * sw + j - left
+                        s = s0 + j
                         if 0 <= r < h and 0 <= s < w:
-                            for k in range(c):
-                                hit = todo[k] & (x[b, r, s, k] == y[b, p, q, k])
-                                dx[b, r, s, k] += dy[b, p, q, k] if hit else 0
-                                todo[k] &= not hit
+                            row, out = x[b, r, s], dx[b, r, s]
+                            if overlap:
+                                for k in range(c):
+                                    hit = todo[k] & (row[k] == top_in[k])
+                                    out[k] += grad[k] if hit else zero
+                                    todo[k] &= not hit
+                            else:
+                                for k in range(c):
+                                    hit = todo[k] & (row[k] == top_in[k])
+                                    out[k] = zero + (grad[k] if hit else zero)
+                                    todo[k] &= not hit
                         else:  # padding: the first maximum only where the window's is -inf
                             for k in range(c):
-                                todo[k] &= y[b, p, q, k] != -np.inf
+                                todo[k] &= top_in[k] != -np.inf
 
 
 @njit(**_OPTIONS)

@@ -208,6 +208,13 @@ def _pool_setup(shape, ksize, strides, padding):
     return pads, ref.output_hw(shape[1:3], ksize, strides, pads)
 
 
+def _tiled(in_hw, ksize, strides, corner, out_hw) -> bool:
+    """Do the windows hold every element of the input exactly once (each stride its kernel's
+    size, no gap before the last window's end)?"""
+    return all(k == s and n * s - before >= size
+               for size, k, s, before, n in zip(in_hw, ksize, strides, corner, out_hw))
+
+
 def max_pool(x, ksize, strides, padding):
     """runtime_conv.max_pool in one pass."""
     kernels = _state.get("kernels") or _load()
@@ -222,16 +229,19 @@ def max_pool(x, ksize, strides, padding):
 
 
 def max_pool_grad(x, y, dy, ksize, strides, padding):
-    """runtime_conv.max_pool_grad in one pass."""
+    """runtime_conv.max_pool_grad in one pass; where the windows do not overlap, each
+    element of the gradient written once, with no zeroing first where they tile the input."""
     kernels = _state.get("kernels") or _load()
     if kernels is None or not _fits(x, y, dy):
         return ref.max_pool_grad(x, y, dy, ksize, strides, padding)
     pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
-    dx = np.zeros(x.shape, dy.dtype)
+    ksize, strides, corner = tuple(ksize), tuple(strides), _corner(pads)
+    overlap = strides[0] < ksize[0] or strides[1] < ksize[1]
+    tiled = not overlap and _tiled(x.shape[1:3], ksize, strides, corner, y.shape[1:3])
+    dx = (np.empty if tiled else np.zeros)(x.shape, dy.dtype)
     x, y, dy = _contiguous(x), _contiguous(y), _contiguous(dy)
-    ksize, strides, top, left = tuple(ksize), tuple(strides), *_corner(pads)
     _over_batch(lambda lo, hi: kernels.max_pool_grad(x[lo:hi], y[lo:hi], dy[lo:hi], ksize,
-                                                     strides, top, left, dx[lo:hi]),
+                                                     strides, *corner, overlap, dx[lo:hi]),
                 x.shape[0], x.size, POOL_MIN_SPLIT)
     return dx
 
@@ -254,13 +264,6 @@ def avg_pool(x, ksize, strides, padding):
     _over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], divisors, ksize, strides, top, left,
                                                 y[lo:hi]), x.shape[0], x.size, POOL_MIN_SPLIT)
     return y
-
-
-def _tiled(in_hw, ksize, strides, corner, out_hw) -> bool:
-    """Do the windows hold every element of the input exactly once (each stride its kernel's
-    size, no gap before the last window's end)?"""
-    return all(k == s and n * s - before >= size
-               for size, k, s, before, n in zip(in_hw, ksize, strides, corner, out_hw))
 
 
 def avg_pool_grad(input_shape, dy, ksize, strides, padding):

@@ -197,6 +197,40 @@ def test_pools_against_hand_loops(shape, ksize, strides, padding, dtype):
                                       err_msg=f"avg_pool_grad {what}")
 
 
+def _hand_max_pool_grad(x, y, dy, ksize, strides, pads):
+    """Each dy to the first element of its window, row-major, that equals the maximum."""
+    (kh, kw), (sh, sw), ((top, _), (left, _)) = ksize, strides, pads
+    dx = np.zeros(x.shape, dy.dtype)
+    n, oh, ow, c = y.shape
+    for b, p, q, k in itertools.product(range(n), range(oh), range(ow), range(c)):
+        window = [(p * sh - top + i, q * sw - left + j) for i in range(kh) for j in range(kw)]
+        for r, s in window:
+            if 0 <= r < x.shape[1] and 0 <= s < x.shape[2] and x[b, r, s, k] == y[b, p, q, k]:
+                dx[b, r, s, k] += dy[b, p, q, k]
+                break
+    return dx
+
+
+@needs_loops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,ksize,strides,padding", HAND_POOL_CASES)
+def test_max_pool_gradient_against_hand_loops(shape, ksize, strides, padding, dtype):
+    """With many ties (inputs rounded to whole numbers): the first maximum of each window
+    takes its gradient; exactly runtime_conv's where no two windows overlap."""
+    (x,) = _arrays(shape, dtype)
+    x = np.round(x)
+    pads = ref.resolve_pads(padding, shape[1:3], ksize, strides)
+    what = f"x{shape} {dtype.__name__} ksize {ksize} strides {strides} {padding}"
+    y = conv_fast.max_pool(x, ksize, strides, padding)
+    (dy,) = _arrays(y.shape, dtype, seed=1)
+    dx = conv_fast.max_pool_grad(x, y, dy, ksize, strides, padding)
+    np.testing.assert_allclose(dx, _hand_max_pool_grad(x, y, dy, ksize, strides, pads),
+                               rtol=1e-6, err_msg=f"max_pool_grad {what}")
+    if strides[0] >= ksize[0] and strides[1] >= ksize[1]:
+        np.testing.assert_array_equal(dx, ref.max_pool_grad(x, y, dy, ksize, strides, padding),
+                                      err_msg=f"max_pool_grad {what}")
+
+
 @needs_loops
 @pytest.mark.parametrize("ksize,strides", [((2, 2), (2, 2)), ((3, 3), (2, 2)), ((2, 2), (3, 3))])
 def test_average_pooling_gradient_by_finite_differences(ksize, strides):
@@ -215,15 +249,22 @@ def test_average_pooling_gradient_by_finite_differences(ksize, strides):
 
 
 @needs_loops
-def test_average_pooling_gradient_leaves_no_stale_memory():
+def test_pooling_gradients_leave_no_stale_memory():
     """Where the windows tile the input, dx is not zeroed first: every element is written.
     Memory freed full of NaN, then the gradient allocated: no NaN may show through."""
+    x = np.zeros((4, 8, 8, 16), np.float32)
     for _ in range(3):  # a few rounds, so that the allocator hands back what was just freed
-        junk = np.full((4, 8, 8, 16), np.nan, np.float32)
+        junk = np.full(x.shape, np.nan, np.float32)
         del junk
-        dx = conv_fast.avg_pool_grad((4, 8, 8, 16), np.ones((4, 4, 4, 16), np.float32), (2, 2),
+        dx = conv_fast.avg_pool_grad(x.shape, np.ones((4, 4, 4, 16), np.float32), (2, 2),
                                      (2, 2), "SAME")
         np.testing.assert_array_equal(dx, np.full(dx.shape, 0.25, np.float32))
+        junk = np.full(x.shape, np.nan, np.float32)
+        del junk
+        dx = conv_fast.max_pool_grad(x, np.zeros((4, 4, 4, 16), np.float32),
+                                     np.ones((4, 4, 4, 16), np.float32), (2, 2), (2, 2), "SAME")
+        np.testing.assert_array_equal(dx[:, ::2, ::2], 1)  # all tie: the first takes it
+        assert np.sum(dx) == 4 * 4 * 4 * 16
 
 
 @needs_loops
