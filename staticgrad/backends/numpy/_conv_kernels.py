@@ -92,66 +92,18 @@ def col2im(cols, top, left, strides, dilations, dx):
 
 
 @njit(**_OPTIONS)
+def _bigger(v, m):
+    """v where it wins over the maximum so far m, else m: np.maximum's result as a select
+    (a NaN wins and stays), which LLVM vectorizes where a conditional store would not."""
+    return v if (v > m) | (v != v) else m
+
+
+@njit(**_OPTIONS)
 def max_pool(x, ksize, strides, top, left, y):
     """y[b, p, q, :] = the maximum of each window (a NaN in it wins, as with np.maximum).
-    Each channel's maximum is a select written back unconditionally, so that LLVM
-    vectorizes the channel loop (about 10% faster than a conditional store)."""
-    n, h, w, c = x.shape
-    oh, ow = y.shape[1], y.shape[2]
-    kh, kw = ksize
-    sh, sw = strides
-    for b in range(n):
-        for p in range(oh):
-            for q in range(ow):
-                out = y[b, p, q]
-                out[:] = -np.inf
-                for i in range(kh):
-                    r = p * sh + i - top
-                    if r < 0 or r >= h:
-                        continue
-                    for j in range(kw):
-                        s = q * sw + j - left
-                        if s < 0 or s >= w:
-                            continue
-                        row = x[b, r, s]
-                        for k in range(c):
-                            v, m = row[k], out[k]
-                            out[k] = v if (v > m) | (v != v) else m
-
-
-@njit(**_OPTIONS)
-def max_pool_grad(x, y, dy, ksize, strides, top, left, dx):
-    """dx[b, r, s, :] += dy[b, p, q, :] at the first position (r, s) of each window, in
-    row-major order over the whole window (padding included, as -inf), where x equals y;
-    dx arrives zeroed. Branch-free over the channels (`todo` marks those not yet routed),
-    so that LLVM vectorizes them."""
-    n, h, w, c = x.shape
-    oh, ow = y.shape[1], y.shape[2]
-    kh, kw = ksize
-    sh, sw = strides
-    todo = np.empty(c, np.bool_)
-    for b in range(n):
-        for p in range(oh):
-            for q in range(ow):
-                todo[:] = True
-                for i in range(kh):
-                    r = p * sh + i - top
-                    for j in range(kw):
-                        s = q * sw + j - left
-                        if 0 <= r < h and 0 <= s < w:
-                            for k in range(c):
-                                hit = todo[k] & (x[b, r, s, k] == y[b, p, q, k])
-                                dx[b, r, s, k] += dy[b, p, q, k] if hit else 0
-                                todo[k] &= not hit
-                        else:  # padding: the first maximum only where the window's is -inf
-                            for k in range(c):
-                                todo[k] &= y[b, p, q, k] != -np.inf
-
-
-@njit(**_OPTIONS)
-def avg_pool(x, counts, ksize, strides, top, left, y):
-    """y[b, p, q, :] = the sum of each window's elements inside x, in row-major order,
-    divided by counts[p, q], how many there are (of x's dtype, so the division is x's)."""
+    A 2x2 window wholly inside x (every window of a 2x2 stride-2 pool on even sizes) is one
+    pass over the channels with its four inputs in registers; any other folds its rows into
+    y's row, one channel loop per element (both vectorized over the channels)."""
     n, h, w, c = x.shape
     oh, ow = y.shape[1], y.shape[2]
     kh, kw = ksize
@@ -159,36 +111,165 @@ def avg_pool(x, counts, ksize, strides, top, left, y):
     for b in range(n):
         for p in range(oh):
             r0 = p * sh - top
+            r_lo, r_hi = max(r0, 0), min(r0 + kh, h)
             for q in range(ow):
                 s0 = q * sw - left
-                for k in range(c):
-                    y[b, p, q, k] = 0
-                for r in range(max(r0, 0), min(r0 + kh, h)):
-                    for s in range(max(s0, 0), min(s0 + kw, w)):
+                s_lo, s_hi = max(s0, 0), min(s0 + kw, w)
+                out = y[b, p, q]
+                if kh == 2 and kw == 2 and r_lo == r0 and r_hi == r0 + 2 and s_lo == s0 \
+                        and s_hi == s0 + 2:
+                    x00, x01 = x[b, r0, s0], x[b, r0, s0 + 1]
+                    x10, x11 = x[b, r0 + 1, s0], x[b, r0 + 1, s0 + 1]
+                    for k in range(c):
+                        out[k] = _bigger(x11[k], _bigger(x10[k], _bigger(x01[k], x00[k])))
+                    continue
+                out[:] = -np.inf  # what runtime_conv pads with: a window all padding stays so
+                for r in range(r_lo, r_hi):
+                    for s in range(s_lo, s_hi):
+                        row = x[b, r, s]
                         for k in range(c):
-                            y[b, p, q, k] += x[b, r, s, k]
-                for k in range(c):
-                    y[b, p, q, k] /= counts[p, q]
+                            out[k] = _bigger(row[k], out[k])
 
 
 @njit(**_OPTIONS)
-def avg_pool_grad(dy, counts, ksize, strides, top, left, dx):
-    """dx[b, r, s, :] += dy[b, p, q, :] / counts[p, q] (the window's count of elements inside
-    dx), over every window that holds (r, s); dx arrives zeroed. Each window's share is
-    divided once, not once per element it goes to."""
+def max_pool_grad(x, y, dy, ksize, strides, top, left, overlap, dx):
+    """dx[b, r, s, :] += dy[b, p, q, :] at the first position (r, s) of each window, in
+    row-major order over the whole window (padding included, as -inf), where x equals y.
+    Branch-free over the channels (`todo` marks those not yet routed), so that LLVM
+    vectorizes them. Where windows overlap, dx arrives zeroed and the gradients are added;
+    where they do not (`overlap` false), each element a window holds is written once, as
+    0 + its gradient or 0 + 0 (the sum on zeros, -0 made +0), and the caller zeroes dx only
+    where some element is in no window. A 2x2 window wholly inside x then routes its four
+    elements in one channel pass."""
+    n, h, w, c = x.shape
+    oh, ow = y.shape[1], y.shape[2]
+    kh, kw = ksize
+    sh, sw = strides
+    zero = np.zeros(1, dx.dtype)[0]
+    todo = np.empty(c, np.bool_)
+    for b in range(n):
+        for p in range(oh):
+            r0 = p * sh - top
+            for q in range(ow):
+                s0 = q * sw - left
+                top_in = y[b, p, q]
+                grad = dy[b, p, q]
+                if not overlap and kh == 2 and kw == 2 and 0 <= r0 and r0 + 2 <= h \
+                        and 0 <= s0 and s0 + 2 <= w:
+                    x00, x01 = x[b, r0, s0], x[b, r0, s0 + 1]
+                    x10, x11 = x[b, r0 + 1, s0], x[b, r0 + 1, s0 + 1]
+                    d00, d01 = dx[b, r0, s0], dx[b, r0, s0 + 1]
+                    d10, d11 = dx[b, r0 + 1, s0], dx[b, r0 + 1, s0 + 1]
+                    for k in range(c):  # `rest`: the gradient while not yet routed, then 0
+                        m, rest = top_in[k], grad[k]
+                        d00[k] = zero + (rest if x00[k] == m else zero)
+                        rest = zero if x00[k] == m else rest
+                        d01[k] = zero + (rest if x01[k] == m else zero)
+                        rest = zero if x01[k] == m else rest
+                        d10[k] = zero + (rest if x10[k] == m else zero)
+                        rest = zero if x10[k] == m else rest
+                        d11[k] = zero + (rest if x11[k] == m else zero)
+                    continue
+                todo[:] = True
+                for i in range(kh):
+                    r = r0 + i
+                    for j in range(kw):
+                        s = s0 + j
+                        if 0 <= r < h and 0 <= s < w:
+                            row, out = x[b, r, s], dx[b, r, s]
+                            if overlap:
+                                for k in range(c):
+                                    hit = todo[k] & (row[k] == top_in[k])
+                                    out[k] += grad[k] if hit else zero
+                                    todo[k] &= not hit
+                            else:
+                                for k in range(c):
+                                    hit = todo[k] & (row[k] == top_in[k])
+                                    out[k] = zero + (grad[k] if hit else zero)
+                                    todo[k] &= not hit
+                        else:  # padding: the first maximum only where the window's is -inf
+                            for k in range(c):
+                                todo[k] &= top_in[k] != -np.inf
+
+
+@njit(**_OPTIONS)
+def avg_pool(x, divisors, ksize, strides, top, left, y):
+    """y[b, p, q, :] = the sum of each window's elements inside x, in row-major order,
+    divided by how many there are: divisors[count], the count in x's dtype (so that the
+    division is x's, as runtime_conv's by its counts array). The sum is kept in registers
+    for a 2x2 window wholly inside x, in y's row otherwise."""
+    n, h, w, c = x.shape
+    oh, ow = y.shape[1], y.shape[2]
+    kh, kw = ksize
+    sh, sw = strides
+    for b in range(n):
+        for p in range(oh):
+            r0 = p * sh - top
+            r_lo, r_hi = max(r0, 0), min(r0 + kh, h)
+            for q in range(ow):
+                s0 = q * sw - left
+                s_lo, s_hi = max(s0, 0), min(s0 + kw, w)
+                out = y[b, p, q]
+                d = divisors[max(r_hi - r_lo, 0) * max(s_hi - s_lo, 0)]
+                if kh == 2 and kw == 2 and r_lo == r0 and r_hi == r0 + 2 and s_lo == s0 \
+                        and s_hi == s0 + 2:
+                    x00, x01 = x[b, r0, s0], x[b, r0, s0 + 1]
+                    x10, x11 = x[b, r0 + 1, s0], x[b, r0 + 1, s0 + 1]
+                    for k in range(c):
+                        out[k] = (((divisors[0] + x00[k]) + x01[k]) + x10[k] + x11[k]) / d
+                    continue
+                out[:] = 0
+                for r in range(r_lo, r_hi):
+                    for s in range(s_lo, s_hi):
+                        row = x[b, r, s]
+                        for k in range(c):
+                            out[k] += row[k]
+                for k in range(c):
+                    out[k] /= d
+
+
+@njit(**_OPTIONS)
+def avg_pool_grad(dy, divisors, ksize, strides, top, left, overlap, dx):
+    """dx[b, r, s, :] += dy[b, p, q, :] / divisors[count] (count: how many elements of the
+    window (p, q) lie inside dx, divisors as in avg_pool) over every window that holds
+    (r, s). Each window's share is divided once. Where windows overlap, dx arrives zeroed and
+    the shares are added; where they do not (`overlap` false), each element of dx that a
+    window holds is written once, as 0 + share (runtime_conv's sum on zeros, -0 made +0),
+    and the caller zeroes dx only where some element is in no window."""
     n, h, w, c = dx.shape
     oh, ow = dy.shape[1], dy.shape[2]
     kh, kw = ksize
     sh, sw = strides
+    zero = divisors[0]
     share = np.empty(c, dy.dtype)
     for b in range(n):
         for p in range(oh):
             r0 = p * sh - top
+            r_lo, r_hi = max(r0, 0), min(r0 + kh, h)
             for q in range(ow):
                 s0 = q * sw - left
+                s_lo, s_hi = max(s0, 0), min(s0 + kw, w)
+                d = divisors[max(r_hi - r_lo, 0) * max(s_hi - s_lo, 0)]
+                grad = dy[b, p, q]
+                if not overlap and kh == 2 and kw == 2 and r_lo == r0 and r_hi == r0 + 2 \
+                        and s_lo == s0 and s_hi == s0 + 2:
+                    d00, d01 = dx[b, r0, s0], dx[b, r0, s0 + 1]
+                    d10, d11 = dx[b, r0 + 1, s0], dx[b, r0 + 1, s0 + 1]
+                    for k in range(c):
+                        v = zero + grad[k] / d
+                        d00[k] = v
+                        d01[k] = v
+                        d10[k] = v
+                        d11[k] = v
+                    continue
                 for k in range(c):
-                    share[k] = dy[b, p, q, k] / counts[p, q]
-                for r in range(max(r0, 0), min(r0 + kh, h)):
-                    for s in range(max(s0, 0), min(s0 + kw, w)):
-                        for k in range(c):
-                            dx[b, r, s, k] += share[k]
+                    share[k] = grad[k] / d
+                for r in range(r_lo, r_hi):
+                    for s in range(s_lo, s_hi):
+                        row = dx[b, r, s]
+                        if overlap:
+                            for k in range(c):
+                                row[k] += share[k]
+                        else:
+                            for k in range(c):
+                                row[k] = zero + share[k]

@@ -14,7 +14,8 @@ batch in blocks whose im2col slab stays in the cache, one product per block, on 
   kernel offsets; MaxPoolGrad makes several passes per offset).
 
 Each loop splits the batch between NUMBA_NUM_THREADS threads (the number of CPUs unless set):
-the caller's and a small pool's, which wait on a lock when idle. numba's own threads
+the caller's and a small pool's, which wait on a lock when idle; pools only from
+POOL_MIN_SPLIT elements, as a second thread did not make them faster here. numba's own threads
 (`prange`, OpenMP) spin after each loop, and on two cores they slowed the OpenBLAS product
 that follows (benchmarks/README.md, "Convolution").
 
@@ -86,6 +87,10 @@ def _load():
 
 
 MIN_SPLIT = 1 << 18  # elements a call reads or writes, under which one thread does it all
+# the same for the pooling loops, which run at memory speed: on this project's two cores a
+# second thread made no pool faster up to batch 128 of 28x28x32 (3.2M elements), and the
+# hand-off slowed the smaller ones by 0.1-0.2 ms (benchmarks/README.md, "Convolution")
+POOL_MIN_SPLIT = 1 << 23
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -203,6 +208,13 @@ def _pool_setup(shape, ksize, strides, padding):
     return pads, ref.output_hw(shape[1:3], ksize, strides, pads)
 
 
+def _tiled(in_hw, ksize, strides, corner, out_hw) -> bool:
+    """Do the windows hold every element of the input exactly once (each stride its kernel's
+    size, no gap before the last window's end)?"""
+    return all(k == s and n * s - before >= size
+               for size, k, s, before, n in zip(in_hw, ksize, strides, corner, out_hw))
+
+
 def max_pool(x, ksize, strides, padding):
     """runtime_conv.max_pool in one pass."""
     kernels = _state.get("kernels") or _load()
@@ -212,28 +224,32 @@ def max_pool(x, ksize, strides, padding):
     y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
     x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
     _over_batch(lambda lo, hi: kernels.max_pool(x[lo:hi], ksize, strides, top, left, y[lo:hi]),
-                x.shape[0], x.size)
+                x.shape[0], x.size, POOL_MIN_SPLIT)
     return y
 
 
 def max_pool_grad(x, y, dy, ksize, strides, padding):
-    """runtime_conv.max_pool_grad in one pass."""
+    """runtime_conv.max_pool_grad in one pass; where the windows do not overlap, each
+    element of the gradient written once, with no zeroing first where they tile the input."""
     kernels = _state.get("kernels") or _load()
     if kernels is None or not _fits(x, y, dy):
         return ref.max_pool_grad(x, y, dy, ksize, strides, padding)
     pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
-    dx = np.zeros(x.shape, dy.dtype)
+    ksize, strides, corner = tuple(ksize), tuple(strides), _corner(pads)
+    overlap = strides[0] < ksize[0] or strides[1] < ksize[1]
+    tiled = not overlap and _tiled(x.shape[1:3], ksize, strides, corner, y.shape[1:3])
+    dx = (np.empty if tiled else np.zeros)(x.shape, dy.dtype)
     x, y, dy = _contiguous(x), _contiguous(y), _contiguous(dy)
-    ksize, strides, top, left = tuple(ksize), tuple(strides), *_corner(pads)
     _over_batch(lambda lo, hi: kernels.max_pool_grad(x[lo:hi], y[lo:hi], dy[lo:hi], ksize,
-                                                     strides, top, left, dx[lo:hi]),
-                x.shape[0], x.size)
+                                                     strides, *corner, overlap, dx[lo:hi]),
+                x.shape[0], x.size, POOL_MIN_SPLIT)
     return dx
 
 
-def _counts(in_hw, ksize, strides, pads, out_hw, dtype):
-    return np.ascontiguousarray(ref._window_counts(in_hw, ksize, strides, pads, out_hw,
-                                                   dtype)[:, :, 0])
+def _divisors(ksize, dtype):
+    """0, 1, ... kh*kw in `dtype`: a window's count of elements is its index here, so that
+    the average divides in the input's dtype, as runtime_conv's by its counts array."""
+    return np.arange(ksize[0] * ksize[1] + 1, dtype=dtype)
 
 
 def avg_pool(x, ksize, strides, padding):
@@ -242,24 +258,29 @@ def avg_pool(x, ksize, strides, padding):
     pads, out_hw = _pool_setup(x.shape, ksize, strides, padding)
     if kernels is None or not _fits(x) or min(out_hw) < 1:
         return ref.avg_pool(x, ksize, strides, padding)
-    counts = _counts(x.shape[1:3], ksize, strides, pads, out_hw, x.dtype)
+    divisors = _divisors(ksize, x.dtype)
     y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
     x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
-    _over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], counts, ksize, strides, top, left,
-                                                y[lo:hi]), x.shape[0], x.size)
+    _over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], divisors, ksize, strides, top, left,
+                                                y[lo:hi]), x.shape[0], x.size, POOL_MIN_SPLIT)
     return y
 
 
 def avg_pool_grad(input_shape, dy, ksize, strides, padding):
-    """runtime_conv.avg_pool_grad in one pass."""
+    """runtime_conv.avg_pool_grad in one pass; where the windows do not overlap, each
+    element of the gradient written once, with no zeroing first where they tile the input."""
     kernels = _state.get("kernels") or _load()
     input_shape = tuple(int(d) for d in input_shape)
     if kernels is None or not _fits(dy) or 0 in input_shape:
         return ref.avg_pool_grad(input_shape, dy, ksize, strides, padding)
     pads = resolve_pads(padding, input_shape[1:3], ksize, strides)
-    counts = _counts(input_shape[1:3], ksize, strides, pads, dy.shape[1:3], dy.dtype)
-    dx = np.zeros(input_shape, dy.dtype)
-    dy, ksize, strides, top, left = _contiguous(dy), tuple(ksize), tuple(strides), *_corner(pads)
-    _over_batch(lambda lo, hi: kernels.avg_pool_grad(dy[lo:hi], counts, ksize, strides, top,
-                                                     left, dx[lo:hi]), dx.shape[0], dx.size)
+    ksize, strides, corner = tuple(ksize), tuple(strides), _corner(pads)
+    overlap = strides[0] < ksize[0] or strides[1] < ksize[1]
+    tiled = not overlap and _tiled(input_shape[1:3], ksize, strides, corner, dy.shape[1:3])
+    dx = (np.empty if tiled else np.zeros)(input_shape, dy.dtype)
+    divisors = _divisors(ksize, dy.dtype)
+    dy = _contiguous(dy)
+    _over_batch(lambda lo, hi: kernels.avg_pool_grad(dy[lo:hi], divisors, ksize, strides,
+                                                     *corner, overlap, dx[lo:hi]),
+                dx.shape[0], dx.size, POOL_MIN_SPLIT)
     return dx

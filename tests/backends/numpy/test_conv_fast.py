@@ -142,9 +142,135 @@ def test_nan_and_minus_inf_in_max_pooling():
                                       ref.max_pool_grad(x, want, dy, (2, 2), (2, 2), padding))
 
 
+def _hand_pools(x, ksize, strides, pads):
+    """max_pool, avg_pool and a matrix `share` (avg_pool's value as share @ x) written as
+    their definitions over the windows' elements inside x, in float64 for the averages."""
+    n, h, w, c = x.shape
+    (kh, kw), (sh, sw), ((top, bottom), (left, right)) = ksize, strides, pads
+    oh, ow = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
+    biggest, mean = np.empty((n, oh, ow, c), x.dtype), np.empty((n, oh, ow, c))
+    share = np.zeros((oh * ow, h * w))  # share[out position, in position]
+    for p, q in itertools.product(range(oh), range(ow)):
+        rows = range(max(p * sh - top, 0), min(p * sh - top + kh, h))
+        cols = range(max(q * sw - left, 0), min(q * sw - left + kw, w))
+        inside = x[:, rows.start:rows.stop, cols.start:cols.stop].reshape(n, -1, c)
+        biggest[:, p, q] = inside.max(axis=1)
+        mean[:, p, q] = inside.astype(np.float64).mean(axis=1)
+        for r, s in itertools.product(rows, cols):
+            share[p * ow + q, r * w + s] = 1 / (len(rows) * len(cols))
+    return biggest, mean, share
+
+
+HAND_POOL_CASES = [  # (shape, ksize, strides, padding): the 2x2 windows' own loops (wholly
+    # inside, cut by SAME's padding at odd sizes, stride 1 and 2), the others', gaps
+    ((2, 6, 6, 1), (2, 2), (2, 2), "SAME"), ((3, 7, 5, 128), (2, 2), (2, 2), "SAME"),
+    ((2, 7, 5, 3), (2, 2), (2, 2), "VALID"), ((2, 5, 6, 2), (2, 2), (1, 1), "SAME"),
+    ((1, 7, 8, 5), (2, 2), (3, 3), "SAME"), ((2, 6, 7, 1), (3, 3), (2, 2), "SAME"),
+    ((1, 5, 5, 128), (3, 2), (3, 2), "VALID"), ((2, 8, 8, 4), (2, 2), (2, 2), ((1, 1), (0, 1)))]
+
+
+@needs_loops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,ksize,strides,padding", HAND_POOL_CASES)
+def test_pools_against_hand_loops(shape, ksize, strides, padding, dtype):
+    """The forward passes against their definitions; average pooling's gradient against the
+    derivative of <dy, avg_pool(x)> (linear in x: `share` from the definition), and exactly
+    against runtime_conv's where no two windows overlap (one term per element)."""
+    (x,) = _arrays(shape, dtype)
+    pads = ref.resolve_pads(padding, shape[1:3], ksize, strides)
+    what = f"x{shape} {dtype.__name__} ksize {ksize} strides {strides} {padding}"
+    biggest, mean, share = _hand_pools(x, ksize, strides, pads)
+    np.testing.assert_array_equal(conv_fast.max_pool(x, ksize, strides, padding), biggest,
+                                  err_msg=f"max_pool {what}")
+    got = conv_fast.avg_pool(x, ksize, strides, padding)
+    assert got.dtype == x.dtype, what
+    _close(got, mean.astype(dtype), dtype, f"avg_pool {what}")
+    np.testing.assert_array_equal(got, ref.avg_pool(x, ksize, strides, padding),
+                                  err_msg=f"avg_pool {what}")  # the same sums, same order
+    (dy,) = _arrays(got.shape, dtype, seed=1)
+    dx = conv_fast.avg_pool_grad(shape, dy, ksize, strides, padding)
+    n, oh, ow, c = dy.shape
+    want = np.einsum("ok,nol->nkl", share, dy.reshape(n, oh * ow, c)).reshape(shape)
+    _close(dx, want.astype(dtype), dtype, f"avg_pool_grad {what}")
+    if strides[0] >= ksize[0] and strides[1] >= ksize[1]:
+        np.testing.assert_array_equal(dx, ref.avg_pool_grad(shape, dy, ksize, strides, padding),
+                                      err_msg=f"avg_pool_grad {what}")
+
+
+def _hand_max_pool_grad(x, y, dy, ksize, strides, pads):
+    """Each dy to the first element of its window, row-major, that equals the maximum."""
+    (kh, kw), (sh, sw), ((top, _), (left, _)) = ksize, strides, pads
+    dx = np.zeros(x.shape, dy.dtype)
+    n, oh, ow, c = y.shape
+    for b, p, q, k in itertools.product(range(n), range(oh), range(ow), range(c)):
+        window = [(p * sh - top + i, q * sw - left + j) for i in range(kh) for j in range(kw)]
+        for r, s in window:
+            if 0 <= r < x.shape[1] and 0 <= s < x.shape[2] and x[b, r, s, k] == y[b, p, q, k]:
+                dx[b, r, s, k] += dy[b, p, q, k]
+                break
+    return dx
+
+
+@needs_loops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,ksize,strides,padding", HAND_POOL_CASES)
+def test_max_pool_gradient_against_hand_loops(shape, ksize, strides, padding, dtype):
+    """With many ties (inputs rounded to whole numbers): the first maximum of each window
+    takes its gradient; exactly runtime_conv's where no two windows overlap."""
+    (x,) = _arrays(shape, dtype)
+    x = np.round(x)
+    pads = ref.resolve_pads(padding, shape[1:3], ksize, strides)
+    what = f"x{shape} {dtype.__name__} ksize {ksize} strides {strides} {padding}"
+    y = conv_fast.max_pool(x, ksize, strides, padding)
+    (dy,) = _arrays(y.shape, dtype, seed=1)
+    dx = conv_fast.max_pool_grad(x, y, dy, ksize, strides, padding)
+    np.testing.assert_allclose(dx, _hand_max_pool_grad(x, y, dy, ksize, strides, pads),
+                               rtol=1e-6, err_msg=f"max_pool_grad {what}")
+    if strides[0] >= ksize[0] and strides[1] >= ksize[1]:
+        np.testing.assert_array_equal(dx, ref.max_pool_grad(x, y, dy, ksize, strides, padding),
+                                      err_msg=f"max_pool_grad {what}")
+
+
+@needs_loops
+@pytest.mark.parametrize("ksize,strides", [((2, 2), (2, 2)), ((3, 3), (2, 2)), ((2, 2), (3, 3))])
+def test_average_pooling_gradient_by_finite_differences(ksize, strides):
+    x, = _arrays((2, 7, 6, 3), np.float64)
+    dy, = _arrays(ref.avg_pool(x, ksize, strides, "SAME").shape, np.float64, seed=1)
+    dx = conv_fast.avg_pool_grad(x.shape, dy, ksize, strides, "SAME")
+    eps, numeric = 1e-6, np.empty(x.size)
+    for i in range(x.size):
+        step = np.zeros(x.size)
+        step[i] = eps
+        step = step.reshape(x.shape)
+        numeric[i] = np.sum(dy * (conv_fast.avg_pool(x + step, ksize, strides, "SAME")
+                                  - conv_fast.avg_pool(x - step, ksize, strides, "SAME")))
+    np.testing.assert_allclose(dx.ravel(), numeric / (2 * eps), rtol=1e-6, atol=1e-8,
+                               err_msg=f"avg_pool_grad ksize {ksize} strides {strides}")
+
+
+@needs_loops
+def test_pooling_gradients_leave_no_stale_memory():
+    """Where the windows tile the input, dx is not zeroed first: every element is written.
+    Memory freed full of NaN, then the gradient allocated: no NaN may show through."""
+    x = np.zeros((4, 8, 8, 16), np.float32)
+    for _ in range(3):  # a few rounds, so that the allocator hands back what was just freed
+        junk = np.full(x.shape, np.nan, np.float32)
+        del junk
+        dx = conv_fast.avg_pool_grad(x.shape, np.ones((4, 4, 4, 16), np.float32), (2, 2),
+                                     (2, 2), "SAME")
+        np.testing.assert_array_equal(dx, np.full(dx.shape, 0.25, np.float32))
+        junk = np.full(x.shape, np.nan, np.float32)
+        del junk
+        dx = conv_fast.max_pool_grad(x, np.zeros((4, 4, 4, 16), np.float32),
+                                     np.ones((4, 4, 4, 16), np.float32), (2, 2), (2, 2), "SAME")
+        np.testing.assert_array_equal(dx[:, ::2, ::2], 1)  # all tie: the first takes it
+        assert np.sum(dx) == 4 * 4 * 4 * 16
+
+
 @needs_loops
 def test_the_batch_split_between_threads(monkeypatch):
     monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
+    monkeypatch.setattr(conv_fast, "POOL_MIN_SPLIT", 0)
     monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
     x, w = _arrays((5, 6, 6, 3), np.float32, (3, 3, 3, 4))
     pads = ref.resolve_pads("SAME", (6, 6), (3, 3), (1, 1))
@@ -157,6 +283,24 @@ def test_the_batch_split_between_threads(monkeypatch):
     np.testing.assert_array_equal(p, ref.max_pool(x, (2, 2), (2, 2), "SAME"))
     _close(conv_fast.max_pool_grad(x, p, p, (2, 2), (2, 2), "SAME"),
            ref.max_pool_grad(x, p, p, (2, 2), (2, 2), "SAME"), np.float32, "max_pool_grad")
+    for ksize, strides in (((2, 2), (2, 2)), ((3, 3), (1, 1))):  # avg: tiled and overlapping
+        a = conv_fast.avg_pool(x, ksize, strides, "SAME")
+        np.testing.assert_array_equal(a, ref.avg_pool(x, ksize, strides, "SAME"))
+        _close(conv_fast.avg_pool_grad(x.shape, a, ksize, strides, "SAME"),
+               ref.avg_pool_grad(x.shape, a, ksize, strides, "SAME"), np.float32,
+               f"avg_pool_grad {ksize} {strides}")
+
+
+@needs_loops
+def test_pools_stay_on_one_thread_under_their_threshold(monkeypatch):
+    calls, real_pool = [], conv_fast._pool
+    monkeypatch.setattr(conv_fast, "_pool", lambda: calls.append("pool") or real_pool())
+    x, = _arrays((16, 28, 28, 32), np.float32)  # over the split of im2col and col2im
+    y = conv_fast.max_pool(x, (2, 2), (2, 2), "SAME")
+    conv_fast.max_pool_grad(x, y, y, (2, 2), (2, 2), "SAME")
+    conv_fast.avg_pool_grad(x.shape, conv_fast.avg_pool(x, (2, 2), (2, 2), "SAME"), (2, 2),
+                            (2, 2), "SAME")
+    assert x.size >= conv_fast.MIN_SPLIT and not calls
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int32])
