@@ -325,9 +325,23 @@ class _CudaWalk(_NumpyWalk):
                          f"{printable(update.origin.name)}, which applies it)")
         self.computed(node.origin)
         if self.free_after:  # its inputs live until the update has read them
-            dying = self.free_after.pop(id(node), [])
-            self.free_after[id(update)] = dying + self.free_after.get(id(update), [])
+            self._live_until(node, update, nodes[start + 1:])
         return True
+
+    def _live_until(self, node: Node, reader: Node, between: list[Node]) -> None:
+        """What `node` reads, now read where `reader` runs, is freed after `reader`: what
+        dies at `node`, and what of it dies at a node `between` the two (read there last)."""
+        inputs = {id(v) for m in node.members or (node,) for v in m.runtime_inputs()}
+        dying = self.free_after.pop(id(node), [])
+        for n in between:
+            if n is reader:
+                break
+            late = [v for v in self.free_after.get(id(n), ()) if id(v) in inputs]
+            if late:
+                dying += late
+                self.free_after[id(n)] = [v for v in self.free_after[id(n)]
+                                          if id(v) not in inputs]
+        self.free_after[id(reader)] = dying + self.free_after.get(id(reader), [])
 
     def _fused_update(self, update: Node, producer: Node) -> None:
         """The update `update` (AssignAdd, AssignSub, in place) by one kernel that computes

@@ -196,3 +196,22 @@ def test_the_update_kernels_compile_with_nvcc(tmp_path):
     source = _source(build, {"x": np.ones((16, 64), np.float32)})
     assert source.count("crt.updated(") >= 2 and "(double)(var[i] + v" in source
     _compiles_with_nvcc(source, tmp_path)
+
+
+def test_a_value_the_delta_reads_lives_until_the_update_that_computes_it(device):
+    """The delta's input `y` is last read by a node placed between the delta and the update:
+    the fused kernel reads it at the update, after that node, so it is freed only then."""
+    def build():
+        w = sg.Variable(np.ones(N, np.float32), name="w")
+        x = sg.placeholder(sg.float32, [N], name="x")
+        y = sg.exp(x) + sg.sin(x)
+        delta = y * 0.5
+        with sg.control_dependencies([delta.op]):
+            total = sg.reduce_sum(y)
+        with sg.control_dependencies([total.op]):
+            update = sg.assign_sub(w, delta)
+        return [update, total], {"x": x}
+
+    runs = _runs(build, {"x": X})
+    _agree(runs, rtol=1e-5)
+    assert "crt.updated(update_w, " in _source(build, {"x": X})
