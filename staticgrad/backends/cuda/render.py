@@ -65,25 +65,27 @@ _UPDATE_OPS = ("AssignAdd", "AssignSub")
 
 def _aliases(v: Value, var: str) -> bool:
     """May the input v of a kernel that writes variable `var`'s array be that array (whose
-    pointers the kernel declares `__restrict__`, apart)? Yes for a read of `var`, maybe
-    for a view of any variable's array (a transpose, a slice) or what a region gives back;
-    a read of another variable is not (no write to it comes before the kernel has run)."""
+    pointers the kernel declares `__restrict__`, apart)? Yes for a read of `var` or the
+    result of an assignment to it (Assign, an earlier update in place), maybe for a view of
+    any variable's array (a transpose, a slice) or what a region gives back; a read or
+    assignment of another variable is not (no write to it comes before the kernel has run)."""
     producer = v.producer
     if producer is None:
         return False
-    if producer.opdef.reads_state:
+    if variable_of(producer) is not None:
         return variable_of(producer) == var
     return bool(producer.regions) or (producer.opdef.view and any(
         _may_be_a_variable(u) for u in producer.runtime_inputs()))
 
 
 def _may_be_a_variable(v: Value, depth: int = 0) -> bool:
-    """May v be (part of) a variable's array: a read of one, or a view of such a value (or
-    what a region gives back), as far as 32 views back (further: assumed so)?"""
+    """May v be (part of) a variable's array: a read of one or an assignment's result, or a
+    view of such a value (or what a region gives back), as far as 32 views back (further:
+    assumed so)?"""
     producer = v.producer
     if producer is None:
         return False
-    if producer.opdef.reads_state or producer.regions or depth > 32:
+    if variable_of(producer) is not None or producer.regions or depth > 32:
         return True
     return producer.opdef.view and any(_may_be_a_variable(u, depth + 1)
                                        for u in producer.runtime_inputs())

@@ -215,3 +215,22 @@ def test_a_value_the_delta_reads_lives_until_the_update_that_computes_it(device)
     runs = _runs(build, {"x": X})
     _agree(runs, rtol=1e-5)
     assert "crt.updated(update_w, " in _source(build, {"x": X})
+
+
+@pytest.mark.parametrize("earlier", ["AssignAdd", "Assign"])
+def test_a_delta_reading_a_view_of_an_earlier_assignment_of_the_variable_is_correct(
+        device, earlier):
+    """The delta broadcasts the first row of what an earlier assignment of `w` gave back (the
+    variable's own array): a kernel writing `w` while it reads that row would see rows it
+    has already written, so the delta is computed first."""
+    def build():
+        w = sg.Variable(np.linspace(1.0, 2.0, 64 * 64, dtype=np.float32).reshape(64, 64),
+                        name="w")
+        x = sg.placeholder(sg.float32, [64, 64], name="x")
+        first = sg.assign_add(w, x) if earlier == "AssignAdd" else sg.assign(w, x * 3.0)
+        return [sg.assign_sub(w, first[:1] * x)], {"x": x}
+
+    xs = np.linspace(-1.0, 1.0, 64 * 64, dtype=np.float32).reshape(64, 64)
+    runs = _runs(build, {"x": xs})
+    _agree(runs)
+    assert "crt.updated(update_w, " not in _source(build, {"x": xs})
