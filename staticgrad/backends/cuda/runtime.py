@@ -53,9 +53,12 @@ dense = to_device  # (what a kernel's argument must be: the same conversion)
 
 def updated(kernel, grid: tuple, block: tuple, args: tuple):
     """Launch `kernel`, which writes a variable's new value into the variable's own array,
-    args[0]; that array (the update's result: render.py's fused updates)."""
-    kernel(grid, block, args)
-    return args[0]
+    args[0]; that array (the update's result: render.py's fused updates). The kernel indexes
+    it as dense: a variable's array that is not (an Assign's transposed value, kept as it
+    came) is copied dense first, and the copy is the result."""
+    var = args[0] if args[0].flags.c_contiguous else cp.ascontiguousarray(args[0])
+    kernel(grid, block, (var, *args[1:]))
+    return var
 
 
 def to_host(x):

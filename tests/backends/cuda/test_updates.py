@@ -234,3 +234,23 @@ def test_a_delta_reading_a_view_of_an_earlier_assignment_of_the_variable_is_corr
     runs = _runs(build, {"x": xs})
     _agree(runs)
     assert "crt.updated(update_w, " not in _source(build, {"x": xs})
+
+
+@pytest.mark.parametrize("when", ["same run", "earlier run"])
+def test_an_update_of_a_variable_assigned_a_transposed_value_is_correct(device, when):
+    """An Assign keeps the transposed value it is given, as it came (not dense): the update's
+    kernel, which indexes the variable's array as dense, gets a dense copy of it."""
+    xs = np.linspace(-1.0, 1.0, 64 * 64, dtype=np.float32).reshape(64, 64)
+    with sg.Graph().as_default():
+        w = sg.Variable(np.zeros((64, 64), np.float32), name="w")
+        x = sg.placeholder(sg.float32, [64, 64], name="x")
+        assign = sg.assign(w, sg.transpose(sg.matmul(x, x)))
+        with sg.control_dependencies([assign.op] if when == "same run" else []):
+            update = sg.assign_add(w, x * 2.0)
+        with sg.Session(backend="cuda") as sess:
+            sess.run(sg.global_variables_initializer())
+            sess.run(assign.op if when == "earlier run" else [], {x: xs})
+            sess.run(update.op, {x: xs})
+            got = sess.run(w)
+            assert "crt.updated(update_w, " in sess.source(update.op, {x: xs})
+    np.testing.assert_allclose(got, (xs @ xs).T + 2.0 * xs, rtol=1e-5, atol=1e-5)
