@@ -254,3 +254,33 @@ def test_an_update_of_a_variable_assigned_a_transposed_value_is_correct(device, 
             got = sess.run(w)
             assert "crt.updated(update_w, " in sess.source(update.op, {x: xs})
     np.testing.assert_allclose(got, (xs @ xs).T + 2.0 * xs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [2 * N, N // 2, 1])
+def test_an_update_of_a_variable_given_another_shape_broadcasts_as_numpy_does(device, size):
+    """An Assign with validate_shape=False gave `w` an array of another shape in an earlier
+    run: the update's kernel, made for the declared shape, neither writes past that array
+    nor updates part of it; it gives what the NumPy backend gives (a broadcast, or its
+    error naming the update)."""
+    got = {}
+    for backend in ("numpy", "cuda"):
+        with sg.Graph().as_default():
+            w = sg.Variable(np.zeros(N, np.float32), name="w")
+            reshape = sg.assign(w, sg.constant(np.full(size, 1.0, np.float32)),
+                                validate_shape=False)
+            x = sg.placeholder(sg.float32, [N], name="x")
+            update = sg.assign_sub(w, x * 2.0)
+            with sg.Session(backend=backend) as sess:
+                sess.run(sg.global_variables_initializer())
+                sess.run(reshape.op)
+                try:
+                    sess.run(update.op, {x: X})
+                    got[backend] = sess.run(w)
+                except sg.errors.InvalidArgumentError as e:
+                    assert "AssignSub" in str(e) and "broadcast" in str(e), e
+                    got[backend] = None
+                if backend == "cuda":
+                    assert "crt.updated(update_w, " in sess.source(update.op, {x: X})
+    if size == 1:
+        np.testing.assert_allclose(got["cuda"], 1.0 - 2.0 * X, rtol=1e-6)
+    np.testing.assert_array_equal(got["cuda"], got["numpy"])
