@@ -285,8 +285,9 @@ class _CudaWalk(_NumpyWalk):
                          f", where it is read: {fname})")
         self.computed(node.origin)
         if self.free_after:  # its inputs live until the reduction has read them
-            dying = self.free_after.pop(id(node), [])
-            self.free_after[id(reader)] = dying + self.free_after.get(id(reader), [])
+            nodes = self.program.nodes
+            start = next(i for i, n in enumerate(nodes) if n is node)
+            self._live_until(node, reader, nodes[start + 1:])
         return True
 
     def _fold_into_update(self, node: Node) -> bool:
