@@ -204,7 +204,7 @@ def render_update(node: Node, kname: str, ref, target: str, sign: str) -> tuple[
     lines.append(f"        var[i] = ({ctype})(var[i] {sign} {e.local[id(out)]});")
     lines += ["    }", "}"]
     launch = (f"crt.updated({kname}, ({grid_for(e.n)},), ({BLOCK},), "
-              f"({', '.join([target, *e.args])},))")
+              f"({', '.join([target, *e.args])},), {tuple(out.shape.dims)!r})")
     return "\n".join(lines), launch
 
 

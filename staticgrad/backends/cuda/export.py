@@ -158,7 +158,7 @@ def library_source(names: list[str]) -> tuple[str, list[str], list[str]]:
     source = inspect.getsource(library)
     tree = ast.parse(source)
     cls = next(s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == "_Library")
-    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
+    methods = {name: s for s in cls.body for name in _binds(s)}
     wanted, stack = set(), ["__init__", *names] if names else []
     while stack:
         name = stack.pop()
@@ -173,9 +173,9 @@ def library_source(names: list[str]) -> tuple[str, list[str], list[str]]:
     rt_names, used = set(), set()
     texts = []
     for stmt in cls.body:
-        if not isinstance(stmt, ast.FunctionDef) or stmt.name not in wanted:
+        if not wanted & set(_binds(stmt)):
             continue
-        first = min([stmt.lineno] + [d.lineno for d in stmt.decorator_list])
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
         text = "\n".join(lines[first - 1:stmt.end_lineno])
         text, called = _runtime_to_rt(text)
         rt_names |= called
@@ -185,6 +185,16 @@ def library_source(names: list[str]) -> tuple[str, list[str], list[str]]:
     head = f"class _Library:\n    \"\"\"{doc}\"\"\"\n"
     module_globals = set(_file_top_level(library.__file__)) - {"runtime", "_Library"}
     return head + "\n" + "\n\n".join(texts), sorted(rt_names), sorted(used & module_globals)
+
+
+def _binds(stmt: ast.stmt) -> list[str]:
+    """The names a statement of class _Library binds: a method's, or those of an assignment
+    (`tensor_array_write_grad = staticmethod(runtime.tensor_array_write_grad)`)."""
+    if isinstance(stmt, ast.FunctionDef):
+        return [stmt.name]
+    if isinstance(stmt, ast.Assign):
+        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    return []
 
 
 def _runtime_to_rt(text: str) -> tuple[str, set[str]]:

@@ -65,25 +65,27 @@ _UPDATE_OPS = ("AssignAdd", "AssignSub")
 
 def _aliases(v: Value, var: str) -> bool:
     """May the input v of a kernel that writes variable `var`'s array be that array (whose
-    pointers the kernel declares `__restrict__`, apart)? Yes for a read of `var`, maybe
-    for a view of any variable's array (a transpose, a slice) or what a region gives back;
-    a read of another variable is not (no write to it comes before the kernel has run)."""
+    pointers the kernel declares `__restrict__`, apart)? Yes for a read of `var` or the
+    result of an assignment to it (Assign, an earlier update in place), maybe for a view of
+    any variable's array (a transpose, a slice) or what a region gives back; a read or
+    assignment of another variable is not (no write to it comes before the kernel has run)."""
     producer = v.producer
     if producer is None:
         return False
-    if producer.opdef.reads_state:
+    if variable_of(producer) is not None:
         return variable_of(producer) == var
     return bool(producer.regions) or (producer.opdef.view and any(
         _may_be_a_variable(u) for u in producer.runtime_inputs()))
 
 
 def _may_be_a_variable(v: Value, depth: int = 0) -> bool:
-    """May v be (part of) a variable's array: a read of one, or a view of such a value (or
-    what a region gives back), as far as 32 views back (further: assumed so)?"""
+    """May v be (part of) a variable's array: a read of one or an assignment's result, or a
+    view of such a value (or what a region gives back), as far as 32 views back (further:
+    assumed so)?"""
     producer = v.producer
     if producer is None:
         return False
-    if producer.opdef.reads_state or producer.regions or depth > 32:
+    if variable_of(producer) is not None or producer.regions or depth > 32:
         return True
     return producer.opdef.view and any(_may_be_a_variable(u, depth + 1)
                                        for u in producer.runtime_inputs())
@@ -283,8 +285,9 @@ class _CudaWalk(_NumpyWalk):
                          f", where it is read: {fname})")
         self.computed(node.origin)
         if self.free_after:  # its inputs live until the reduction has read them
-            dying = self.free_after.pop(id(node), [])
-            self.free_after[id(reader)] = dying + self.free_after.get(id(reader), [])
+            nodes = self.program.nodes
+            start = next(i for i, n in enumerate(nodes) if n is node)
+            self._live_until(node, reader, nodes[start + 1:])
         return True
 
     def _fold_into_update(self, node: Node) -> bool:
@@ -325,9 +328,23 @@ class _CudaWalk(_NumpyWalk):
                          f"{printable(update.origin.name)}, which applies it)")
         self.computed(node.origin)
         if self.free_after:  # its inputs live until the update has read them
-            dying = self.free_after.pop(id(node), [])
-            self.free_after[id(update)] = dying + self.free_after.get(id(update), [])
+            self._live_until(node, update, nodes[start + 1:])
         return True
+
+    def _live_until(self, node: Node, reader: Node, between: list[Node]) -> None:
+        """What `node` reads, now read where `reader` runs, is freed after `reader`: what
+        dies at `node`, and what of it dies at a node `between` the two (read there last)."""
+        inputs = {id(v) for m in node.members or (node,) for v in m.runtime_inputs()}
+        dying = self.free_after.pop(id(node), [])
+        for n in between:
+            if n is reader:
+                break
+            late = [v for v in self.free_after.get(id(n), ()) if id(v) in inputs]
+            if late:
+                dying += late
+                self.free_after[id(n)] = [v for v in self.free_after[id(n)]
+                                          if id(v) not in inputs]
+        self.free_after[id(reader)] = dying + self.free_after.get(id(reader), [])
 
     def _fused_update(self, update: Node, producer: Node) -> None:
         """The update `update` (AssignAdd, AssignSub, in place) by one kernel that computes

@@ -51,11 +51,21 @@ def to_device(x):
 dense = to_device  # (what a kernel's argument must be: the same conversion)
 
 
-def updated(kernel, grid: tuple, block: tuple, args: tuple):
+def updated(kernel, grid: tuple, block: tuple, args: tuple, shape: tuple):
     """Launch `kernel`, which writes a variable's new value into the variable's own array,
-    args[0]; that array (the update's result: render.py's fused updates)."""
-    kernel(grid, block, args)
-    return args[0]
+    args[0]; that array (the update's result: render.py's fused updates). The kernel indexes
+    it as dense, of the delta's `shape`: a variable's array that is not dense (an Assign's
+    transposed value, kept as it came) is copied dense first, and the copy is the result;
+    one of another shape (an Assign with validate_shape=False) gets the delta by broadcasting,
+    as `var + delta` would (the kernel adds it to zeros: var + (0 - d) is var - d), or its
+    ValueError."""
+    if args[0].shape != shape:
+        delta = cp.zeros(shape, dtype=args[0].dtype)
+        kernel(grid, block, (delta, *args[1:]))
+        return args[0] + delta
+    var = args[0] if args[0].flags.c_contiguous else cp.ascontiguousarray(args[0])
+    kernel(grid, block, (var, *args[1:]))
+    return var
 
 
 def to_host(x):

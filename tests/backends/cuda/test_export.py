@@ -235,3 +235,18 @@ def test_a_convolution_and_a_bad_index_as_the_session_computes_them(tmp_path, de
         assert_same(module.run(images, np.array([1, 0], np.int32))[0], want[r], f"run {r}")
     with pytest.raises(IndexError, match="7"):
         module.run(images, np.array([0, 7], np.int32))
+
+
+def test_a_tensor_array_writes_gradient_as_the_session_computes_it(tmp_path, device):
+    """TensorArrayWriteGrad: in library.py the NumPy runtime's function bound in the class
+    (not a method of its own), copied all the same."""
+    with sg.Graph().as_default():
+        x = sg.placeholder(sg.float32, [2], name="x")
+        written = sg.TensorArray(sg.float32, size=3, element_shape=[2])
+        stacked = written.write(0, x * 2.0).write(2, sg.sin(x)).stack()
+        (grad,) = sg.gradients(sg.reduce_sum(stacked * stacked), [x])
+        with sg.Session() as sess:
+            path = sg.export([grad], [x], tmp_path / "ta.py", backend="cuda", session=sess)
+            want = sess.run(grad, {x: np.array([0.5, -1.0], np.float32)})
+    assert "crt.tensor_array_write_grad(" in open(path).read()
+    assert_same(load(path).run(np.array([0.5, -1.0], np.float32))[0], want, "the gradient")

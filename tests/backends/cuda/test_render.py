@@ -93,3 +93,24 @@ def test_every_kernel_of_the_parity_plans_compiles_with_nvcc(tmp_path):
                                "all-warnings", "-o", str(tmp_path / f"{arch}.ptx"), str(path)],
                               capture_output=True, text=True)
         assert done.returncode == 0 and not done.stderr.strip(), done.stderr[-3000:]
+
+
+def test_a_value_a_folded_input_reads_lives_until_the_reduction_that_computes_it(device):
+    """`half` is computed inside the Sum's kernel, where it is read; its input `y` is last
+    read by a node placed between the two (the Max), so it is freed after the Sum, not there."""
+    x_value = np.linspace(-1.0, 1.0, 4096, dtype=np.float32)
+    results = {}
+    for backend in ("numpy", "cuda"):
+        with sg.Graph().as_default():
+            x = sg.placeholder(sg.float32, [4096], name="x")
+            y = sg.exp(x) + sg.sin(x)
+            half = y * 0.5
+            with sg.control_dependencies([half.op]):
+                top = sg.reduce_max(y)
+            with sg.control_dependencies([top.op]):
+                total = sg.reduce_sum(half)
+            with sg.Session(backend=backend) as sess:
+                results[backend] = sess.run([total, top], {x: x_value})
+                source = sess.source([total, top], {x: x_value})
+    assert "(computed inside the kernel of Sum, where it is read" in source
+    np.testing.assert_allclose(results["cuda"], results["numpy"], rtol=1e-5)

@@ -196,3 +196,91 @@ def test_the_update_kernels_compile_with_nvcc(tmp_path):
     source = _source(build, {"x": np.ones((16, 64), np.float32)})
     assert source.count("crt.updated(") >= 2 and "(double)(var[i] + v" in source
     _compiles_with_nvcc(source, tmp_path)
+
+
+def test_a_value_the_delta_reads_lives_until_the_update_that_computes_it(device):
+    """The delta's input `y` is last read by a node placed between the delta and the update:
+    the fused kernel reads it at the update, after that node, so it is freed only then."""
+    def build():
+        w = sg.Variable(np.ones(N, np.float32), name="w")
+        x = sg.placeholder(sg.float32, [N], name="x")
+        y = sg.exp(x) + sg.sin(x)
+        delta = y * 0.5
+        with sg.control_dependencies([delta.op]):
+            total = sg.reduce_sum(y)
+        with sg.control_dependencies([total.op]):
+            update = sg.assign_sub(w, delta)
+        return [update, total], {"x": x}
+
+    runs = _runs(build, {"x": X})
+    _agree(runs, rtol=1e-5)
+    assert "crt.updated(update_w, " in _source(build, {"x": X})
+
+
+@pytest.mark.parametrize("earlier", ["AssignAdd", "Assign"])
+def test_a_delta_reading_a_view_of_an_earlier_assignment_of_the_variable_is_correct(
+        device, earlier):
+    """The delta broadcasts the first row of what an earlier assignment of `w` gave back (the
+    variable's own array): a kernel writing `w` while it reads that row would see rows it
+    has already written, so the delta is computed first."""
+    def build():
+        w = sg.Variable(np.linspace(1.0, 2.0, 64 * 64, dtype=np.float32).reshape(64, 64),
+                        name="w")
+        x = sg.placeholder(sg.float32, [64, 64], name="x")
+        first = sg.assign_add(w, x) if earlier == "AssignAdd" else sg.assign(w, x * 3.0)
+        return [sg.assign_sub(w, first[:1] * x)], {"x": x}
+
+    xs = np.linspace(-1.0, 1.0, 64 * 64, dtype=np.float32).reshape(64, 64)
+    runs = _runs(build, {"x": xs})
+    _agree(runs)
+    assert "crt.updated(update_w, " not in _source(build, {"x": xs})
+
+
+@pytest.mark.parametrize("when", ["same run", "earlier run"])
+def test_an_update_of_a_variable_assigned_a_transposed_value_is_correct(device, when):
+    """An Assign keeps the transposed value it is given, as it came (not dense): the update's
+    kernel, which indexes the variable's array as dense, gets a dense copy of it."""
+    xs = np.linspace(-1.0, 1.0, 64 * 64, dtype=np.float32).reshape(64, 64)
+    with sg.Graph().as_default():
+        w = sg.Variable(np.zeros((64, 64), np.float32), name="w")
+        x = sg.placeholder(sg.float32, [64, 64], name="x")
+        assign = sg.assign(w, sg.transpose(sg.matmul(x, x)))
+        with sg.control_dependencies([assign.op] if when == "same run" else []):
+            update = sg.assign_add(w, x * 2.0)
+        with sg.Session(backend="cuda") as sess:
+            sess.run(sg.global_variables_initializer())
+            sess.run(assign.op if when == "earlier run" else [], {x: xs})
+            sess.run(update.op, {x: xs})
+            got = sess.run(w)
+            assert "crt.updated(update_w, " in sess.source(update.op, {x: xs})
+    np.testing.assert_allclose(got, (xs @ xs).T + 2.0 * xs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [2 * N, N // 2, 1])
+def test_an_update_of_a_variable_given_another_shape_broadcasts_as_numpy_does(device, size):
+    """An Assign with validate_shape=False gave `w` an array of another shape in an earlier
+    run: the update's kernel, made for the declared shape, neither writes past that array
+    nor updates part of it; it gives what the NumPy backend gives (a broadcast, or its
+    error naming the update)."""
+    got = {}
+    for backend in ("numpy", "cuda"):
+        with sg.Graph().as_default():
+            w = sg.Variable(np.zeros(N, np.float32), name="w")
+            reshape = sg.assign(w, sg.constant(np.full(size, 1.0, np.float32)),
+                                validate_shape=False)
+            x = sg.placeholder(sg.float32, [N], name="x")
+            update = sg.assign_sub(w, x * 2.0)
+            with sg.Session(backend=backend) as sess:
+                sess.run(sg.global_variables_initializer())
+                sess.run(reshape.op)
+                try:
+                    sess.run(update.op, {x: X})
+                    got[backend] = sess.run(w)
+                except sg.errors.InvalidArgumentError as e:
+                    assert "AssignSub" in str(e) and "broadcast" in str(e), e
+                    got[backend] = None
+                if backend == "cuda":
+                    assert "crt.updated(update_w, " in sess.source(update.op, {x: X})
+    if size == 1:
+        np.testing.assert_allclose(got["cuda"], 1.0 - 2.0 * X, rtol=1e-6)
+    np.testing.assert_array_equal(got["cuda"], got["numpy"])
