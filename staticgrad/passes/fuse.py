@@ -154,7 +154,7 @@ def fuse_elementwise(program: Program, policy: FusePolicy) -> Program:
             continue
         outputs = [v for m in group for v in m.outputs
                    if id(v) in fetched or readers.get(id(v), set()) - {g}]
-        nodes.append(_group_node(group, outputs))
+        nodes.append(_group_node(group, outputs, not assigns))
     # a broadcast of a scalar that groups read as the scalar itself may be read no more
     absorbed = {b for n in nodes if n.members for b in n.attrs["scalars"]}
     if absorbed:
@@ -224,10 +224,12 @@ def _broadcasts_to(dims, target) -> bool:
     return all(d == t or d == 1 for d, t in zip(dims[::-1], target[::-1]))
 
 
-def _group_node(members: list[Node], outputs: list[Value]) -> Node:
+def _group_node(members: list[Node], outputs: list[Value], variables: bool) -> Node:
     """The group as one node. Its inputs are what members read from outside, except that a
     scalar broadcast to the group's shape is read as the scalar itself (`scalars` maps the
-    broadcast value to it): a block then needs one number, not a slice of a full array."""
+    broadcast value to it): a block then needs one number, not a slice of a full array. Not
+    a variable's read unless `variables` (the plan assigns none): a read is evaluated where
+    the group runs, which may be after an assignment that the broadcast came before."""
     inside = {id(v) for m in members for v in m.outputs}
     inputs, seen, scalars = [], set(), {}
     for m in members:
@@ -235,6 +237,8 @@ def _group_node(members: list[Node], outputs: list[Value]) -> Node:
             if id(v) in inside:
                 continue
             source = scalar_source(v)
+            if not variables and reads_variable(source):
+                source = v
             if source is not v:
                 scalars[id(v)] = source
             if id(source) not in seen:

@@ -304,3 +304,27 @@ def test_a_group_never_reads_a_variable_after_a_later_write_of_it(update):
             sess.run(w.initializer)
             got = sess.run([later, write], {x: xv})[0]
         np.testing.assert_allclose(got, np.exp(2.0 * xv * np.float32(0.001)), rtol=1e-6)
+
+
+def test_a_group_never_reads_a_broadcast_variable_after_a_later_write_of_it():
+    """A group reads a broadcast of a number as the number itself, where the group runs; a
+    read of a variable, where the plan assigns variables, it must read as the broadcast did:
+    `b` is w broadcast before w is written; `early` reads b (so `later`, after the write,
+    joined its group) and `late`, made after the write, reads b too. Both read the new w
+    (before and after reads of variables could join groups in a plan that assigns them)."""
+    x = sg.placeholder(sg.float32, [N], name="x")
+    w = sg.Variable(np.float32(2.0), name="w")
+    b = sg.broadcast_to(w, [N])
+    early = x * b
+    write = sg.assign(w, 5.0)
+    later = sg.exp(early * 0.001)
+    late = sg.tanh(x + b)
+    xv = np.linspace(-1, 1, N, dtype=np.float32)
+    want = np.exp(2.0 * xv * np.float32(0.001))
+    for options in (sg.CompileOptions(verify=True), sg.CompileOptions(disable={"fuse"})):
+        with sg.Session(options=options) as sess:
+            sess.run(w.initializer)
+            got = sess.run([later, late, write], {x: xv})
+        np.testing.assert_allclose(got[0], want, rtol=1e-6)
+        np.testing.assert_allclose(got[1], np.tanh(xv + 2.0), rtol=1e-6)
+        assert got[2] == 5.0
