@@ -262,16 +262,12 @@ class _CudaWalk(_NumpyWalk):
         """Leave `node` (elementwise, or a group) to the reduction that alone reads its one
         value: a __device__ function the reduction's kernel calls for each element it reads,
         so that the value is never written to memory. False where that cannot be."""
-        if len(node.outputs) != 1 or any(m.type == "Sum" for m in node.members):
+        reader = self._sole_reader(node)
+        if reader is None or reader.type not in REDUCTIONS or reader.members \
+                or not self.on_device(reader) or reader.inputs[0] is not node.outputs[0] \
+                or not has_template(reader):
             return False
         (x,) = node.outputs
-        readers = liveness(self.program).readers.get(id(x), [])
-        if len(readers) != 1 or any(f is x for f in self.program.fetches):
-            return False
-        (reader,) = readers
-        if reader.type not in REDUCTIONS or reader.members or not self.on_device(reader) \
-                or reader.inputs[0] is not x or not has_template(reader):
-            return False
         members = node.members or (node,)
         if assigns_variables(self.program) and \
                 any(reads_variable(v) for m in members for v in m.runtime_inputs()):
@@ -280,14 +276,7 @@ class _CudaWalk(_NumpyWalk):
         text, args, ctypes = element_function(node, fname, lambda v: self.dense(v, consumer))
         self.cu.append(text)
         self.folded[id(reader)] = (fname, args, ctypes)
-        self.body.append(comment(node.origin) if node.origin is not None else "# fused")
-        self.body.append(f"# (computed inside the kernel of {printable(reader.origin.name)}"
-                         f", where it is read: {fname})")
-        self.computed(node.origin)
-        if self.free_after:  # its inputs live until the reduction has read them
-            nodes = self.program.nodes
-            start = next(i for i, n in enumerate(nodes) if n is node)
-            self._live_until(node, reader, nodes[start + 1:])
+        self._left_to(node, reader, f", where it is read: {fname}")
         return True
 
     def _fold_into_update(self, node: Node) -> bool:
@@ -297,13 +286,10 @@ class _CudaWalk(_NumpyWalk):
         where that cannot be: the update not in place, of another shape or dtype, a state
         write between the two (the delta's inputs are read late), or an input that may be
         the variable's array itself."""
-        if len(node.outputs) != 1 or any(m.type == "Sum" for m in node.members):
+        update = self._sole_reader(node)
+        if update is None:
             return False
         (x,) = node.outputs
-        readers = liveness(self.program).readers.get(id(x), [])
-        if len(readers) != 1 or any(f is x for f in self.program.fetches):
-            return False
-        (update,) = readers
         var = update.outputs[0] if update.type in _UPDATE_OPS else None
         if var is None or update.inputs[1] is not x or id(update) not in self.memory.in_place \
                 or not self.on_device(update) or x.dtype is not var.dtype \
@@ -323,13 +309,31 @@ class _CudaWalk(_NumpyWalk):
         else:
             return False
         self.updates[id(update)] = node
-        self.body.append(comment(node.origin) if node.origin is not None else "# fused")
-        self.body.append(f"# (computed inside the kernel of "
-                         f"{printable(update.origin.name)}, which applies it)")
-        self.computed(node.origin)
-        if self.free_after:  # its inputs live until the update has read them
-            self._live_until(node, update, nodes[start + 1:])
+        self._left_to(node, update, ", which applies it")
         return True
+
+    def _sole_reader(self, node: Node) -> Node | None:
+        """The one node reading the one value of `node` (elementwise, or a group without
+        sums), a value not fetched: what may compute it inside its own kernel. Else None."""
+        if len(node.outputs) != 1 or any(m.type == "Sum" for m in node.members):
+            return None
+        (x,) = node.outputs
+        readers = liveness(self.program).readers.get(id(x), [])
+        if len(readers) != 1 or any(f is x for f in self.program.fetches):
+            return None
+        return readers[0]
+
+    def _left_to(self, node: Node, reader: Node, how: str) -> None:
+        """`node` left to `reader`'s kernel, which computes it: its lines say so, and what it
+        reads lives until `reader` has run (`_live_until`)."""
+        self.body.append(comment(node.origin) if node.origin is not None else "# fused")
+        self.body.append(f"# (computed inside the kernel of {printable(reader.origin.name)}"
+                         f"{how})")
+        self.computed(node.origin)
+        if self.free_after:
+            nodes = self.program.nodes
+            start = next(i for i, n in enumerate(nodes) if n is node)
+            self._live_until(node, reader, nodes[start + 1:])
 
     def _live_until(self, node: Node, reader: Node, between: list[Node]) -> None:
         """What `node` reads, now read where `reader` runs, is freed after `reader`: what
