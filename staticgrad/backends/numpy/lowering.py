@@ -11,6 +11,12 @@ math. Tables keyed by op type, read by the memory plan (memory.py) and the fused
   out, making no temporary): out is never their buffer.
 - VECTOR: runtime_fast's function computing the op in float32 fused kernels ("exp":
   fast.exp(x, out=row)), where the [fast] extra works.
+- SCALAR_FORMS: the op on one float32 element each of its inputs ({0}, {1}...), as Python
+  numba compiles with NumPy's float32 result bit for bit: what a float32 group's one-pass
+  kernel (one_pass_render.py) computes. A group whose every member has a form here or in
+  VECTOR (whose functions the kernel calls eight elements at a time) gets one; an op without
+  one keeps its group on the NumPy block kernel. KEEPS_FINITE: those of them whose result is
+  finite when their inputs are (the kernel checks the others' results).
 - NO_WEAK_LITERALS: elementwise ops whose NumPy form does not combine each input with an
   array of its own dtype, so that a scalar constant input is never written as a Python
   number (which NumPy would read as float64 there).
@@ -78,6 +84,38 @@ READS_AFTER_OUT: dict[str, tuple] = {
 }
 
 VECTOR = {"Exp": "exp", "Log": "log", "Log1p": "log1p", "Tanh": "tanh", "Sigmoid": "sigmoid"}
+
+_ONE, _ZERO = "np.float32(1)", "np.float32(0)"  # (a Python number would make it float64)
+SCALAR_FORMS = {
+    "Neg": "-{0}",
+    "Abs": "abs({0})",
+    "Square": "{0} * {0}",
+    "Sqrt": "np.sqrt({0})",
+    "Rsqrt": f"{_ONE} / np.sqrt({{0}})",
+    "Reciprocal": f"{_ONE} / {{0}}",
+    # NumPy's maximum(a, b) of equal a and b is b (which of 0.0 and -0.0 it keeps: its SIMD
+    # loops', measured); a NaN never reaches the kernel's results (such a block is NumPy's)
+    "Relu": f"({{0}} if {{0}} > {_ZERO} else {_ZERO})",
+    "Maximum": "({0} if {0} > {1} else {1})",
+    "Minimum": "({0} if {0} < {1} else {1})",
+    "ReluGrad": f"{{0}} * ({_ONE} if {{1}} > {_ZERO} else {_ZERO})",
+    "TanhGrad": f"{{1}} * ({_ONE} - {{0}} * {{0}})",
+    "SigmoidGrad": f"{{1}} * ({{0}} * ({_ONE} - {{0}}))",
+    "Add": "{0} + {1}",
+    "Sub": "{0} - {1}",
+    "Mul": "{0} * {1}",
+    "RealDiv": "{0} / {1}",
+    "AddN": lambda args: " + ".join(args),  # left to right, as rt.add_n
+}
+KEEPS_FINITE = frozenset({"Neg", "Abs", "Relu", "Maximum", "Minimum", "ReluGrad", "Tanh",
+                          "Sigmoid"})
+
+
+def scalar_form(op_type: str, args: list[str]) -> str:
+    """The op on one element of each of `args` (names), from SCALAR_FORMS."""
+    form = SCALAR_FORMS[op_type]
+    return form.format(*args) if isinstance(form, str) else form(args)
+
 
 # ReluGrad's g * (y > 0) multiplies g by a bool array; TanhGrad's and SigmoidGrad's y goes
 # through NumPy alone (np.square(0.5) is a float64)
