@@ -25,7 +25,7 @@ import numpy as np
 
 from ...ops.table import REGISTRY
 from ..base import Backend, Rendered
-from . import fast, runtime
+from . import fast, one_pass, runtime
 from .expand import expand_composites
 from .lowering import REGION_FORMS
 from .memory import plan_memory
@@ -72,8 +72,8 @@ class NumpyBackend(Backend):
              locks: dict):
         lines = rendered.source.splitlines(keepends=True)
         linecache.cache[filename] = (len(rendered.source), None, lines, filename)
-        namespace = {"np": np, "rt": runtime, "fast": fast, "V": state, "R": rngs,
-                     "L": locks, **rendered.constants}
+        namespace = {"np": np, "rt": runtime, "fast": fast, "nb": one_pass, "V": state,
+                     "R": rngs, "L": locks, **rendered.constants}
         for code in compile_module(rendered.source, filename):
             exec(code, namespace)  # noqa: S102
         return namespace["run"]

@@ -29,12 +29,15 @@ from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from ...ops.table import get_opdef
 from ..base import Rendered
-from . import parts, regions
+from . import fast, parts, regions
 from .fused import render_group
 from .lowering import NO_WEAK_LITERALS, out_form
+from .one_pass_render import render_one_pass, takes_one_pass
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
-RESERVED = frozenset({"np", "rt", "fast", "V", "R", "L", "run", "lo", "hi"} | set(dir(builtins)))
+# (nb: one_pass.py, which compiles one-pass kernels; vk: _vector_kernels.py, which they call)
+RESERVED = frozenset({"np", "rt", "fast", "nb", "vk", "V", "R", "L", "run", "lo", "hi"}
+                     | set(dir(builtins)))
 
 _LETTERS = re.compile(r"[a-z]+")
 _TRANSFER = get_opdef("Transfer")  # (its comment says which way it moves its value)
@@ -173,10 +176,17 @@ class _NumpyWalk(Walk):
         names, out_name = self.names, self.out_name
 
         kname = names.make("fused")
-        run_lines, kernel, kernel_ops, vector = render_group(
-            node, kname, self.ref, self.number, out_name, names, printable, self.vector_math)
+        # with vector math on, a float32 group of scalar forms is also one numba kernel, which
+        # hands the blocks NumPy would report on to the NumPy kernel (one_pass_render.py)
+        one_pass = self.vector_math and takes_one_pass(node) and fast.available()
+        runner = names.make(kname + "_one_pass") if one_pass else None
+        run_lines, kernel, kernel_ops, vector, interface = render_group(
+            node, kname, self.ref, self.number, out_name, names, printable, self.vector_math,
+            runner)
         self.uses_fast = self.uses_fast or vector
         self.kernels.append((kernel, kernel_ops))
+        if one_pass:
+            self.kernels.append(render_one_pass(node, runner, kname, interface, names))
         self.body.extend(run_lines)
         self.computed(node.origin)
         for v in node.outputs:

@@ -1,0 +1,183 @@
+"""The one-pass kernels of float32 fused groups (one_pass_render.py writes them), compiled by
+numba and cached on disk; `nb` in the generated module.
+
+    @nb.kernel(fused, "array", "out")   # fused: the group's NumPy block kernel
+    def fused_one_pass(lo, hi, x_1, out_y):
+        ...                            # returns (ok, its part of each sum)
+
+`kernel(fallback, *takes)` makes the function a `GroupKernel`: compiled once a process
+(under a lock of its own, so concurrent first compiles compile once; a session compiles its
+plans under its compile lock), and called by blocks.run_blocks like the NumPy kernel it
+stands in for. A block is the numba kernel's only where NumPy would report nothing: under an
+np.errstate that ignores underflow (which the kernel cannot see), and where the kernel says
+so (`ok`: every result finite, every vector argument in runtime_fast's domain). Otherwise the
+NumPy kernel computes the block again: it reads only the group's inputs, which the kernel
+never writes, and writes every output of the block in full. An argument numba's signature
+does not take (a strided or unaligned array) sends the block to NumPy too.
+
+The cache: numba's `cache=True` needs the function in a file. The kernel's source, with two
+import lines before it, is written (atomically) to `kernel_dir()`, named by its SHA-256, and
+numba keeps its machine code beside it (__pycache__): a later process compiles nothing
+(`report()` counts). What runs is always the text this process rendered: a file found there
+is compared with it byte for byte, rewritten where it differs (corrupt, foreign, half
+written), and the rendered text itself is what is compiled, under the file's name. Where no
+file can be written (or numba cannot cache there), the kernel is compiled uncached, each
+process again, and `report()["uncached"]` says why.
+
+The folder: $STATICGRAD_CACHE_DIR/one_pass, else $XDG_CACHE_HOME/staticgrad/one_pass, else
+~/.cache/staticgrad/one_pass (made readable by its owner only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import sys
+import tempfile
+import threading
+import types
+
+import numpy as np
+
+# the file a kernel's source is written into: these lines, then the kernel
+HEADER = ("# A fused group's one-pass kernel, written by staticgrad (backends/numpy/one_pass.py)"
+          "\nimport numpy as np\n\nfrom staticgrad.backends.numpy import _vector_kernels as vk"
+          "\n\n\n")
+_OPTIONS = dict(nogil=True, error_model="numpy", boundscheck=False)
+
+_compiled: dict = {}        # (sha256, takes) -> numba's dispatcher
+_compiling: dict = {}       # sha256 -> its lock
+_guard = threading.Lock()   # over _compiling
+_report = {"compiled": 0, "loaded": 0, "uncached": None, "numpy_blocks": 0}
+
+
+def kernel(fallback, *takes):
+    """The decorator of a one-pass kernel: `takes` says what each argument after lo and hi
+    is ("array": a block's input, "number": one float32, "out": an output)."""
+    def make(fn):
+        return GroupKernel(fn, fallback, takes)
+    return make
+
+
+def report() -> dict:
+    """This process's one-pass kernels: how many numba "compiled" and how many it "loaded"
+    from its cache, why they are "uncached" (None while every one could be cached), and how
+    many blocks their NumPy kernels computed instead ("numpy_blocks")."""
+    return dict(_report)
+
+
+def kernel_dir() -> str:
+    """Where the kernels' files are written (see the module's docstring)."""
+    base = os.environ.get("STATICGRAD_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "staticgrad")
+    return os.path.join(base, "one_pass")
+
+
+class GroupKernel:
+    """A fused group's block kernel: the numba kernel where it may, else `fallback`."""
+
+    def __init__(self, fn, fallback, takes: tuple):
+        self.__name__ = fn.__name__
+        self.fallback, self.size = fallback, len(takes)
+        self.numbers = [i for i, kind in enumerate(takes) if kind == "number"]
+        self.compiled = compiled(_source(fn), fn.__name__, takes)
+
+    def __call__(self, lo, hi, *args):
+        if np.geterr()["under"] == "ignore":  # (the kernel cannot see an underflow)
+            own = list(args[:self.size])
+            for i in self.numbers:  # (a 0-d array or a NumPy scalar: one float32)
+                own[i] = np.float32(own[i])
+            try:
+                ok, *sums = self.compiled(lo, hi, *own)
+            except TypeError:  # an array its signature does not take: NumPy's
+                pass
+            else:
+                if ok:
+                    return tuple(sums)
+        _report["numpy_blocks"] += 1
+        return self.fallback(lo, hi, *args)
+
+
+def _source(fn) -> str:
+    """The kernel's text as the generated module has it (from linecache, where the backend
+    put the module's source), without its decorator."""
+    lines = inspect.getsource(fn).splitlines(keepends=True)
+    while lines[0].startswith("@"):
+        del lines[0]
+    return "".join(lines)
+
+
+def compiled(source: str, name: str, takes: tuple):
+    """numba's dispatcher of the function `name` that `source` defines, for arguments of the
+    kinds `takes`: compiled once a process, loaded from the disk cache where it is there."""
+    text = HEADER + source
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    with _guard:
+        lock = _compiling.setdefault(digest, threading.Lock())
+    with lock:
+        if (digest, takes) not in _compiled:
+            _compiled[digest, takes] = _compile(text, digest, name, takes)
+    return _compiled[digest, takes]
+
+
+def _compile(text: str, digest: str, name: str, takes: tuple):
+    from numba import njit
+    from numba.core import types as nt
+
+    f32 = nt.float32
+    array, out = nt.Array(f32, 1, "C", readonly=True), nt.Array(f32, 1, "C")
+    signature = (nt.intp, nt.intp,
+                 *({"array": array, "number": f32, "out": out}[kind] for kind in takes))
+    path, why = _written(text, digest)
+    if path is not None:
+        try:
+            dispatcher = njit(signature, cache=True, **_OPTIONS)(_defined(text, path, digest, name))
+        except RuntimeError as e:  # numba found nowhere to keep its cache
+            why = f"numba cannot cache there: {e}"
+        else:
+            hits = sum(dispatcher.stats.cache_hits.values())
+            _report["loaded" if hits else "compiled"] += 1
+            return dispatcher
+    _report["uncached"] = why
+    _report["compiled"] += 1
+    return njit(signature, **_OPTIONS)(_defined(text, f"<one-pass kernel {digest}>", digest, name))
+
+
+def _defined(text: str, filename: str, digest: str, name: str):
+    """The function `name` of `text`, compiled as Python under `filename` (the name numba's
+    cache goes by): the text this process rendered, never a file's content. Its module is
+    registered (sys.modules), as numba's cache imports it to load the kernel."""
+    module = types.ModuleType(f"staticgrad._one_pass_kernels.k{digest}")
+    module.__file__ = filename
+    exec(compile(text, filename, "exec"), module.__dict__)  # noqa: S102
+    sys.modules[module.__name__] = module
+    return getattr(module, name)
+
+
+def _written(text: str, digest: str) -> tuple[str | None, str | None]:
+    """(the path of the file holding `text`, None), writing it unless it holds it already;
+    (None, why) where it cannot be written."""
+    folder = kernel_dir()
+    path = os.path.join(folder, f"k{digest}.py")
+    data = text.encode()
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return path, None
+    except OSError:
+        pass  # not there yet (or not readable): written below
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=".k", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as e:
+        return None, f"cannot write {path}: {e}"
+    return path, None
