@@ -30,11 +30,14 @@ loop of its input's level and its result is read from the next loop on. Values c
 loop, and every vector function's argument and result, live in a row; the rest are locals of
 one loop.
 
-`ok` says whether NumPy would report nothing for the block: every number the kernel reads,
-every member result that can become non-finite from finite inputs (lowering.KEEPS_FINITE
-are the others) and every sum is finite, and each vector function's argument is in the
-domain runtime_fast takes (fast.py). Otherwise one_pass.py has the NumPy kernel compute the
-block again. Every name is made by the module's `Names`, every number by `scalar_literal`.
+`ok` says whether NumPy would report nothing for the block (under an np.errstate ignoring
+underflow: one_pass.py): no value of the block is non-finite (an overflow, a division by
+zero and an invalid operation all make one), and each vector function's argument is in the
+domain runtime_fast takes (fast.py). Not every value is checked: one whose non-finite value
+would reach a checked one is not (lowering.ScalarForm.passes; a sum passes it on), nor the
+result of an op that keeps finite inputs finite (keeps_finite), its inputs covered. Where
+`ok` is False one_pass.py has the NumPy kernel compute the block again. Every name is made
+by the module's `Names`, every number by `scalar_literal`.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from ...codegen.templates import render_template
 from ...codegen.walk import comment
 from ...ir import Node, Value
 from ...ops.kernels import scalar_literal
-from .lowering import KEEPS_FINITE, SCALAR_FORMS, VECTOR, scalar_form
+from .lowering import SCALAR_FORMS, VECTOR, scalar_form
 
 SUB = 512  # elements of a sub-block: 2 KB a float32 row, a group's rows in L1
 
@@ -59,6 +62,7 @@ _DOMAIN = {
     "log": f"({{0}} >= {_F32}({_TINY})) & ({{0}} <= {_F32}({_BIG}))",
     "log1p": f"({{0}} > {_F32}(-1.0)) & ({{0}} <= {_F32}({_BIG}))",
 }
+_FINITE_FROM_FINITE = {"tanh", "sigmoid"}  # the vector functions of no domain check
 
 
 def takes_one_pass(node: Node) -> bool:
@@ -165,7 +169,8 @@ def render_one_pass(node: Node, name: str, fallback: str, interface: dict, names
             if form is not None:
                 x = _root(m.inputs[0], scalars)
                 domains.setdefault(id(x), []).append(form)
-    checked_params = set()
+    checked = _checked(members, interface["params"], scalars)
+    read_params = set()
     for k in range(loops):
         lines, finite, checks = [], [], []
         needed = set()  # ids of the values this loop refers to
@@ -183,9 +188,9 @@ def render_one_pass(node: Node, name: str, fallback: str, interface: dict, names
         for p, v, kind in interface["params"]:
             if kind == "array" and id(v) in needed:
                 reads.append(f"{term(v)} = {p}[{b} + {j}]")
-                if id(v) not in checked_params:
-                    checked_params.add(id(v))
+                if id(v) not in read_params and id(v) in checked:
                     finite.append(term(v))
+                read_params.add(id(v))
         for mm in members:
             v = mm.outputs[0]
             if mm.type == "Sum" or id(v) in here or id(v) not in needed:
@@ -200,10 +205,10 @@ def render_one_pass(node: Node, name: str, fallback: str, interface: dict, names
             args = [term(x) for x in mm.inputs]
             lines.append((comment(mm.origin), mm.origin))
             lines.append((f"{term(v)} = {scalar_form(mm.type, args)}", mm.origin))
-            if mm.type not in KEEPS_FINITE:
+            if id(v) in checked:
                 finite.append(term(v))
         for v in materialized:
-            if v.producer.type not in KEEPS_FINITE:
+            if id(v) in checked:
                 finite.append(term(v))
         for v in stores[k]:
             lines.append((f"{row[id(v)]}[{j}] = {term(v)}", None))
@@ -252,6 +257,44 @@ def render_one_pass(node: Node, name: str, fallback: str, interface: dict, names
     assert len(line_ops) == len(lines) and lines[head:head + len(body)] == body, \
         "one_pass_kernel.py.j2 and its ops disagree"
     return lines, line_ops
+
+
+def _checked(members: list, params: list, scalars: dict) -> set[int]:
+    """id() of the values the kernel checks are finite: those whose non-finite value would
+    reach no checked value (see the module's docstring)."""
+    consumers: dict[int, list] = {}
+    for m in members:
+        for k, x in enumerate(m.inputs):
+            consumers.setdefault(id(_root(x, scalars)), []).append((m, k))
+    mine = {id(m) for m in members}
+    values = [v for _, v, kind in params if kind == "array"] + \
+        [m.outputs[0] for m in members if m.type != "Sum"]
+    covered, checked = set(), set()
+    for v in reversed(values):  # each value's readers before it
+        covered.add(id(v))
+        if any(_passes(c, k) and (c.type == "Sum" or id(c.outputs[0]) in covered)
+               for c, k in consumers.get(id(v), ())):
+            continue
+        m = v.producer
+        if m is not None and id(m) in mine and _keeps_finite(m.type):
+            continue  # finite where its inputs are, and they are covered
+        checked.add(id(v))
+    return checked
+
+
+def _passes(m: Node, k: int) -> bool:
+    """Is m's result non-finite (or its argument refused) where its input k is?"""
+    if m.type == "Sum":
+        return True
+    if m.type in VECTOR:
+        return VECTOR[m.type] in _DOMAIN
+    return k in SCALAR_FORMS[m.type].passes
+
+
+def _keeps_finite(op_type: str) -> bool:
+    if op_type in VECTOR:
+        return VECTOR[op_type] in _FINITE_FROM_FINITE
+    return SCALAR_FORMS[op_type].keeps_finite
 
 
 def _root(v: Value, scalars: dict) -> Value:
