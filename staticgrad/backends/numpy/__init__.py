@@ -1,7 +1,9 @@
 """The NumPy backend: generated Python that calls NumPy, run in this process.
 
     render.py     the renderer (one line a node), parts.py (a long run() in parts),
-                  fused.py (a fused group as a block kernel)
+                  fused.py (a fused group as a block kernel), one_pass_render.py (a float32
+                  group, with the [fast] extra, also as one numba kernel: one_pass.py
+                  compiles it, caches it on disk and runs it, NumPy's kernel its fallback)
     runtime.py    `rt` of the generated code; blocks.py runs fused kernels block by block on
                   threads; fast.py (+ _vector_kernels.py) is the [fast] extra's vector math,
                   conv_fast.py (+ _conv_kernels.py) its convolution and pooling loops,

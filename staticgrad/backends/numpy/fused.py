@@ -22,6 +22,10 @@ A block allocates no array of its dtype when every member has an out= form (lowe
 ReluGrad's still makes its mask, a byte an element): rows are assigned by liveness, a result
 taking the row of an input that dies there, so a long chain runs in a few rows that stay in
 cache. A member without one makes its array as usual, and it is deleted after its last use.
+
+With the [fast] extra, a float32 group whose members all have a scalar form is also one numba
+kernel (one_pass_render.py), which run() calls instead; this kernel stays in the module as
+what computes the blocks that kernel hands back (those NumPy would report on).
 """
 
 from __future__ import annotations

@@ -67,6 +67,7 @@ class _NumpyWalk(Walk):
         self.scal: dict[int, str] = {}      # id(Value) -> its NumPy scalar (scalar fast path)
         self.by_value: dict[tuple, str] = {}  # (dtype, bytes) -> a fused block's number
         self.uses_fast = False              # a fused kernel calls runtime_fast (`fast`)
+        self.uses_one_pass = False          # a fused group is a numba kernel (`nb`)
         self.kernels = []  # (lines, the op of each line) of each fused group's block kernel
         self.var_reads, self.random_ops = [], []
         self.locks = set()                  # use_locking updates: their variables' locks
@@ -187,6 +188,7 @@ class _NumpyWalk(Walk):
         self.kernels.append((kernel, kernel_ops))
         if one_pass:
             self.kernels.append(render_one_pass(node, runner, kname, interface, names))
+            self.uses_one_pass = True
         self.body.extend(run_lines)
         self.computed(node.origin)
         for v in node.outputs:
@@ -208,6 +210,7 @@ class _NumpyWalk(Walk):
         walk = type(self)(region, self.vector_math, module=self, params=params)
         walk.walk()
         self.uses_fast = self.uses_fast or walk.uses_fast
+        self.uses_one_pass = self.uses_one_pass or walk.uses_one_pass
         return walk, [walk.ref(f, None) for f in region.fetches]
 
     def function(self, region: Program, base: str) -> str:
@@ -225,6 +228,7 @@ class _NumpyWalk(Walk):
         assert len(lines) == len(walk.body) + 2, "region_function.py.j2 and its ops disagree"
         self.kernels.append((lines, ops))
         self.uses_fast = self.uses_fast or walk.uses_fast
+        self.uses_one_pass = self.uses_one_pass or walk.uses_one_pass
         return name
 
     def node(self, node: Node) -> None:
@@ -338,6 +342,7 @@ class _NumpyWalk(Walk):
             parts=split[1] if split else [], constants=sorted(constants),
             kernels=[lines for lines, _ in self.kernels], feeds=feeds,
             fetches=[printable(n) for n in fetch_names], fast=self.uses_fast,
+            one_pass=self.uses_one_pass,
             locks=[f"L[{Name().literal(v)}]" for v in sorted(locks)])
         line_map = _line_map(source, self.line_at, self.line_op, split, self.kernels,
                              2 if locks else 0)

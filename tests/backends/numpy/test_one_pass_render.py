@@ -5,8 +5,11 @@ NumPy's reports kept: a block NumPy would warn on, or any block under an errstat
 not ignore underflow, is NumPy's. Skipped where runtime_fast (the [fast] extra) is not
 working; without it every group keeps its NumPy kernel (the last test)."""
 
+import subprocess
+import sys
 import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -289,3 +292,37 @@ def test_sessions_on_several_threads_agree():
     for y, dx in results:  # the same blocks, whichever thread: the same bits
         assert y == want[0]
         np.testing.assert_array_equal(dx, want[1])
+
+
+_WITHOUT_NUMBA = """
+import sys
+sys.modules["numba"] = None  # import numba fails, as where it is not installed
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import w3mod
+x = np.load(sys.argv[2])
+y, dx = w3mod.run(x)
+np.save(sys.argv[3], dx)
+print(repr(float(y)))
+"""
+
+
+@needs_kernels
+def test_an_exported_module_holds_no_one_pass_kernel_and_runs_without_numba(tmp_path):
+    g, x, fetches, xv = _w3(200_003)
+    with sg.Session(graph=g) as sess:
+        assert KERNEL in sess.source(fetches, {x: xv})
+        path = sg.export(fetches, [x], str(tmp_path / "w3mod.py"), session=sess,
+                         feed_shapes=[xv.shape])
+        want = sess.run(fetches, {x: xv})
+    text = open(path).read()
+    assert KERNEL not in text and "nb." not in text and "numba" not in text
+    np.save(tmp_path / "x.npy", xv)
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", _WITHOUT_NUMBA, str(tmp_path),
+                          str(tmp_path / "x.npy"), str(tmp_path / "dx.npy")],
+                         capture_output=True, text=True, timeout=300, cwd=root,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    np.testing.assert_allclose(float(out.stdout), want[0], rtol=1e-6)
+    np.testing.assert_allclose(np.load(tmp_path / "dx.npy"), want[1], rtol=2e-6, atol=1e-6)
