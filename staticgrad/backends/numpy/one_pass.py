@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
 import os
 import sys
 import tempfile
@@ -49,7 +50,7 @@ _OPTIONS = dict(nogil=True, error_model="numpy", boundscheck=False)
 _compiled: dict = {}        # (sha256, takes) -> numba's dispatcher
 _compiling: dict = {}       # sha256 -> its lock
 _guard = threading.Lock()   # over _compiling
-_report = {"compiled": 0, "loaded": 0, "uncached": None, "numpy_blocks": 0}
+_report = {"compiled": 0, "loaded": 0, "uncached": None, "numpy_blocks": 0, "failed": None}
 
 
 def kernel(fallback, *takes):
@@ -62,8 +63,9 @@ def kernel(fallback, *takes):
 
 def report() -> dict:
     """This process's one-pass kernels: how many numba "compiled" and how many it "loaded"
-    from its cache, why they are "uncached" (None while every one could be cached), and how
-    many blocks their NumPy kernels computed instead ("numpy_blocks")."""
+    from its cache, why they are "uncached" (None while every one could be cached), how many
+    blocks their NumPy kernels computed instead ("numpy_blocks"), and the last that "failed"
+    to compile (its NumPy kernel computes every block; None while none did)."""
     return dict(_report)
 
 
@@ -82,10 +84,18 @@ class GroupKernel:
         self.__name__ = fn.__name__
         self.fallback, self.size = fallback, len(takes)
         self.numbers = [i for i, kind in enumerate(takes) if kind == "number"]
-        self.compiled = compiled(_source(fn), fn.__name__, takes)
+        try:
+            self.compiled = compiled(_source(fn), fn.__name__, takes)
+        except Exception as e:  # noqa: BLE001 -- staticgrad's bug: the NumPy kernel still works
+            self.compiled = None
+            _report["failed"] = f"{fn.__name__}: {type(e).__name__}: {e}"
+            logging.getLogger("staticgrad").warning(
+                "staticgrad: a one-pass kernel failed to compile; its NumPy kernel runs "
+                "instead (%s)", _report["failed"])
 
     def __call__(self, lo, hi, *args):
-        if np.geterr()["under"] == "ignore":  # (the kernel cannot see an underflow)
+        if self.compiled is not None and np.geterr()["under"] == "ignore":
+            # (the kernel cannot see an underflow)
             own = list(args[:self.size])
             for i in self.numbers:  # (a 0-d array or a NumPy scalar: one float32)
                 own[i] = np.float32(own[i])

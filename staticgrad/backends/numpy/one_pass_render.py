@@ -51,6 +51,10 @@ from ...ops.kernels import scalar_literal
 from .lowering import SCALAR_FORMS, VECTOR, scalar_form
 
 SUB = 512  # elements of a sub-block: 2 KB a float32 row, a group's rows in L1
+# the fewest elements of a group made one kernel: numba takes about a second to compile one
+# (once, then cached), which pays off on large groups (the NumPy backend fuses from the same
+# size, policy.FUSE; tests that fuse smaller groups do not compile a kernel for each)
+MIN_ELEMENTS = 1 << 16
 
 _F32 = "np.float32"
 _TINY, _BIG = (scalar_literal(np.float32(v)) for v in (np.finfo(np.float32).tiny,
@@ -66,8 +70,13 @@ _FINITE_FROM_FINITE = {"tanh", "sigmoid"}  # the vector functions of no domain c
 
 
 def takes_one_pass(node: Node) -> bool:
-    """Can the group be one numba kernel: float32 throughout, every member one with a scalar
-    form (lowering.SCALAR_FORMS) or a vector function (lowering.VECTOR), or a sum?"""
+    """Can the group be one numba kernel: of MIN_ELEMENTS or more, float32 throughout, every
+    member one with a scalar form (lowering.SCALAR_FORMS) or a vector function
+    (lowering.VECTOR), or a sum?"""
+    last = node.members[-1]
+    if (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape.num_elements() \
+            < MIN_ELEMENTS:
+        return False
     for m in node.members:
         if len(m.outputs) != 1 or (m.type != "Sum" and m.type not in SCALAR_FORMS
                                    and m.type not in VECTOR):

@@ -204,3 +204,21 @@ def test_a_block_goes_to_the_numpy_kernel_where_numba_cannot_or_should_not_take_
     kernel(0, 100, np.linspace(-1, 1, 400, dtype=np.float32)[::2], out, None)  # strided
     assert calls[-1] == (0, 100) and len(calls) == 3
     np.testing.assert_array_equal(out[100:], x[100:] * 2)
+
+
+def _not_numba(lo, hi, x, out):
+    return (True, _a_name_nowhere)  # noqa: F821 -- numba's typing fails on it
+
+
+def test_a_kernel_numba_cannot_compile_leaves_every_block_to_numpy(monkeypatch, caplog):
+    monkeypatch.setitem(one_pass._report, "failed", None)
+    calls = []
+
+    def numpy_kernel(lo, hi, x, out):
+        calls.append((lo, hi))
+        return ()
+    kernel = one_pass.kernel(numpy_kernel, "array", "out")(_not_numba)
+    x = np.ones(16, np.float32)
+    assert kernel(0, 16, x, np.empty_like(x)) == () and calls == [(0, 16)]
+    assert "_not_numba" in one_pass.report()["failed"]
+    assert "failed to compile" in caplog.text
