@@ -155,7 +155,7 @@ def render_one_pass(node: Node, name: str, fallback: str, interface: dict, names
             x = _root(m.inputs[0], scalars)
             if id(x) not in row:
                 stores[level.get(id(x), 0)].append(x)
-            sums.append((m, row_of(x), make(v.name)))
+            sums.append((m, row_of(x), make(v.name + "_total")))
     for m in members:
         (v,) = m.outputs
         if m.type not in VECTOR and m.type != "Sum" and \
