@@ -25,7 +25,10 @@ file can be written (or numba cannot cache there), the kernel is compiled uncach
 process again, and `report()["uncached"]` says why.
 
 The folder: $STATICGRAD_CACHE_DIR/one_pass, else $XDG_CACHE_HOME/staticgrad/one_pass, else
-~/.cache/staticgrad/one_pass (made readable by its owner only).
+~/.cache/staticgrad/one_pass (made readable by its owner only). numba unpickles what it finds
+in __pycache__ there, so a folder someone else could write into is not used (`_unsafe`: one
+another user owns, or writable by group or others, or a symlink): the kernel is compiled
+uncached, and `report()["uncached"]` says which folder and why.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import hashlib
 import inspect
 import logging
 import os
+import stat
 import sys
 import tempfile
 import threading
@@ -168,10 +172,18 @@ def _defined(text: str, filename: str, digest: str, name: str):
 
 def _written(text: str, digest: str) -> tuple[str | None, str | None]:
     """(the path of the file holding `text`, None), writing it unless it holds it already;
-    (None, why) where it cannot be written."""
+    (None, why) where it cannot be written, or where the folder is not safe to load numba's
+    cache from (`_unsafe`)."""
     folder = kernel_dir()
     path = os.path.join(folder, f"k{digest}.py")
     data = text.encode()
+    try:
+        created_in = _made(folder)
+    except OSError as e:
+        return None, f"cannot write {path}: {e}"
+    why = _unsafe(folder, created_in, digest)
+    if why is not None:
+        return None, why
     try:
         with open(path, "rb") as f:
             if f.read() == data:
@@ -179,7 +191,6 @@ def _written(text: str, digest: str) -> tuple[str | None, str | None]:
     except OSError:
         pass  # not there yet (or not readable): written below
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".k", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -191,3 +202,69 @@ def _written(text: str, digest: str) -> tuple[str | None, str | None]:
     except OSError as e:
         return None, f"cannot write {path}: {e}"
     return path, None
+
+
+def _made(folder: str) -> str | None:
+    """Make `folder` and its missing parents, each readable by its owner only (os.makedirs
+    gives a parent the umask's mode); the folder the first of them was made in, or None
+    where `folder` was there."""
+    missing = []
+    while not os.path.lexists(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:
+            pass  # made by another process meanwhile: checked as any existing folder is
+    return os.path.dirname(missing[-1]) if missing else None
+
+
+def _unsafe(folder: str, created_in: str | None, digest: str) -> str | None:
+    """Why numba's cache must not be used in `folder`, or None. numba unpickles the index
+    and data files of its __pycache__: whoever can write there, or replace a folder above
+    it, can make this process run their code. So the folder, the one above it (staticgrad's,
+    or $STATICGRAD_CACHE_DIR) and its __pycache__ must each be a folder (not a symlink)
+    owned by this user and writable by no one else, with the kernel's files there this
+    user's too; a folder the missing ones were made in, this user's or root's, and writable
+    by others only where it is sticky (/tmp)."""
+    me = os.geteuid()
+    cache = os.path.join(folder, "__pycache__")
+    for path in (os.path.dirname(folder), folder, cache):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if path == cache:
+                continue  # numba makes it, in a folder checked above
+            return f"cannot check {path}: not there"
+        except OSError as e:
+            return f"cannot check {path}: {e}"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{path} is not a folder (a symlink or a file): not used"
+        if st.st_uid != me:
+            return f"{path} is owned by user {st.st_uid}, not this user ({me}): not used"
+        if st.st_mode & 0o022:
+            return f"{path} is writable by others (mode {st.st_mode & 0o777:o}): not used"
+    try:
+        planted = [os.path.join(cache, n) for n in os.listdir(cache)
+                   if n.startswith(f"k{digest}")]  # (numba's: k<digest>.<function>-<line>...)
+    except FileNotFoundError:
+        planted = []
+    except OSError as e:
+        return f"cannot check {cache}: {e}"
+    for path in planted:
+        st = os.lstat(path)
+        if st.st_uid != me or st.st_mode & 0o022 or not stat.S_ISREG(st.st_mode):
+            return f"{path} is not a file of this user's alone: not used"
+    if created_in is not None:
+        try:
+            st = os.stat(created_in)
+        except OSError as e:
+            return f"cannot check {created_in}: {e}"
+        if st.st_uid not in (me, 0) or st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return (f"{created_in}, where the cache folder was made, is another user's or "
+                    f"writable by others (mode {st.st_mode & 0o777:o}): not used")
+    return None
