@@ -278,16 +278,21 @@ def _checked(members: list, params: list, scalars: dict) -> set[int]:
     mine = {id(m) for m in members}
     values = [v for _, v, kind in params if kind == "array"] + \
         [m.outputs[0] for m in members if m.type != "Sum"]
-    covered, checked = set(), set()
+    # seen: the values whose non-finite value makes `ok` False, checked or passed on to one
+    # that is (a sum's total is checked). A value of an op that keeps finite inputs finite is
+    # not checked but is not seen either: its inputs must be (Relu(-x) of a NaN x is 0, so
+    # -x, unchecked for Relu's sake, must not stand for x)
+    seen, checked = set(), set()
     for v in reversed(values):  # each value's readers before it
-        covered.add(id(v))
-        if any(_passes(c, k) and (c.type == "Sum" or id(c.outputs[0]) in covered)
+        if any(_passes(c, k) and (c.type == "Sum" or id(c.outputs[0]) in seen)
                for c, k in consumers.get(id(v), ())):
+            seen.add(id(v))
             continue
         m = v.producer
         if m is not None and id(m) in mine and _keeps_finite(m.type):
-            continue  # finite where its inputs are, and they are covered
+            continue  # finite where its inputs are, and they are seen or finite where theirs are
         checked.add(id(v))
+        seen.add(id(v))
     return checked
 
 
