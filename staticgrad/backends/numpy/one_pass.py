@@ -20,9 +20,10 @@ import lines before it, is written (atomically) to `kernel_dir()`, named by its 
 numba keeps its machine code beside it (__pycache__): a later process compiles nothing
 (`report()` counts). What runs is always the text this process rendered: a file found there
 is compared with it byte for byte, rewritten where it differs (corrupt, foreign, half
-written), and the rendered text itself is what is compiled, under the file's name. Where no
-file can be written (or numba cannot cache there), the kernel is compiled uncached, each
-process again, and `report()["uncached"]` says why.
+written), and the rendered text itself is what is compiled, under the file's name. numba's
+files of a kernel that it cannot read (corrupt) are removed, and it is compiled and cached
+again. Where no file can be written (or numba cannot cache there), the kernel is compiled
+uncached, each process again, and `report()["uncached"]` says why.
 
 The folder: $STATICGRAD_CACHE_DIR/one_pass, else $XDG_CACHE_HOME/staticgrad/one_pass, else
 ~/.cache/staticgrad/one_pass (made readable by its owner only). numba unpickles what it finds
@@ -145,11 +146,16 @@ def _compile(text: str, digest: str, name: str, takes: tuple):
     signature = (nt.intp, nt.intp,
                  *({"array": array, "number": f32, "out": out}[kind] for kind in takes))
     path, why = _written(text, digest)
-    if path is not None:
+    for attempt in (1, 2) if path is not None else ():
         try:
             dispatcher = njit(signature, cache=True, **_OPTIONS)(_defined(text, path, digest, name))
         except RuntimeError as e:  # numba found nowhere to keep its cache
             why = f"numba cannot cache there: {e}"
+            break
+        except Exception:
+            if attempt == 2:
+                raise  # not its cache's doing: the kernel does not compile
+            _forget(path)  # a corrupt cache (numba unpickles it unchecked): made again
         else:
             hits = sum(dispatcher.stats.cache_hits.values())
             _report["loaded" if hits else "compiled"] += 1
@@ -157,6 +163,18 @@ def _compile(text: str, digest: str, name: str, takes: tuple):
     _report["uncached"] = why
     _report["compiled"] += 1
     return njit(signature, **_OPTIONS)(_defined(text, f"<one-pass kernel {digest}>", digest, name))
+
+
+def _forget(path: str) -> None:
+    """Remove numba's cache files of the kernel in `path` (its index and machine code)."""
+    cache = os.path.join(os.path.dirname(path), "__pycache__")
+    stem = os.path.basename(path)[:-len(".py")] + "."
+    try:
+        for name in os.listdir(cache):
+            if name.startswith(stem):
+                os.unlink(os.path.join(cache, name))
+    except OSError:
+        pass  # compiled again below all the same; numba rewrites what it can
 
 
 def _defined(text: str, filename: str, digest: str, name: str):

@@ -74,6 +74,25 @@ def test_a_corrupt_or_foreign_file_is_rewritten_and_never_run(tmp_path, monkeypa
     assert path.read_text() == one_pass.HEADER + source
 
 
+@pytest.mark.parametrize("damage", [lambda b: b[:20], lambda b: b"garbage"],
+                         ids=["truncated", "garbage"])
+def test_a_corrupt_numba_cache_is_made_again_not_a_failed_kernel(tmp_path, monkeypatch, damage):
+    monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(tmp_path))
+    source = _source(f"corrupt numba cache {tmp_path} {damage(b'ab')}")
+    one_pass.compiled(source, "k", ("array", "out"))
+    files = list((tmp_path / "one_pass" / "__pycache__").glob("k*.nb*"))
+    assert len(files) >= 2  # the index, the machine code
+    for f in files:
+        f.write_bytes(damage(f.read_bytes()))
+    one_pass._compiled.clear()  # as a new process would find it
+    before = one_pass.report()
+    _check(one_pass.compiled(source, "k", ("array", "out")))
+    assert one_pass.report()["compiled"] == before["compiled"] + 1
+    one_pass._compiled.clear()  # and the one after it loads what was made again
+    _check(one_pass.compiled(source, "k", ("array", "out")))
+    assert one_pass.report()["loaded"] == before["loaded"] + 1
+
+
 def test_where_nothing_can_be_written_the_kernel_is_compiled_uncached(tmp_path, monkeypatch):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
