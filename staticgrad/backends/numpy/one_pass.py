@@ -149,8 +149,8 @@ def _compile(text: str, digest: str, name: str, takes: tuple):
     for attempt in (1, 2) if path is not None else ():
         try:
             dispatcher = njit(signature, cache=True, **_OPTIONS)(_defined(text, path, digest, name))
-        except RuntimeError as e:  # numba found nowhere to keep its cache
-            why = f"numba cannot cache there: {e}"
+        except (RuntimeError, OSError) as e:  # nowhere to keep its cache, or a full disk
+            why = f"numba cannot cache there: {type(e).__name__}: {e}"
             break
         except Exception:
             if attempt == 2:

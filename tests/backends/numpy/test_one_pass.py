@@ -93,6 +93,21 @@ def test_a_corrupt_numba_cache_is_made_again_not_a_failed_kernel(tmp_path, monke
     assert one_pass.report()["loaded"] == before["loaded"] + 1
 
 
+def test_a_full_disk_when_numba_saves_its_cache_leaves_the_kernel_uncached(tmp_path,
+                                                                         monkeypatch):
+    import errno
+
+    from numba.core import caching
+
+    def full(self, key, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(caching.IndexDataCacheFile, "save", full)
+    monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setitem(one_pass._report, "uncached", None)
+    _check(one_pass.compiled(_source(f"full disk {tmp_path}"), "k", ("array", "out")))
+    assert "No space left" in one_pass.report()["uncached"]
+
+
 def test_where_nothing_can_be_written_the_kernel_is_compiled_uncached(tmp_path, monkeypatch):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
