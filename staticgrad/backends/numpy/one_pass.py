@@ -29,7 +29,9 @@ The folder: $STATICGRAD_CACHE_DIR/one_pass, else $XDG_CACHE_HOME/staticgrad/one_
 ~/.cache/staticgrad/one_pass (made readable by its owner only). numba unpickles what it finds
 in __pycache__ there, so a folder someone else could write into is not used (`_unsafe`: one
 another user owns, or writable by group or others, or a symlink): the kernel is compiled
-uncached, and `report()["uncached"]` says which folder and why.
+uncached, and `report()["uncached"]` says which folder and why; so is it where numba would
+keep the cache anywhere else ($NUMBA_CACHE_DIR, or its own folder where __pycache__ is not
+writable).
 """
 
 from __future__ import annotations
@@ -148,7 +150,16 @@ def _compile(text: str, digest: str, name: str, takes: tuple):
     path, why = _written(text, digest)
     for attempt in (1, 2) if path is not None else ():
         try:
-            dispatcher = njit(signature, cache=True, **_OPTIONS)(_defined(text, path, digest, name))
+            # (made without its signature, it compiles and loads nothing yet)
+            dispatcher = njit(cache=True, **_OPTIONS)(_defined(text, path, digest, name))
+            where = getattr(getattr(dispatcher, "_cache", None), "cache_path", None)
+            if where != os.path.join(os.path.dirname(path), "__pycache__"):
+                # ($NUMBA_CACHE_DIR, or numba's own folder where __pycache__ is not
+                # writable: a folder _unsafe has not checked)
+                why = f"numba would keep its cache in {where}, not beside {path}"
+                break
+            dispatcher.compile(signature)
+            dispatcher.disable_compile()  # (as njit(signature) does: no other types)
         except (RuntimeError, OSError) as e:  # nowhere to keep its cache, or a full disk
             why = f"numba cannot cache there: {type(e).__name__}: {e}"
             break

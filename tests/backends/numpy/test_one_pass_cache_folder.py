@@ -163,3 +163,26 @@ def test_folders_made_in_a_sticky_folder_like_tmp_are_used(tmp_path, monkeypatch
     shared.chmod(0o1777)
     monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(shared / "mine"))
     assert _compile(_source(f"sticky {tmp_path}"), monkeypatch) is None
+
+
+def test_a_numba_cache_kept_elsewhere_is_not_used(tmp_path, monkeypatch):
+    """$NUMBA_CACHE_DIR (numba.config.CACHE_DIR) would have numba keep and load the cache
+    in a folder no one checked: the kernel is compiled uncached."""
+    from numba.core import config
+
+    elsewhere = tmp_path / "numba_cache"
+    monkeypatch.setattr(config, "CACHE_DIR", str(elsewhere))
+    monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(tmp_path / "cache"))
+    why = _compile(_source(f"numba cache dir {tmp_path}"), monkeypatch)
+    assert "numba would keep its cache in" in why and str(elsewhere) in why
+    assert not list(elsewhere.rglob("*.nb*"))  # (numba makes the folder when it picks it)
+
+
+def test_a_kernel_takes_only_its_signature_cached_or_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setitem(one_pass._report, "uncached", None)
+    kernel = one_pass.compiled(_source(f"signature {tmp_path}"), "k", ("array", "out"))
+    assert one_pass.report()["uncached"] is None
+    x = np.arange(20, dtype=np.float32)
+    with pytest.raises(TypeError):  # a strided array: GroupKernel hands the block to NumPy
+        kernel(0, 10, x[::2], np.empty(10, np.float32))
