@@ -260,6 +260,8 @@ def _unsafe(folder: str, created_in: str | None, digest: str) -> str | None:
     owned by this user and writable by no one else, with the kernel's files there this
     user's too; a folder the missing ones were made in, this user's or root's, and writable
     by others only where it is sticky (/tmp)."""
+    if not hasattr(os, "geteuid"):  # (Windows: no POSIX owner and mode to check)
+        return "the cache folder's owner cannot be checked on this platform: not used"
     me = os.geteuid()
     cache = os.path.join(folder, "__pycache__")
     for path in (os.path.dirname(folder), folder, cache):

@@ -186,3 +186,9 @@ def test_a_kernel_takes_only_its_signature_cached_or_not(tmp_path, monkeypatch):
     x = np.arange(20, dtype=np.float32)
     with pytest.raises(TypeError):  # a strided array: GroupKernel hands the block to NumPy
         kernel(0, 10, x[::2], np.empty(10, np.float32))
+
+
+def test_where_owners_cannot_be_checked_the_kernel_is_compiled_uncached(tmp_path, monkeypatch):
+    monkeypatch.delattr(os, "geteuid")
+    monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(tmp_path))
+    assert "cannot be checked" in _compile(_source(f"no geteuid {tmp_path}"), monkeypatch)
