@@ -6,25 +6,26 @@ process, threads limited to 2:
 
   hand NumPy   the expression and its derivative written by hand, one NumPy call per op
   staticgrad   make_callable on the graph: one fused group, run in blocks on threads; with
-               the [fast] extra (numba) working here, its exp, log and sigmoid are
-               runtime_fast's (glibc's libmvec)
+               the [fast] extra (numba) working here, the group is one generated numba
+               kernel (backends/numpy/one_pass_render.py: what one_pass below does by hand),
+               else NumPy's ufuncs a block
   staticgrad_numpy   the same with CompileOptions(vector_math=False): NumPy's ufuncs only
   numexpr      the same two expressions given to numexpr.evaluate (if numexpr is installed),
                which is what the issue proposed for an optional `staticgrad[fast]` extra
   numba        the expression and its derivative as one loop over the elements, compiled
                by numba (if installed) with parallel=True: numba's own math, one element at
                a time
-  one_pass     what a fused group compiled whole by numba could reach (issue 27; written by
-               hand here, not generated): one pass over the elements in sub-blocks of 512
-               (nine rows of 2 KB, in L1), cheap ops in loops LLVM vectorizes, tanh,
+  one_pass     a fused group compiled whole by numba, written by hand (issue 27's prototype
+               of what staticgrad now generates): one pass over the elements in sub-blocks
+               of 512 (nine rows of 2 KB, in L1), cheap ops in loops LLVM vectorizes, tanh,
                sigmoid, exp and log1p eight at a time from glibc's libmvec through
                runtime_fast's intrinsics, y summed in eight float32 lanes (a float64 sum,
-               element after element, is a chain of dependent adds: 1.8x slower in a run here), and
-               a check that every result is finite (what a generated kernel needs to hand a
-               block with a NaN or an Inf to NumPy, which reports it); run on staticgrad's
-               block threads (blocks.run_blocks). Needs the [fast] extra working here
+               element after element, is a chain of dependent adds: 1.8x slower in a run
+               here), and a check that every result is finite (what a generated kernel
+               needs to hand a block with a NaN or an Inf to NumPy, which reports it); run
+               on staticgrad's block threads (blocks.run_blocks). Needs the [fast] extra
   jax          `jax.jit(jax.value_and_grad(f))` (if JAX is installed): the peer of issue 27
-  mkl_umath    staticgrad's fused group with NumPy's ufunc loops swapped for Intel VML's
+  mkl_umath    staticgrad_numpy's fused group with NumPy's ufunc loops swapped for Intel VML's
                (if mkl_umath is installed): patched before each call and restored after
                (about 40 us of each call), so that the other ways keep NumPy's own loops.
                MKL_NUM_THREADS is set to 1 before it loads: the blocks are the threads.
@@ -186,7 +187,7 @@ def mkl_umath_way():
         import mkl_umath
     except ImportError:
         return None
-    fused, _ = w3.staticgrad_way(None, fast=True)()
+    fused, _ = w3.staticgrad_way(sg.CompileOptions(vector_math=False), fast=True)()
 
     def call():
         mkl_umath.patch_numpy_umath()

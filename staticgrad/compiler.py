@@ -77,7 +77,9 @@ class CompileOptions:
     """How a session compiles: which passes of `pipeline(backend)` to skip, whether to check the IR
     after each pass (slower; for tests and for debugging a pass), and whether float32 fused
     groups may compute exp, log, log1p, tanh and sigmoid with runtime_fast (glibc's vector math
-    through numba, the `[fast]` extra; used only where it is installed and works)."""
+    through numba, the `[fast]` extra; used only where it is installed and works), and run as
+    one generated numba kernel where every member has a scalar form
+    (backends/numpy/one_pass_render.py)."""
 
     disable: frozenset = frozenset()
     verify: bool = False

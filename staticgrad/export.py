@@ -63,7 +63,9 @@ compiled with
 `vector_math=False`: where the session computes exp, log, tanh or sigmoid in a float32
 fused group with runtime_fast's kernels (the `[fast]` extra), the module calls NumPy's, and its
 results may differ from the session's in the last bits (they are those of a session with
-`CompileOptions(vector_math=False)`, bit for bit).
+`CompileOptions(vector_math=False)`, bit for bit). Nor does it hold the one-pass numba kernels
+such a session compiles for float32 fused groups (backends/numpy/one_pass.py): it runs with
+NumPy alone.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The NumPy backend: generated Python that calls NumPy, run in this process.
 
     render.py     the renderer (one line a node), parts.py (a long run() in parts),
-                  fused.py (a fused group as a block kernel)
+                  fused.py (a fused group as a block kernel), one_pass_render.py (a float32
+                  group, with the [fast] extra, also as one numba kernel: one_pass.py
+                  compiles it, caches it on disk and runs it, NumPy's kernel its fallback)
     runtime.py    `rt` of the generated code; blocks.py runs fused kernels block by block on
                   threads; fast.py (+ _vector_kernels.py) is the [fast] extra's vector math,
                   conv_fast.py (+ _conv_kernels.py) its convolution and pooling loops,
@@ -25,7 +27,7 @@ import numpy as np
 
 from ...ops.table import REGISTRY
 from ..base import Backend, Rendered
-from . import fast, runtime
+from . import fast, one_pass, runtime
 from .expand import expand_composites
 from .lowering import REGION_FORMS
 from .memory import plan_memory
@@ -72,8 +74,8 @@ class NumpyBackend(Backend):
              locks: dict):
         lines = rendered.source.splitlines(keepends=True)
         linecache.cache[filename] = (len(rendered.source), None, lines, filename)
-        namespace = {"np": np, "rt": runtime, "fast": fast, "V": state, "R": rngs,
-                     "L": locks, **rendered.constants}
+        namespace = {"np": np, "rt": runtime, "fast": fast, "nb": one_pass, "V": state,
+                     "R": rngs, "L": locks, **rendered.constants}
         for code in compile_module(rendered.source, filename):
             exec(code, namespace)  # noqa: S102
         return namespace["run"]

@@ -22,6 +22,10 @@ A block allocates no array of its dtype when every member has an out= form (lowe
 ReluGrad's still makes its mask, a byte an element): rows are assigned by liveness, a result
 taking the row of an input that dies there, so a long chain runs in a few rows that stay in
 cache. A member without one makes its array as usual, and it is deleted after its last use.
+
+With the [fast] extra, a float32 group whose members all have a scalar form is also one numba
+kernel (one_pass_render.py), which run() calls instead; this kernel stays in the module as
+what computes the blocks that kernel hands back (those NumPy would report on).
 """
 
 from __future__ import annotations
@@ -64,9 +68,9 @@ class _Rows:
 
 
 def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, printable,
-                 vector_math: bool = True):
+                 vector_math: bool = True, runner: str | None = None):
     """(lines for run(), lines of the kernel, the op of each kernel line, whether the kernel
-    calls runtime_fast) for the fused group `node`.
+    calls runtime_fast, the kernel's interface) for the fused group `node`.
 
     With `vector_math`, a float32 group computes each member that has a runtime_fast
     function (`OpDef.vector`) with it, where runtime_fast works here (a group has at least
@@ -74,24 +78,31 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
 
     `ref(value, consumer)` is how run() refers to a value, `number(value)` names a scalar
     constant as a module constant (a 0-d array), `out_name(value)` names a value in run(),
-    `kernel_names` makes the kernel's local names.
+    `kernel_names` makes the kernel's local names. run() calls `runner` over the blocks (the
+    kernel itself if None: one_pass_render.py's kernel falls back to it). The interface is
+    what one_pass_render.py reads: "params" (name, Value, "array" or "number") of each
+    argument before the outputs, "outputs" (name, Value) of each output written in full,
+    "locals" (id(Value) -> the kernel's name of a member's result), "scalars" (id of a
+    broadcast -> the one-element value it broadcasts).
     """
     names = kernel_names
     local: dict[int, str] = {}   # id(Value) -> how the kernel refers to it
     outer: dict[int, str] = {}   # id(Value) -> how run() refers to a number the kernel reads
     block: set[int] = set()      # values that are arrays of one block (else one number)
     params, args, prologue, hoisted = [], [], [], []
+    kinds = []  # "array" or "number", of each of params
     last = node.members[-1]
     domain = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).shape
     dtype = (last.inputs[0] if last.type == "Sum" else last.outputs[0]).dtype
     vector = vector_math and dtype.name == "float32" and \
         any(m.type in VECTOR for m in node.members) and runtime_fast.available()
 
-    def param(v: Value, arg: str) -> None:
+    def param(v: Value, arg: str, kind: str = "number") -> None:
         local[id(v)] = names.make(v.name)
         outer[id(v)] = arg
         params.append(local[id(v)])
         args.append(arg)
+        kinds.append((v, kind))
 
     for v in node.inputs:
         if v.const is not None and v.const.ndim == 0:
@@ -99,7 +110,7 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
         if v.shape.num_elements() == 1:  # a scalar: passed as one number
             param(v, f"np.reshape({ref(v, None)}, ())")
         else:
-            param(v, f"{ref(v, None)}.reshape(-1)")
+            param(v, f"{ref(v, None)}.reshape(-1)", "array")
             prologue.append(f"{local[id(v)]} = {local[id(v)]}[lo:hi]")
             block.add(id(v))
     for broadcast, source in node.attrs["scalars"].items():
@@ -193,12 +204,15 @@ def render_group(node: Node, kname: str, ref, number, out_name, kernel_names, pr
     wanted = {id(v) for v in node.outputs}
     run = render_template(
         "numpy/fused_run.py.j2", members=len(node.members), elements=domain.num_elements(),
-        dtype=dtype.name, block=BLOCK, kernel=kname, args=args, hoisted=hoisted,
+        dtype=dtype.name, block=BLOCK, kernel=runner or kname, args=args, hoisted=hoisted,
         expressions=[(printable(v.name), printable(memo[id(v)])) for v in node.outputs],
         outputs=outputs, parts=parts,
         sums=[(out_name(s), i, np_dtype(s.dtype)) for i, s in enumerate(sums)
               if id(s) in wanted]).splitlines()
-    return run, kernel, kernel_ops, calls_fast
+    interface = {"params": [(p, v, kind) for p, (v, kind) in zip(params, kinds)],
+                 "outputs": [(out_params[id(v)], v) for v in full],
+                 "locals": local, "scalars": node.attrs["scalars"]}
+    return run, kernel, kernel_ops, calls_fast, interface
 
 
 def _atomic(text: str) -> bool:

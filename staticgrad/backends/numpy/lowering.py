@@ -11,6 +11,13 @@ math. Tables keyed by op type, read by the memory plan (memory.py) and the fused
   out, making no temporary): out is never their buffer.
 - VECTOR: runtime_fast's function computing the op in float32 fused kernels ("exp":
   fast.exp(x, out=row)), where the [fast] extra works.
+- SCALAR_FORMS: the op on one float32 element each of its inputs ({0}, {1}...), as Python
+  numba compiles with NumPy's float32 result bit for bit: what a float32 group's one-pass
+  kernel (one_pass_render.py) computes. A group whose every member has a form here or in
+  VECTOR (whose functions the kernel calls eight elements at a time) gets one; an op without
+  one keeps its group on the NumPy block kernel. Beside each form, what the kernel needs to
+  know where NumPy would report: whether the result is finite where the inputs are, and
+  which inputs pass a non-finite value on (so that only some values need checking).
 - NO_WEAK_LITERALS: elementwise ops whose NumPy form does not combine each input with an
   array of its own dtype, so that a scalar constant input is never written as a Python
   number (which NumPy would read as float64 there).
@@ -19,6 +26,9 @@ math. Tables keyed by op type, read by the memory plan (memory.py) and the fused
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
 
 from . import regions
 
@@ -78,6 +88,45 @@ READS_AFTER_OUT: dict[str, tuple] = {
 }
 
 VECTOR = {"Exp": "exp", "Log": "log", "Log1p": "log1p", "Tanh": "tanh", "Sigmoid": "sigmoid"}
+
+class ScalarForm(NamedTuple):
+    """An op on one element of each input, and what a non-finite input does to its result."""
+
+    text: str | Callable  # "{0} + {1}", or f(args) -> that text
+    keeps_finite: bool    # a finite result wherever the inputs are finite
+    passes: tuple         # the inputs a non-finite value of which makes the result non-finite
+
+
+_ONE, _ZERO = "np.float32(1)", "np.float32(0)"  # (a Python number would make it float64)
+_ALL = tuple(range(8))  # every input (AddN's as many as it has)
+SCALAR_FORMS = {
+    "Neg": ScalarForm("-{0}", True, _ALL),
+    "Abs": ScalarForm("abs({0})", True, _ALL),
+    "Square": ScalarForm("{0} * {0}", False, _ALL),
+    "Sqrt": ScalarForm("np.sqrt({0})", False, _ALL),
+    "Rsqrt": ScalarForm(f"{_ONE} / np.sqrt({{0}})", False, ()),
+    "Reciprocal": ScalarForm(f"{_ONE} / {{0}}", False, ()),
+    # NumPy's maximum(a, b) of equal a and b is b (which of 0.0 and -0.0 it keeps: its SIMD
+    # loops', measured); a NaN never reaches the kernel's results (such a block is NumPy's)
+    "Relu": ScalarForm(f"({{0}} if {{0}} > {_ZERO} else {_ZERO})", True, ()),
+    "Maximum": ScalarForm("({0} if {0} > {1} else {1})", True, ()),
+    "Minimum": ScalarForm("({0} if {0} < {1} else {1})", True, ()),
+    "ReluGrad": ScalarForm(f"{{0}} * ({_ONE} if {{1}} > {_ZERO} else {_ZERO})", True, (0,)),
+    "TanhGrad": ScalarForm(f"{{1}} * ({_ONE} - {{0}} * {{0}})", False, _ALL),
+    "SigmoidGrad": ScalarForm(f"{{1}} * ({{0}} * ({_ONE} - {{0}}))", False, _ALL),
+    "Add": ScalarForm("{0} + {1}", False, _ALL),
+    "Sub": ScalarForm("{0} - {1}", False, _ALL),
+    "Mul": ScalarForm("{0} * {1}", False, _ALL),
+    "RealDiv": ScalarForm("{0} / {1}", False, (0,)),  # (x / inf is 0)
+    "AddN": ScalarForm(lambda args: " + ".join(args), False, _ALL),  # left to right: rt.add_n
+}
+
+
+def scalar_form(op_type: str, args: list[str]) -> str:
+    """The op on one element of each of `args` (names), from SCALAR_FORMS."""
+    form = SCALAR_FORMS[op_type].text
+    return form.format(*args) if isinstance(form, str) else form(args)
+
 
 # ReluGrad's g * (y > 0) multiplies g by a bool array; TanhGrad's and SigmoidGrad's y goes
 # through NumPy alone (np.square(0.5) is a float64)

@@ -29,12 +29,15 @@ from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from ...ops.table import get_opdef
 from ..base import Rendered
-from . import parts, regions
+from . import fast, parts, regions
 from .fused import render_group
 from .lowering import NO_WEAK_LITERALS, out_form
+from .one_pass_render import render_one_pass, takes_one_pass
 
 # Names the generated module uses: its globals, and every builtin an emitter may call.
-RESERVED = frozenset({"np", "rt", "fast", "V", "R", "L", "run", "lo", "hi"} | set(dir(builtins)))
+# (nb: one_pass.py, which compiles one-pass kernels; vk: _vector_kernels.py, which they call)
+RESERVED = frozenset({"np", "rt", "fast", "nb", "vk", "V", "R", "L", "run", "lo", "hi"}
+                     | set(dir(builtins)))
 
 _LETTERS = re.compile(r"[a-z]+")
 _TRANSFER = get_opdef("Transfer")  # (its comment says which way it moves its value)
@@ -64,6 +67,7 @@ class _NumpyWalk(Walk):
         self.scal: dict[int, str] = {}      # id(Value) -> its NumPy scalar (scalar fast path)
         self.by_value: dict[tuple, str] = {}  # (dtype, bytes) -> a fused block's number
         self.uses_fast = False              # a fused kernel calls runtime_fast (`fast`)
+        self.uses_one_pass = False          # a fused group is a numba kernel (`nb`)
         self.kernels = []  # (lines, the op of each line) of each fused group's block kernel
         self.var_reads, self.random_ops = [], []
         self.locks = set()                  # use_locking updates: their variables' locks
@@ -182,10 +186,18 @@ class _NumpyWalk(Walk):
         names, out_name = self.names, self.out_name
 
         kname = names.make("fused")
-        run_lines, kernel, kernel_ops, vector = render_group(
-            node, kname, self.ref, self.number, out_name, names, printable, self.vector_math)
+        # with vector math on, a float32 group of scalar forms is also one numba kernel, which
+        # hands the blocks NumPy would report on to the NumPy kernel (one_pass_render.py)
+        one_pass = self.vector_math and takes_one_pass(node) and fast.available()
+        runner = names.make(kname + "_one_pass") if one_pass else None
+        run_lines, kernel, kernel_ops, vector, interface = render_group(
+            node, kname, self.ref, self.number, out_name, names, printable, self.vector_math,
+            runner)
         self.uses_fast = self.uses_fast or vector
         self.kernels.append((kernel, kernel_ops))
+        if one_pass:
+            self.kernels.append(render_one_pass(node, runner, kname, interface, names))
+            self.uses_one_pass = True
         self.body.extend(run_lines)
         self.computed(node.origin)
         for v in node.outputs:
@@ -207,6 +219,7 @@ class _NumpyWalk(Walk):
         walk = type(self)(region, self.vector_math, module=self, params=params)
         walk.walk()
         self.uses_fast = self.uses_fast or walk.uses_fast
+        self.uses_one_pass = self.uses_one_pass or walk.uses_one_pass
         return walk, [walk.ref(f, None) for f in region.fetches]
 
     def function(self, region: Program, base: str) -> str:
@@ -224,6 +237,7 @@ class _NumpyWalk(Walk):
         assert len(lines) == len(walk.body) + 2, "region_function.py.j2 and its ops disagree"
         self.kernels.append((lines, ops))
         self.uses_fast = self.uses_fast or walk.uses_fast
+        self.uses_one_pass = self.uses_one_pass or walk.uses_one_pass
         return name
 
     def node(self, node: Node) -> None:
@@ -337,6 +351,7 @@ class _NumpyWalk(Walk):
             parts=split[1] if split else [], constants=sorted(constants),
             kernels=[lines for lines, _ in self.kernels], feeds=feeds,
             fetches=[printable(n) for n in fetch_names], fast=self.uses_fast,
+            one_pass=self.uses_one_pass,
             locks=[f"L[{Name().literal(v)}]" for v in sorted(locks)])
         line_map = _line_map(source, self.line_at, self.line_op, split, self.kernels,
                              2 if locks else 0)
