@@ -276,7 +276,8 @@ def test_a_member_reading_a_variable_joins_a_group_in_a_training_step():
         got = [sess.run([step, loss], {x: xv})[1] for _ in range(3)] + [sess.run(w)]
     run = source.split("def run(")[1].split("\ndef ")[0]
     assert run.count("rt.run_blocks(") == 1 and "# fused: 6 elementwise ops" in run
-    assert "rt.run_blocks(fused, 131072, x.reshape(-1), V['w'].reshape(-1)" in run
+    # (the block kernel, or with the [fast] extra its one-pass numba kernel)
+    assert re.search(r"rt\.run_blocks\(fused\w*, 131072, x\.reshape\(-1\), V\['w'\]", run)
     want_w, want = np.linspace(-1, 1, 256 * 512, dtype=np.float32).reshape(256, 512), []
     for _ in range(3):
         pre = xv * want_w
