@@ -140,14 +140,19 @@ def test_concurrent_first_compiles_compile_once(tmp_path, monkeypatch):
     def compile_it():
         start.wait()
         got.append(one_pass.compiled(source, "k", ("array", "out")))
-    threads = [threading.Thread(target=compile_it) for _ in range(4)]
+    _on_threads(compile_it, 4)
+    after = one_pass.report()
+    assert len(got) == 4 and all(k is got[0] for k in got)
+    assert after["compiled"] + after["loaded"] == before["compiled"] + before["loaded"] + 1
+
+
+def _on_threads(fn, n: int) -> None:
+    """fn run on n threads at once (each waits on a barrier of n inside), all joined."""
+    threads = [threading.Thread(target=fn) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    after = one_pass.report()
-    assert len(got) == 4 and all(k is got[0] for k in got)
-    assert after["compiled"] + after["loaded"] == before["compiled"] + before["loaded"] + 1
 
 
 def test_sessions_on_several_threads_compile_a_new_group_once(tmp_path, monkeypatch):
@@ -166,11 +171,7 @@ def test_sessions_on_several_threads_compile_a_new_group_once(tmp_path, monkeypa
         with sg.Session(graph=g) as sess:
             start.wait()
             results.append(sess.run(y, {x: xv}))
-    threads = [threading.Thread(target=run) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _on_threads(run, 3)
     after = one_pass.report()
     assert len(results) == 3 and len({float(r) for r in results}) == 1
     assert after["compiled"] + after["loaded"] == before["compiled"] + before["loaded"] + 1
