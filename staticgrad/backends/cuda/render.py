@@ -115,6 +115,7 @@ class _CudaWalk(_NumpyWalk):
             self.uncapturable = []     # (op, why) of what a CUDA graph cannot hold
         self.folded = {}       # id(reduction) -> its input's function, arrays, their C types
         self.updates = {}      # id(update) -> the node computing its delta, in its kernel
+        self._positions = None  # id(node) -> its place in the program (`_after`)
         self.place, self.device = place, device
         self.fetch_on_device = False  # its fetches stay on the GPU (render() says)
 
@@ -299,9 +300,7 @@ class _CudaWalk(_NumpyWalk):
         members = node.members or (node,)
         if any(_aliases(v, update.attrs["var"]) for m in members for v in m.runtime_inputs()):
             return False
-        nodes = self.program.nodes
-        start = next(i for i, n in enumerate(nodes) if n is node)
-        for n in nodes[start + 1:]:
+        for n in self._after(node):
             if n is update:
                 break
             if n.opdef.stateful or n.regions:
@@ -331,9 +330,14 @@ class _CudaWalk(_NumpyWalk):
                          f"{how})")
         self.computed(node.origin)
         if self.free_after:
-            nodes = self.program.nodes
-            start = next(i for i, n in enumerate(nodes) if n is node)
-            self._live_until(node, reader, nodes[start + 1:])
+            self._live_until(node, reader, self._after(node))
+
+    def _after(self, node: Node) -> list[Node]:
+        """The program's nodes after `node` (positions found once a walk, not a search each
+        time: a plan of many folds stays linear)."""
+        if self._positions is None:
+            self._positions = {id(n): i for i, n in enumerate(self.program.nodes)}
+        return self.program.nodes[self._positions[id(node)] + 1:]
 
     def _live_until(self, node: Node, reader: Node, between: list[Node]) -> None:
         """What `node` reads, now read where `reader` runs, is freed after `reader`: what
