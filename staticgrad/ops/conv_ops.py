@@ -277,25 +277,29 @@ def _avg_pool_grad_grad(op, g):
     return [None, apply1("AvgPool", [g], _attrs(op, POOL_ATTRS))]
 
 
+# every kernel (runtime_conv's, conv_fast's, the CUDA library's) returns an array it made, or a
+# view of one: new_array, so that the memory plan may write a bias add or a ReLU's gradient
+# into it (backends/numpy/memory.py)
 register("Conv2D", _conv2d_infer, _conv2d_numpy, _conv2d_grad, saves=("x0", "x1"),
-         attrs=CONV_TYPES, arity=2)
+         attrs=CONV_TYPES, arity=2, new_array=True)
 register("Conv2DBackpropInput", _backprop_input_infer, _backprop_input_numpy,
          _conv2d_backprop_input_grad, saves=("x1", "x2"), static_inputs=(0,), attrs=CONV_TYPES,
-         arity=3)
+         arity=3, new_array=True)
 register("Conv2DBackpropFilter", _backprop_filter_infer, _backprop_filter_numpy,
          _conv2d_backprop_filter_grad, saves=("x0", "x2"), static_inputs=(1,), attrs=CONV_TYPES,
-         arity=3)
+         arity=3, new_array=True)
 register("MaxPool", _pool_infer, _pool_numpy("max_pool"), _max_pool_grad, saves=("x0", "y0"),
-         attrs=POOL_TYPES, arity=1)
+         attrs=POOL_TYPES, arity=1, new_array=True)
 register("MaxPoolGrad", _max_pool_grad_infer, _pool_numpy("max_pool_grad"), _max_pool_grad_grad,
          saves=("x0", "x1"),
-         attrs=POOL_TYPES, arity=3)
+         attrs=POOL_TYPES, arity=3, new_array=True)
 register("MaxPoolGradGrad", _max_pool_grad_grad_infer, _pool_numpy("max_pool_grad_grad"),
-         _max_pool_grad_grad_grad, saves=("x0", "x1"), attrs=POOL_TYPES, arity=3)
+         _max_pool_grad_grad_grad, saves=("x0", "x1"), attrs=POOL_TYPES, arity=3, new_array=True)
 register("AvgPool", _pool_infer, _pool_numpy("avg_pool"), _avg_pool_grad, saves=(),
-         attrs=POOL_TYPES, arity=1)
+         attrs=POOL_TYPES, arity=1, new_array=True)
 register("AvgPoolGrad", _avg_pool_grad_infer, _pool_numpy("avg_pool_grad", input_is_shape=True),
-         _avg_pool_grad_grad, saves=(), static_inputs=(0,), attrs=POOL_TYPES, arity=2)
+         _avg_pool_grad_grad, saves=(), static_inputs=(0,), attrs=POOL_TYPES, arity=2,
+         new_array=True)
 
 
 # -- public functions ----------------------------------------------------------------------------

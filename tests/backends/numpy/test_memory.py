@@ -330,3 +330,31 @@ def test_a_regions_body_frees_and_reuses_its_own_buffers(g):
         a = np.tanh(np.exp(a * 0.5) * x)
         want.append(a)
     np.testing.assert_allclose(sg.Session().run(out, {xs: rows}), want)
+
+
+def test_a_bias_add_and_a_relu_gradient_write_into_the_convolution_kernels_results():
+    """Convolution and pooling kernels make new arrays (OpDef.new_array): a bias add writes
+    into the convolution's result, a ReLU's gradient into the pooling gradient's, and the
+    results are those of the plan without the memory pass."""
+    rng = np.random.default_rng(0)
+    x = sg.placeholder(sg.float32, [8, 8, 8, 3], name="x")
+    w = sg.Variable(rng.standard_normal((3, 3, 3, 16)).astype(np.float32), name="w")
+    b = sg.Variable(rng.standard_normal(16).astype(np.float32), name="b")
+    h = sg.nn.relu(sg.nn.bias_add(sg.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"), b))
+    pooled = sg.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+    loss = sg.reduce_sum(sg.tanh(pooled))
+    fetches = [loss, sg.gradients(loss, [w, b, x])]
+    feed = {x: rng.standard_normal((8, 8, 8, 3)).astype(np.float32)}
+    results = []
+    for options in (sg.CompileOptions(disable={"memory"}), sg.CompileOptions()):
+        with sg.Session(options=options) as sess:
+            sess.run(sg.global_variables_initializer())
+            source = sess.source(fetches, feed)
+            results.append(sess.run(fetches, feed))
+    conv = re.search(r"(\w+) = rt\.conv2d\(", source).group(1)
+    assert f"out={conv})" in source
+    pool_grad = re.search(r"(\w+) = rt\.max_pool_grad\(", source).group(1)
+    assert re.search(rf"ReluGrad = np\.multiply\({pool_grad}, .*, out={pool_grad}\)", source)
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    for without, with_plan in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(without, with_plan)
