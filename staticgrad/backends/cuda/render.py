@@ -95,6 +95,7 @@ class _CudaWalk(_NumpyWalk):
     reserved = CUDA_RESERVED
     backend = "CUDA"
     template = "cuda/module.py.j2"
+    one_blas_thread_ops = frozenset()  # (its products are cuBLAS's)
 
     def __init__(self, program: Program, vector_math: bool, module: _CudaWalk | None = None,
                  params: list[str] | None = None, place=None, device: str = "cuda"):

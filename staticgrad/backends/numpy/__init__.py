@@ -7,7 +7,9 @@
     runtime.py    `rt` of the generated code; blocks.py runs fused kernels block by block on
                   threads; fast.py (+ _vector_kernels.py) is the [fast] extra's vector math,
                   conv_fast.py (+ _conv_kernels.py) its convolution and pooling loops,
-                  conv_blocked.py convolution in blocks of the batch on every core
+                  conv_blocked.py convolution in blocks of the batch on every core (a plan
+                  with convolutions holds the BLAS to one thread, products.py splitting its
+                  large products between staticgrad's threads)
     expand.py, scalars.py, memory.py
                   its own passes: composite ops as NumPy steps, the scalar fast path, and
                   the memory plan (free after last use, out= into dying buffers)

@@ -25,6 +25,7 @@ Slabs are allocated per call (one per thread), so the memory plan has no workspa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
@@ -114,6 +115,20 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def one_blas_thread():
+    """The BLAS on one thread for as long as the context lasts (`rt.one_blas_thread()` in
+    the generated code, around the whole run of a plan with convolutions), or nothing where
+    it cannot be held.
+
+    Once a product has run on OpenBLAS's own threads, they spin, waiting for more, for about
+    a tenth of a second: on two cores such a spinning thread takes the core the other half of
+    a blocked convolution needs. A training step's dense-layer products, one before and two
+    after the convolutions, made every convolution of the step 1.5-1.8x slower than alone
+    (benchmarks/README.md, "Convolution"); with the BLAS held to one thread for the whole
+    run, OpenBLAS's threads are never woken and the products run on the caller's thread."""
+    return _OneBlasThread() if available() else contextlib.nullcontext()
 
 
 MIN_SPLIT_MACS = 1 << 22  # multiply-adds of a call under which one thread does it all

@@ -105,11 +105,11 @@ def _pool() -> ThreadPoolExecutor:
     return _state["pool"]
 
 
-def _over_batch(run, n: int, size: int, min_split: int | None = None) -> None:
+def over_batch(run, n: int, size: int, min_split: int | None = None) -> None:
     """run(lo, hi) for parts of range(n), one per thread, the first on this one; `size` is
     the number of elements the call touches (or whatever `min_split`, MIN_SPLIT by default,
     counts)."""
-    threads = min(_state["threads"], n)
+    threads = min(_state.get("threads", 1), n)  # (1 where the loops never loaded)
     if threads < 2 or size < (MIN_SPLIT if min_split is None else min_split):
         run(0, n)
         return
@@ -140,7 +140,7 @@ def _columns(kernels, x, k_hw, strides, pads, dilations, out_hw):
     cols = np.empty((x.shape[0], *out_hw, *k_hw, x.shape[3]), x.dtype)
     x, (top, left) = _contiguous(x), _corner(pads)
     strides, dilations = tuple(strides), tuple(dilations)
-    _over_batch(lambda lo, hi: kernels.im2col(x[lo:hi], top, left, strides, dilations,
+    over_batch(lambda lo, hi: kernels.im2col(x[lo:hi], top, left, strides, dilations,
                                               cols[lo:hi]), x.shape[0], cols.size)
     return cols.reshape(-1, k_hw[0] * k_hw[1] * x.shape[3])
 
@@ -153,7 +153,7 @@ def conv2d(x, w, strides, padding, dilations):
     if kernels is None or not _fits(x, w) or min(out_hw) < 1:
         return ref.conv2d(x, w, strides, padding, dilations)
     if conv_blocked.available():
-        return conv_blocked.conv2d(kernels, _over_batch, _contiguous(x), w, _corner(pads),
+        return conv_blocked.conv2d(kernels, over_batch, _contiguous(x), w, _corner(pads),
                                    tuple(strides), tuple(dilations), out_hw)
     cols = _columns(kernels, x, w.shape[:2], strides, pads, dilations, out_hw)
     out = np.empty((x.shape[0], *out_hw, w.shape[3]), x.dtype)
@@ -169,7 +169,7 @@ def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
         return ref.conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations)
     pads = resolve_pads(padding, input_shape[1:3], w.shape[:2], strides, dilations)
     if conv_blocked.available():
-        return conv_blocked.conv2d_backprop_input(kernels, _over_batch, input_shape, w,
+        return conv_blocked.conv2d_backprop_input(kernels, over_batch, input_shape, w,
                                                   _contiguous(dy), _corner(pads),
                                                   tuple(strides), tuple(dilations))
     kh, kw, c, o = w.shape
@@ -177,7 +177,7 @@ def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
     np.matmul(dy.reshape(-1, o), w.reshape(-1, o).T, out=cols.reshape(-1, kh * kw * c))
     dx = np.zeros(input_shape, dy.dtype)
     (top, left), strides, dilations = _corner(pads), tuple(strides), tuple(dilations)
-    _over_batch(lambda lo, hi: kernels.col2im(cols[lo:hi], top, left, strides, dilations,
+    over_batch(lambda lo, hi: kernels.col2im(cols[lo:hi], top, left, strides, dilations,
                                               dx[lo:hi]), dx.shape[0], cols.size)
     return dx
 
@@ -190,7 +190,7 @@ def conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations):
         return ref.conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations)
     pads = resolve_pads(padding, x.shape[1:3], filter_shape[:2], strides, dilations)
     if conv_blocked.available():
-        return conv_blocked.conv2d_backprop_filter(kernels, _over_batch, _contiguous(x),
+        return conv_blocked.conv2d_backprop_filter(kernels, over_batch, _contiguous(x),
                                                    filter_shape, _contiguous(dy),
                                                    _corner(pads), tuple(strides),
                                                    tuple(dilations))
@@ -223,7 +223,7 @@ def max_pool(x, ksize, strides, padding):
         return ref.max_pool(x, ksize, strides, padding)
     y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
     x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
-    _over_batch(lambda lo, hi: kernels.max_pool(x[lo:hi], ksize, strides, top, left, y[lo:hi]),
+    over_batch(lambda lo, hi: kernels.max_pool(x[lo:hi], ksize, strides, top, left, y[lo:hi]),
                 x.shape[0], x.size, POOL_MIN_SPLIT)
     return y
 
@@ -240,7 +240,7 @@ def max_pool_grad(x, y, dy, ksize, strides, padding):
     tiled = not overlap and _tiled(x.shape[1:3], ksize, strides, corner, y.shape[1:3])
     dx = (np.empty if tiled else np.zeros)(x.shape, dy.dtype)
     x, y, dy = _contiguous(x), _contiguous(y), _contiguous(dy)
-    _over_batch(lambda lo, hi: kernels.max_pool_grad(x[lo:hi], y[lo:hi], dy[lo:hi], ksize,
+    over_batch(lambda lo, hi: kernels.max_pool_grad(x[lo:hi], y[lo:hi], dy[lo:hi], ksize,
                                                      strides, *corner, overlap, dx[lo:hi]),
                 x.shape[0], x.size, POOL_MIN_SPLIT)
     return dx
@@ -261,7 +261,7 @@ def avg_pool(x, ksize, strides, padding):
     divisors = _divisors(ksize, x.dtype)
     y = np.empty((x.shape[0], *out_hw, x.shape[3]), x.dtype)
     x, ksize, strides, top, left = _contiguous(x), tuple(ksize), tuple(strides), *_corner(pads)
-    _over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], divisors, ksize, strides, top, left,
+    over_batch(lambda lo, hi: kernels.avg_pool(x[lo:hi], divisors, ksize, strides, top, left,
                                                 y[lo:hi]), x.shape[0], x.size, POOL_MIN_SPLIT)
     return y
 
@@ -280,7 +280,7 @@ def avg_pool_grad(input_shape, dy, ksize, strides, padding):
     dx = (np.empty if tiled else np.zeros)(input_shape, dy.dtype)
     divisors = _divisors(ksize, dy.dtype)
     dy = _contiguous(dy)
-    _over_batch(lambda lo, hi: kernels.avg_pool_grad(dy[lo:hi], divisors, ksize, strides,
+    over_batch(lambda lo, hi: kernels.avg_pool_grad(dy[lo:hi], divisors, ksize, strides,
                                                      *corner, overlap, dx[lo:hi]),
                 dx.shape[0], dx.size, POOL_MIN_SPLIT)
     return dx

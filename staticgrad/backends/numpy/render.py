@@ -29,7 +29,7 @@ from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from ...ops.table import get_opdef
 from ..base import Rendered
-from . import fast, parts, regions
+from . import fast, parts, products, regions
 from .fused import render_group
 from .lowering import NO_WEAK_LITERALS, out_form
 from .one_pass_render import render_one_pass, takes_one_pass
@@ -68,6 +68,12 @@ class _NumpyWalk(Walk):
         self.by_value: dict[tuple, str] = {}  # (dtype, bytes) -> a fused block's number
         self.uses_fast = False              # a fused kernel calls runtime_fast (`fast`)
         self.uses_one_pass = False          # a fused group is a numba kernel (`nb`)
+        # the run holds the BLAS to one thread (its large products then are rt.matmul's): the
+        # plan has one of one_blas_thread_ops, and the [fast] extra is there (as for the
+        # one-pass kernels, by fast.available(): what the source snapshots pin), whose
+        # kernels for them are conv_blocked's
+        self.one_blas_thread = module.one_blas_thread if module is not None else (
+            vector_math and self._holds_one_blas_thread_op(program) and fast.available())
         self.kernels = []  # (lines, the op of each line) of each fused group's block kernel
         self.var_reads, self.random_ops = [], []
         self.locks = set()                  # use_locking updates: their variables' locks
@@ -151,11 +157,23 @@ class _NumpyWalk(Walk):
 
     # -- what a backend built on this one changes (backends/cuda/render.py) ------------------
     template = "numpy/module.py.j2"  # the module's template
+    # ops whose kernels run on staticgrad's threads around one-threaded BLAS products
+    # (conv_blocked.py): a run holding one holds the BLAS to one thread from start to end
+    one_blas_thread_ops = frozenset({"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"})
     xp = "np"  # the array module of what regions.py writes around a node's regions
 
     def code(self, node: Node, args: list[str]) -> str:
-        """The expression computing `node` from `args` (its reference kernel's)."""
+        """The expression computing `node` from `args` (its reference kernel's; a large 2-D
+        product on staticgrad's threads in a run that holds the BLAS to one thread)."""
+        if self.one_blas_thread and node.type == "MatMul" and _split_product(node):
+            a, b = (f"{arg}.T" if node.attrs[f"transpose_{side}"] else arg
+                    for arg, side in zip(args, "ab"))
+            return f"rt.matmul({a}, {b})"
         return _code(node, args, self.shared)
+
+    def _holds_one_blas_thread_op(self, program: Program) -> bool:
+        ops = self.one_blas_thread_ops
+        return bool(ops) and any(node.type in ops for node in walk(program))
 
     def copied(self, v: Value, e: str) -> str:
         """A fetch `e` (of value `v`) that the run keeps or shares, as a copy to hand out."""
@@ -218,9 +236,13 @@ class _NumpyWalk(Walk):
         feeds: the walk (its `body`, `line_at`, `line_op`) and the names of its results."""
         walk = type(self)(region, self.vector_math, module=self, params=params)
         walk.walk()
+        self._uses_what(walk)
+        return walk, [walk.ref(f, None) for f in region.fetches]
+
+    def _uses_what(self, walk: _NumpyWalk) -> None:
+        """What the module needs for a region's walk too (its lines are the module's)."""
         self.uses_fast = self.uses_fast or walk.uses_fast
         self.uses_one_pass = self.uses_one_pass or walk.uses_one_pass
-        return walk, [walk.ref(f, None) for f in region.fetches]
 
     def function(self, region: Program, base: str) -> str:
         """`region` as a function of the module (kept with the fused kernels, whose lines
@@ -236,8 +258,7 @@ class _NumpyWalk(Walk):
             ops[k] = op
         assert len(lines) == len(walk.body) + 2, "region_function.py.j2 and its ops disagree"
         self.kernels.append((lines, ops))
-        self.uses_fast = self.uses_fast or walk.uses_fast
-        self.uses_one_pass = self.uses_one_pass or walk.uses_one_pass
+        self._uses_what(walk)
         return name
 
     def node(self, node: Node) -> None:
@@ -344,25 +365,32 @@ class _NumpyWalk(Walk):
             body = split[0]
             for part in split[1]:
                 part.join()
-        locks = self.locks
+        locks = [f"L[{Name().literal(v)}]" for v in sorted(self.locks)]
+        holds = []  # (why, what) of each context run() holds from start to end
+        if locks:
+            holds.append(("use_locking: a run holds the locks of the variables it updates, "
+                          "from start to end", locks))
+        if self.one_blas_thread:
+            holds.append(("the BLAS on one thread throughout: convolutions run on staticgrad's "
+                          "threads", ["rt.one_blas_thread()"]))
         source = render_template(
             self.template, **self.module_values(), title=printable(title), params=self.params,
-            body=("\n        " if locks else "\n    ").join(body), returns=returns,
+            body=("\n        " if holds else "\n    ").join(body), returns=returns,
             parts=split[1] if split else [], constants=sorted(constants),
             kernels=[lines for lines, _ in self.kernels], feeds=feeds,
             fetches=[printable(n) for n in fetch_names], fast=self.uses_fast,
-            one_pass=self.uses_one_pass,
-            locks=[f"L[{Name().literal(v)}]" for v in sorted(locks)])
+            one_pass=self.uses_one_pass, locks=locks, holds=holds)
         line_map = _line_map(source, self.line_at, self.line_op, split, self.kernels,
-                             2 if locks else 0)
+                             len(holds) + 1 if holds else 0)
         return Rendered(source, constants, line_map, self.var_reads, self.random_ops,
-                        sorted(locks))
+                        sorted(self.locks))
 
 
 def _line_map(source: str, line_at, line_op: list, split, kernels, skip: int) -> LineMap:
     """The op of each line of `source` that computes one, from `line_at` (1-based lines of
     run()'s unsplit body, ascending) and `line_op`, and the op of each line of each kernel.
-    `skip`: lines at the top of run() before its body (the locks' comment and `with`)."""
+    `skip`: lines at the top of run() before its body (the comments and `with` of what it
+    holds)."""
     lines = Lines(source)
     numbers = array("l")
     if split is None:
@@ -447,3 +475,12 @@ def _weak_ok(consumer: Node, v: Value) -> bool:
             return True
     return False
 
+
+def _split_product(node: Node) -> bool:
+    """Is MatMul `node` a product of 2-D inputs worth splitting between threads?"""
+    a, b = (v.shape.dims for v in node.inputs)
+    if a is None or b is None or len(a) != 2 or len(b) != 2:
+        return False
+    (m, k), n = (a[::-1] if node.attrs["transpose_a"] else a), \
+        (b[0] if node.attrs["transpose_b"] else b[1])
+    return products.worth_splitting(m, k, n)

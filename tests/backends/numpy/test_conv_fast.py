@@ -358,7 +358,7 @@ def test_an_export_carries_runtime_conv_not_the_loops(tmp_path):
             sg.export([y], [x], str(tmp_path / "conv.py"), session=sess)
     source = (tmp_path / "conv.py").read_text()
     assert "def conv2d(" in source and "def max_pool(" in source
-    assert "numba" not in source and "_conv_kernels" not in source and "_over_batch" not in source
+    assert "numba" not in source and "_conv_kernels" not in source and "over_batch" not in source
 
 
 def test_switched_off_by_the_environment():

@@ -1,0 +1,122 @@
+"""backends/numpy/products.py and the runs that hold the BLAS to one thread: a plan with
+convolutions runs inside `rt.one_blas_thread()`, its large 2-D products as `rt.matmul`,
+split between staticgrad's threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import staticgrad as sg
+from staticgrad.backends.numpy import conv_blocked, conv_fast, products
+
+needs_blocks = pytest.mark.skipif(
+    not (conv_fast.available() and conv_blocked.available()),
+    reason="needs numba's loops and threadpoolctl with a BLAS it knows")
+
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Every product split between the threads, however small."""
+    monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
+
+
+@needs_blocks
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n,transposed", [
+    (7, 5, 3, ""), (1, 4, 6, ""), (2, 3, 9, "a"), (33, 17, 8, "b"), (64, 40, 24, "ab")])
+def test_matmul_in_parts_agrees_with_one_product(split_everything, dtype, m, k,
+                                                                n, transposed):
+    rng = np.random.default_rng(m * k * n)
+    a = rng.standard_normal((k, m) if "a" in transposed else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if "b" in transposed else (k, n)).astype(dtype)
+    a, b = (a.T if "a" in transposed else a), (b.T if "b" in transposed else b)
+    with conv_blocked.one_blas_thread():
+        got = products.matmul(a, b)
+        want = a @ b
+    assert got.dtype == want.dtype and got.shape == (m, n) and got.flags.c_contiguous
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-5 if dtype == np.float32 else 1e-13  # (the last bits: the BLAS's edge kernels)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got, exact, rtol=tol, atol=tol)
+
+
+@needs_blocks
+def test_matmul_leaves_what_it_does_not_split_to_numpy(split_everything):
+    ints = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(products.matmul(ints, ints.T), ints @ ints.T)
+    mixed = products.matmul(np.ones((2, 3), np.float32), np.ones((3, 2)))
+    assert mixed.dtype == np.float64 and (mixed == 3).all()
+    assert products.matmul(np.ones((0, 3)), np.ones((3, 2))).shape == (0, 2)
+    batched = np.ones((2, 3, 4))
+    assert products.matmul(batched, np.ones((4, 5))).shape == (2, 3, 5)
+    with pytest.raises(ValueError, match="matmul"):
+        products.matmul(np.ones((2, 3)), np.ones((4, 2)))
+
+
+def test_worth_splitting_counts_multiply_adds():
+    limit = conv_blocked.MIN_SPLIT_MACS
+    assert products.worth_splitting(limit, 1, 1) and not products.worth_splitting(limit - 1, 1, 1)
+    assert products.worth_splitting(None, 4, 4)  # a batch only a run knows
+
+
+def _conv_net(batch=None):
+    """A convolution, its ReLU, a dense layer of 2**22 multiply-adds a batch of 64, and the
+    gradients of a sum (the BLAS threads seen inside the run, through a py_func)."""
+    x = sg.placeholder(sg.float32, [batch, 16, 16, 1], name="x")
+    w = sg.Variable(np.random.default_rng(0).standard_normal((3, 3, 1, 8)).astype(np.float32))
+    d = sg.Variable(np.random.default_rng(1).standard_normal((2048, 32)).astype(np.float32)
+                    / 40)
+    h = sg.nn.relu(sg.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+    y = sg.matmul(sg.reshape(h, [-1, 2048]), d)
+    loss = sg.reduce_sum(sg.tanh(y))
+    return x, loss, sg.gradients(loss, [w, d])
+
+
+def _blas_threads():
+    return [lib["num_threads"] for lib in conv_blocked._blas_controller().info()]
+
+
+@needs_blocks
+@pytest.mark.usefixtures("g")
+@pytest.mark.parametrize("batch", [64, None])
+def test_a_plan_with_convolutions_holds_the_blas_to_one_thread_and_splits_products(
+        batch, tmp_path):
+    x, loss, grads = _conv_net(batch)
+    seen = []
+
+    def spy(v):
+        seen.append(_blas_threads())
+        return v
+
+    watched = sg.py_func(spy, [loss], sg.float32)
+    feed = {x: np.random.default_rng(2).standard_normal((64, 16, 16, 1)).astype(np.float32)}
+    before = _blas_threads()
+    with sg.Session() as sess:
+        sess.run(sg.global_variables_initializer())
+        source = sess.source([watched, grads], feed)
+        got = sess.run([watched, grads], feed)
+        sg.export([loss, grads], [x], tmp_path / "net.py", feed_shapes=[(64, 16, 16, 1)])
+        with sg.Session(options=sg.CompileOptions(vector_math=False)) as plain:
+            plain.run(sg.global_variables_initializer())
+            numpy_only = plain.source([loss, grads], feed)
+            want = plain.run([loss, grads], feed)
+    assert "with rt.one_blas_thread():" in source
+    assert source.count("rt.matmul(") == 3  # the forward product and both its gradients
+    assert seen == [[1] * len(before)] and _blas_threads() == before
+    exported = (tmp_path / "net.py").read_text()
+    for text in (exported, numpy_only):  # (NumPy's products, on its BLAS as the user set it)
+        assert "one_blas_thread" not in text and "rt.matmul" not in text and " @ " in text
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for g_got, g_want in zip(got[1], want[1]):
+        np.testing.assert_allclose(g_got, g_want, rtol=1e-4, atol=1e-4)
+
+
+@needs_blocks
+@pytest.mark.usefixtures("g")
+def test_a_plan_without_convolutions_leaves_the_blas_alone():
+    a = sg.placeholder(sg.float32, [256, 256], name="a")
+    loss = sg.reduce_sum(sg.matmul(a, a))
+    with sg.Session() as sess:
+        source = sess.source(sg.gradients(loss, [a]), {a: np.ones((256, 256), np.float32)})
+    assert "one_blas_thread" not in source and "rt.matmul" not in source
