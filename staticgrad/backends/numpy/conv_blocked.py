@@ -119,8 +119,9 @@ if hasattr(os, "register_at_fork"):
 
 def one_blas_thread():
     """The BLAS on one thread for as long as the context lasts (`rt.one_blas_thread()` in
-    the generated code, around the whole run of a plan with convolutions), or nothing where
-    it cannot be held.
+    the generated code, around the whole run of a plan with convolutions) where conv_fast's
+    convolutions are this module's; nothing elsewhere (no numba: runtime_conv's whole-batch
+    products, on OpenBLAS's own threads; no threadpoolctl: no way to hold it).
 
     Once a product has run on OpenBLAS's own threads, they spin, waiting for more, for about
     a tenth of a second: on two cores such a spinning thread takes the core the other half of
@@ -128,7 +129,14 @@ def one_blas_thread():
     after the convolutions, made every convolution of the step 1.5-1.8x slower than alone
     (benchmarks/README.md, "Convolution"); with the BLAS held to one thread for the whole
     run, OpenBLAS's threads are never woken and the products run on the caller's thread."""
-    return _OneBlasThread() if available() else contextlib.nullcontext()
+    return _OneBlasThread() if blocked() else contextlib.nullcontext()
+
+
+def blocked() -> bool:
+    """Are conv_fast's convolutions this module's (numba's loops and a BLAS that can be held
+    to one thread)?"""
+    from .conv_fast import available as loops  # (conv_fast imports this module)
+    return available() and loops()
 
 
 MIN_SPLIT_MACS = 1 << 22  # multiply-adds of a call under which one thread does it all

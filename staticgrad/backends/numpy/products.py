@@ -33,7 +33,7 @@ def matmul(a, b):
     multiply-adds or more in parts of the rows, one a thread, where the BLAS can be held to
     one thread; anything else as `a @ b`."""
     if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype not in _DTYPES \
-            or not a.size or not b.size or not conv_blocked.available():
+            or not a.size or not b.size or not conv_blocked.blocked():
         return a @ b  # (without the BLAS held, threads would each run it on every core)
     m, n = a.shape[0], b.shape[1]
     if a.shape[1] != b.shape[0]:

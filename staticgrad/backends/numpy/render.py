@@ -68,12 +68,11 @@ class _NumpyWalk(Walk):
         self.by_value: dict[tuple, str] = {}  # (dtype, bytes) -> a fused block's number
         self.uses_fast = False              # a fused kernel calls runtime_fast (`fast`)
         self.uses_one_pass = False          # a fused group is a numba kernel (`nb`)
-        # the run holds the BLAS to one thread (its large products then are rt.matmul's): the
-        # plan has one of one_blas_thread_ops, and the [fast] extra is there (as for the
-        # one-pass kernels, by fast.available(): what the source snapshots pin), whose
-        # kernels for them are conv_blocked's
+        # the run holds the BLAS to one thread where the [fast] extra runs one_blas_thread_ops
+        # (rt.one_blas_thread says at run time: the source is the same with or without it, and
+        # rendering loads no numba), its large products as rt.matmul
         self.one_blas_thread = module.one_blas_thread if module is not None else (
-            vector_math and self._holds_one_blas_thread_op(program) and fast.available())
+            vector_math and self._holds_one_blas_thread_op(program))
         self.kernels = []  # (lines, the op of each line) of each fused group's block kernel
         self.var_reads, self.random_ops = [], []
         self.locks = set()                  # use_locking updates: their variables' locks
@@ -371,8 +370,8 @@ class _NumpyWalk(Walk):
             holds.append(("use_locking: a run holds the locks of the variables it updates, "
                           "from start to end", locks))
         if self.one_blas_thread:
-            holds.append(("the BLAS on one thread throughout: convolutions run on staticgrad's "
-                          "threads", ["rt.one_blas_thread()"]))
+            holds.append(("the BLAS on one thread throughout where convolutions run on "
+                          "staticgrad's threads ([fast])", ["rt.one_blas_thread()"]))
         source = render_template(
             self.template, **self.module_values(), title=printable(title), params=self.params,
             body=("\n        " if holds else "\n    ").join(body), returns=returns,

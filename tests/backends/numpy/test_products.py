@@ -4,6 +4,8 @@ split between staticgrad's threads."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -120,3 +122,28 @@ def test_a_plan_without_convolutions_leaves_the_blas_alone():
     with sg.Session() as sess:
         source = sess.source(sg.gradients(loss, [a]), {a: np.ones((256, 256), np.float32)})
     assert "one_blas_thread" not in source and "rt.matmul" not in source
+
+
+@pytest.mark.usefixtures("g")
+def test_without_numbas_loops_the_same_source_runs_on_numpys_own_products(monkeypatch):
+    """The source does not depend on the [fast] extra; without its loops (runtime_conv's
+    convolutions, whose whole-batch products want OpenBLAS's threads) the run holds nothing
+    and rt.matmul is NumPy's product."""
+    monkeypatch.setattr(conv_fast, "_state", {"why": "switched off by this test"})
+    assert not conv_blocked.blocked()
+    assert isinstance(conv_blocked.one_blas_thread(), contextlib.nullcontext)
+    a = np.random.default_rng(3).standard_normal((64, 40)).astype(np.float32)
+    np.testing.assert_array_equal(products.matmul(a, a.T), a @ a.T)
+    x, loss, grads = _conv_net(64)
+    feed = {x: np.random.default_rng(4).standard_normal((64, 16, 16, 1)).astype(np.float32)}
+    results = []
+    for options in (sg.CompileOptions(), sg.CompileOptions(vector_math=False)):
+        with sg.Session(options=options) as sess:
+            sess.run(sg.global_variables_initializer())
+            results.append((sess.source([loss, grads], feed), sess.run([loss, grads], feed)))
+    (held, got), (plain, want) = results
+    assert "with rt.one_blas_thread():" in held and "rt.matmul(" in held
+    assert "one_blas_thread" not in plain
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for g_got, g_want in zip(got[1], want[1]):
+        np.testing.assert_allclose(g_got, g_want, rtol=1e-4, atol=1e-4)
