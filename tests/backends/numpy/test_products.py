@@ -4,6 +4,8 @@ split between staticgrad's threads."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,24 @@ def test_matmul_leaves_what_it_does_not_split_to_numpy(split_everything):
     assert products.matmul(batched, np.ones((4, 5))).shape == (2, 3, 5)
     with pytest.raises(ValueError, match="matmul"):
         products.matmul(np.ones((2, 3)), np.ones((4, 2)))
+
+
+@needs_blocks
+def test_matmul_in_parts_reports_floating_point_errors_as_the_caller_asks(split_everything):
+    """The rows a pool thread computes are under the caller's np.errstate too (threads do not
+    inherit it): an overflow in the last row raises under over="raise", as `a @ b` does, and
+    warns nothing under all="ignore"."""
+    a = np.ones((4, 3), np.float32)
+    a[-1] = 3e38  # (the last row's part runs on a pool thread where there are two or more)
+    b = np.full((3, 2), 1e38, np.float32)
+    with conv_blocked.one_blas_thread():
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+            products.matmul(a, b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with np.errstate(all="ignore"):
+                got = products.matmul(a, b)
+    assert np.isinf(got[-1]).all() and np.isfinite(got[:-1]).all()
 
 
 def test_worth_splitting_counts_multiply_adds():
