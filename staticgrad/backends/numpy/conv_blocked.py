@@ -102,6 +102,19 @@ class _OneBlasThread:
                 del _blas["saved"]  # only once all are back (see __enter__)
 
 
+def users_threads() -> int:
+    """The most threads the BLAS may use as the user set it (OPENBLAS_NUM_THREADS, their own
+    threadpoolctl limits): inside a hold, the count it saved; 1 where none can be read."""
+    controller = _blas_controller()
+    if controller is None:
+        return 1
+    with _blas_lock:
+        counts = _blas.get("saved") if _blas.get("users") else None
+        if counts is None:
+            counts = [lib.get_num_threads() for lib in controller.lib_controllers]
+    return max(counts, default=1)
+
+
 def _after_fork_in_child():
     """A child forked while calls were inside on other threads has none of those threads: it
     lets go of their hold on the BLAS (the count they saved back in place), or it would keep

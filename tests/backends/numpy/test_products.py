@@ -74,6 +74,32 @@ def test_matmul_in_parts_reports_floating_point_errors_as_the_caller_asks(split_
     assert np.isinf(got[-1]).all() and np.isfinite(got[:-1]).all()
 
 
+@needs_blocks
+def test_matmul_uses_no_more_threads_than_the_user_left_the_blas(split_everything,
+                                                                  monkeypatch):
+    """Under the user's own limit of one BLAS thread (threadpoolctl's threadpool_limits
+    around sess.run, or OPENBLAS_NUM_THREADS=1), a @ b ran on one thread before products were
+    split: rt.matmul then gives no part to conv_fast's pool either."""
+    from threadpoolctl import threadpool_limits
+
+    handed_out = []
+    pool = conv_fast._pool
+
+    def spied_pool():
+        handed_out.append(True)
+        return pool()
+
+    monkeypatch.setattr(conv_fast, "_pool", spied_pool)
+    a, b = np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)
+    with threadpool_limits(limits=1, user_api="blas"), conv_blocked.one_blas_thread():
+        got = products.matmul(a, b)
+    assert not handed_out and (got == 32).all()
+    if conv_fast._state.get("threads", 1) > 1 and max(_blas_threads()) > 1:
+        with conv_blocked.one_blas_thread():
+            products.matmul(a, b)
+        assert handed_out  # (as the user left it: split)
+
+
 def test_worth_splitting_counts_multiply_adds():
     limit = conv_blocked.MIN_SPLIT_MACS
     assert products.worth_splitting(limit, 1, 1) and not products.worth_splitting(limit - 1, 1, 1)
