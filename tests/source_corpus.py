@@ -64,6 +64,8 @@ KNOBS = (
     "staticgrad.codegen.parts:SPLIT_ABOVE",
     "staticgrad.codegen.parts:PART_LINES",
     "staticgrad.codegen.parts:WIDTH",
+    # which 2-D products a plan with convolutions writes as rt.matmul (render.py)
+    "staticgrad.backends.numpy.conv_blocked:MIN_SPLIT_MACS",
 )
 # Where a knob of a recorded corpus lives now, when a refactor moved it: {recorded: current},
 # e.g. "staticgrad.codegen.parts:SPLIT_ABOVE": "staticgrad.backends.numpy.parts:SPLIT_ABOVE".

@@ -22,11 +22,13 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 import traceback
 
 import numpy as np
 import pytest
 
+import staticgrad as sg
 from tests import source_corpus
 
 # mismatches shown in full, as unified diffs (STATICGRAD_SNAPSHOT_SHOW=n shows n)
@@ -139,3 +141,34 @@ def test_an_update_rewrites_only_the_records_that_differ(tmp_path):
     assert back["updated_with"]["entries"] == 1
     assert doc["entries"][1]["source"] == "old b"  # (the loaded corpus is left as it was)
     assert [p.name for p in tmp_path.iterdir()] == ["corpus.json.xz"]  # no temporary left
+
+
+def test_the_product_split_threshold_a_test_changed_is_recorded(monkeypatch):
+    """Which products a plan with convolutions writes as rt.matmul is decided when it renders,
+    by conv_blocked.MIN_SPLIT_MACS: a compile made while a test had lowered it replays with
+    that value (a knob), not today's."""
+    from staticgrad.backends.numpy import conv_blocked
+
+    recorder = source_corpus.Recorder()
+    graph = sg.Graph()
+    with graph.as_default():
+        x = sg.placeholder(sg.float32, [2, 8, 8, 1], name="x")
+        w = sg.constant(np.ones((3, 3, 1, 4), np.float32), name="w")
+        flat = sg.reshape(sg.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"), [2, 256])
+        y = sg.matmul(flat, sg.constant(np.ones((256, 8), np.float32), name="d"))
+    recorder.install()
+    try:
+        monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)  # (a test's split_everything)
+        with source_corpus.pinned({}, True), sg.Session(graph=graph) as sess:
+            sess.source(y, {x: np.zeros((2, 8, 8, 1), np.float32)})
+    finally:
+        for module in list(sys.modules.values()):
+            if getattr(getattr(module, "compile_plan", None), "__wrapped__", None) \
+                    is recorder.original:
+                module.compile_plan = recorder.original
+        monkeypatch.undo()
+    (entry,) = recorder.entries.values()
+    assert "rt.matmul(" in entry["source"]
+    replayed = source_corpus.compile_source(
+        source_corpus.load_graph(recorder.graphs[entry["graph"]]), entry)
+    assert replayed == entry["source"]

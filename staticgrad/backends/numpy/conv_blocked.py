@@ -35,6 +35,7 @@ SLAB_BYTES = 1 << 20  # an im2col slab's size: a block holds as many images as f
 
 _blas: dict = {}
 _blas_lock = threading.Lock()
+_held_here = threading.local()  # `count`: how many of the holds are this thread's
 
 
 def _blas_controller():
@@ -89,9 +90,11 @@ class _OneBlasThread:
                 for lib in libs:
                     _set_threads(lib, 1)
             _blas["users"] += 1
+            _held_here.count = getattr(_held_here, "count", 0) + 1
 
     def __exit__(self, *exc):
         with _blas_lock:
+            _held_here.count -= 1
             _blas["users"] -= 1
             if _blas["users"] == 0:
                 for lib, threads in zip(_blas["controller"].lib_controllers, _blas["saved"]):
@@ -99,18 +102,35 @@ class _OneBlasThread:
                 del _blas["saved"]  # only once all are back (see __enter__)
 
 
+def users_threads() -> int:
+    """The most threads the BLAS may use as the user set it (OPENBLAS_NUM_THREADS, their own
+    threadpoolctl limits): inside a hold, the count it saved; 1 where none can be read."""
+    controller = _blas_controller()
+    if controller is None:
+        return 1
+    with _blas_lock:
+        counts = _blas.get("saved") if _blas.get("users") else None
+        if counts is None:
+            counts = [lib.get_num_threads() for lib in controller.lib_controllers]
+    return max(counts, default=1)
+
+
 def _after_fork_in_child():
     """A child forked while calls were inside on other threads has none of those threads: it
     lets go of their hold on the BLAS (the count they saved back in place), or it would keep
     OpenBLAS on one thread and count them inside for good, never holding or restoring again.
-    A fresh lock too: the parent's may have been held at the fork."""
+    The holds of the thread that forked are the child's own (a py_func forking inside the
+    run of a plan that holds the BLAS throughout): they stay, and the child's thread lets go
+    of them as it leaves. A fresh lock too: the parent's may have been held at the fork."""
     global _blas_lock
     _blas_lock = threading.Lock()
-    if _blas.get("users"):
-        _blas["users"] = 0
-        for lib, threads in zip(_blas["controller"].lib_controllers, _blas["saved"]):
-            _set_threads(lib, threads)
-        del _blas["saved"]
+    mine = getattr(_held_here, "count", 0)
+    if _blas.get("users", 0) > mine:
+        _blas["users"] = mine
+        if not mine:
+            for lib, threads in zip(_blas["controller"].lib_controllers, _blas["saved"]):
+                _set_threads(lib, threads)
+            del _blas["saved"]
 
 
 if hasattr(os, "register_at_fork"):

@@ -105,17 +105,27 @@ def _pool() -> ThreadPoolExecutor:
     return _state["pool"]
 
 
-def over_batch(run, n: int, size: int, min_split: int | None = None) -> None:
-    """run(lo, hi) for parts of range(n), one per thread, the first on this one; `size` is
-    the number of elements the call touches (or whatever `min_split`, MIN_SPLIT by default,
-    counts)."""
-    threads = min(_state.get("threads", 1), n)  # (1 where the loops never loaded)
+def over_batch(run, n: int, size: int, min_split: int | None = None,
+               most: int | None = None) -> None:
+    """run(lo, hi) for parts of range(n), one per thread (at most `most` threads), the first
+    on this one; `size` is the number of elements the call touches (or whatever `min_split`,
+    MIN_SPLIT by default, counts). Every part computes under the caller's np.errstate (as
+    blocks.py's), which the pool's threads do not inherit: a product's overflow raises under
+    over="raise", and warns nothing under all="ignore", whichever thread's rows hold it."""
+    # (one thread where the loops never loaded)
+    threads = min(_state.get("threads", 1), n, n if most is None else most)
     if threads < 2 or size < (MIN_SPLIT if min_split is None else min_split):
         run(0, n)
         return
     bounds = [n * i // threads for i in range(threads + 1)]
+    errors = dict(np.geterr(), call=np.geterrcall())
+
+    def part(lo, hi):
+        with np.errstate(**errors):
+            run(lo, hi)
+
     pool = _pool()
-    parts = [pool.submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    parts = [pool.submit(part, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
     try:
         run(0, bounds[1])
     finally:

@@ -30,8 +30,8 @@ def worth_splitting(m, k, n) -> bool:
 
 def matmul(a, b):
     """a @ b for 2-D a and b: float32 or float64 products of MIN_SPLIT_MACS (conv_blocked's)
-    multiply-adds or more in parts of the rows, one a thread, where the BLAS can be held to
-    one thread; anything else as `a @ b`."""
+    multiply-adds or more in parts of the rows, one a thread (no more threads than the user
+    left the BLAS), where the BLAS can be held to one thread; anything else as `a @ b`."""
     if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype not in _DTYPES \
             or not a.size or not b.size or not conv_blocked.blocked():
         return a @ b  # (without the BLAS held, threads would each run it on every core)
@@ -43,5 +43,8 @@ def matmul(a, b):
     def run(lo, hi):
         np.matmul(a[lo:hi], b, out=out[lo:hi])
 
-    over_batch(run, m, m * a.shape[1] * n, conv_blocked.MIN_SPLIT_MACS)
+    # no more threads than the user left the BLAS (OPENBLAS_NUM_THREADS=1, threadpool_limits
+    # around sess.run): as many as `a @ b` would have run on
+    over_batch(run, m, m * a.shape[1] * n, conv_blocked.MIN_SPLIT_MACS,
+               conv_blocked.users_threads())
     return out

@@ -318,6 +318,34 @@ def test_a_child_forked_while_a_call_is_inside_gets_the_blas_back(monkeypatch):
     assert _blas_threads() == before
 
 
+@needs_blocks
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_child_forked_inside_this_threads_hold_keeps_it_until_it_lets_go():
+    """A fork on the thread that holds the BLAS (a py_func that forks inside the run of a plan
+    with convolutions, which holds it throughout): the child's thread is still inside, so the
+    BLAS stays on one thread until it lets go, is as before then, and is held again by the
+    child's next hold (the count not left below zero)."""
+    before = _blas_threads()
+    one = [1] * len(before)
+    pid = None
+    try:
+        with conv_blocked.one_blas_thread():
+            pid = os.fork()
+            inside = _blas_threads()
+        if pid == 0:
+            after = _blas_threads()
+            with conv_blocked.one_blas_thread():
+                again = _blas_threads()
+            ok = (inside, after, again, _blas_threads(), conv_blocked._blas["users"]) == (
+                one, before, one, before, 0)
+            os._exit(0 if ok else 2)
+    finally:
+        if pid == 0:
+            os._exit(1)
+    assert _exit_code(pid) == 0
+    assert _blas_threads() == before
+
+
 def _conv_and_gradients(x, w, dy, strides, padding):
     return (conv_fast.conv2d(x, w, strides, padding, (1, 1)),
             conv_fast.conv2d_backprop_input(x.shape, w, dy, strides, padding, (1, 1)),

@@ -5,6 +5,7 @@ split between staticgrad's threads."""
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 import pytest
@@ -54,6 +55,50 @@ def test_matmul_leaves_what_it_does_not_split_to_numpy(split_everything):
     assert products.matmul(batched, np.ones((4, 5))).shape == (2, 3, 5)
     with pytest.raises(ValueError, match="matmul"):
         products.matmul(np.ones((2, 3)), np.ones((4, 2)))
+
+
+@needs_blocks
+def test_matmul_in_parts_reports_floating_point_errors_as_the_caller_asks(split_everything):
+    """The rows a pool thread computes are under the caller's np.errstate too (threads do not
+    inherit it): an overflow in the last row raises under over="raise", as `a @ b` does, and
+    warns nothing under all="ignore"."""
+    a = np.ones((4, 3), np.float32)
+    a[-1] = 3e38  # (the last row's part runs on a pool thread where there are two or more)
+    b = np.full((3, 2), 1e38, np.float32)
+    with conv_blocked.one_blas_thread():
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+            products.matmul(a, b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with np.errstate(all="ignore"):
+                got = products.matmul(a, b)
+    assert np.isinf(got[-1]).all() and np.isfinite(got[:-1]).all()
+
+
+@needs_blocks
+def test_matmul_uses_no_more_threads_than_the_user_left_the_blas(split_everything,
+                                                                  monkeypatch):
+    """Under the user's own limit of one BLAS thread (threadpoolctl's threadpool_limits
+    around sess.run, or OPENBLAS_NUM_THREADS=1), a @ b ran on one thread before products were
+    split: rt.matmul then gives no part to conv_fast's pool either."""
+    from threadpoolctl import threadpool_limits
+
+    handed_out = []
+    pool = conv_fast._pool
+
+    def spied_pool():
+        handed_out.append(True)
+        return pool()
+
+    monkeypatch.setattr(conv_fast, "_pool", spied_pool)
+    a, b = np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)
+    with threadpool_limits(limits=1, user_api="blas"), conv_blocked.one_blas_thread():
+        got = products.matmul(a, b)
+    assert not handed_out and (got == 32).all()
+    if conv_fast._state.get("threads", 1) > 1 and max(_blas_threads()) > 1:
+        with conv_blocked.one_blas_thread():
+            products.matmul(a, b)
+        assert handed_out  # (as the user left it: split)
 
 
 def test_worth_splitting_counts_multiply_adds():
