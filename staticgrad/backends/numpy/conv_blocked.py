@@ -148,7 +148,8 @@ def one_blas_thread():
     a blocked convolution needs. A training step's dense-layer products, one before and two
     after the convolutions, made every convolution of the step 1.5-1.8x slower than alone
     (benchmarks/README.md, "Convolution"); with the BLAS held to one thread for the whole
-    run, OpenBLAS's threads are never woken and the products run on the caller's thread."""
+    run, OpenBLAS's threads are never woken, and the large products are split between
+    staticgrad's threads instead (products.py)."""
     return _OneBlasThread() if blocked() else contextlib.nullcontext()
 
 
