@@ -14,6 +14,7 @@ import pytest
 import staticgrad as sg
 from staticgrad.backends.numpy import fast as runtime_fast
 from staticgrad.backends.numpy import one_pass
+from tests.backends.numpy.helpers import on_threads
 
 ROOT = Path(__file__).resolve().parents[3]
 needs_kernels = pytest.mark.skipif(not runtime_fast.available(),
@@ -140,19 +141,10 @@ def test_concurrent_first_compiles_compile_once(tmp_path, monkeypatch):
     def compile_it():
         start.wait()
         got.append(one_pass.compiled(source, "k", ("array", "out")))
-    _on_threads(compile_it, 4)
+    on_threads(compile_it, 4)
     after = one_pass.report()
     assert len(got) == 4 and all(k is got[0] for k in got)
     assert after["compiled"] + after["loaded"] == before["compiled"] + before["loaded"] + 1
-
-
-def _on_threads(fn, n: int) -> None:
-    """fn run on n threads at once (each waits on a barrier of n inside), all joined."""
-    threads = [threading.Thread(target=fn) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
 
 
 def test_sessions_on_several_threads_compile_a_new_group_once(tmp_path, monkeypatch):
@@ -171,7 +163,7 @@ def test_sessions_on_several_threads_compile_a_new_group_once(tmp_path, monkeypa
         with sg.Session(graph=g) as sess:
             start.wait()
             results.append(sess.run(y, {x: xv}))
-    _on_threads(run, 3)
+    on_threads(run, 3)
     after = one_pass.report()
     assert len(results) == 3 and len({float(r) for r in results}) == 1
     assert after["compiled"] + after["loaded"] == before["compiled"] + before["loaded"] + 1
@@ -179,15 +171,10 @@ def test_sessions_on_several_threads_compile_a_new_group_once(tmp_path, monkeypa
 
 
 _PROCESS = """
-import time, numpy as np, staticgrad as sg
+import time, staticgrad as sg
 from staticgrad.backends.numpy import one_pass
-g = sg.Graph()
-with g.as_default():
-    x = sg.placeholder(sg.float32, [None], name="x")
-    y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-x ** 2)
-                      + sg.log1p(x ** 2))
-    fetches = [y, *sg.gradients(y, [x])]
-xv = np.random.default_rng(0).standard_normal(100_000).astype(np.float32)
+from tests.backends.numpy.helpers import w3
+g, x, fetches, xv = w3(100_000)
 with sg.Session(graph=g) as sess:
     start = time.perf_counter()
     sess.run(fetches, {x: xv})

@@ -106,23 +106,17 @@ def test_a_symlinked_cache_dir_is_not_used(tmp_path, monkeypatch):
 
 
 @needs_root
-def test_a_cache_folder_of_another_user_is_not_used(tmp_path, monkeypatch):
-    folder = tmp_path / "one_pass"
-    folder.mkdir(mode=0o700)
+@pytest.mark.parametrize("owned, base, mode", [
+    ("one_pass", ".", 0o700),   # the kernels' folder in STATICGRAD_CACHE_DIR
+    ("cache", "cache", 0o755),  # STATICGRAD_CACHE_DIR itself
+], ids=["the kernels' folder", "the cache dir"])
+def test_a_cache_folder_of_another_user_is_not_used(tmp_path, monkeypatch, owned, base, mode):
+    folder = tmp_path / owned
+    folder.mkdir(mode=mode)
     os.chown(folder, NOBODY, NOBODY)
-    monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(tmp_path))
-    why = _compile(_source(f"owner {tmp_path}"), monkeypatch)
+    monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(tmp_path / base))
+    why = _compile(_source(f"owner {owned} {tmp_path}"), monkeypatch)
     assert "owned by user" in why and str(folder) in why
-
-
-@needs_root
-def test_a_cache_dir_of_another_user_is_not_used(tmp_path, monkeypatch):
-    base = tmp_path / "cache"
-    base.mkdir(mode=0o755)
-    os.chown(base, NOBODY, NOBODY)
-    monkeypatch.setenv("STATICGRAD_CACHE_DIR", str(base))
-    why = _compile(_source(f"base owner {tmp_path}"), monkeypatch)
-    assert "owned by user" in why
 
 
 @needs_root

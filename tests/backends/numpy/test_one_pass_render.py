@@ -7,7 +7,6 @@ working; without it every group keeps its NumPy kernel (the last test)."""
 
 import subprocess
 import sys
-import threading
 import warnings
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from staticgrad.backends.numpy.blocks import BLOCK
 from staticgrad.backends.numpy.lowering import SCALAR_FORMS, VECTOR
 from staticgrad.compiler import CompileOptions
 from staticgrad.ops.creation import apply1
+from tests.backends.numpy.helpers import on_threads, w3
 
 needs_kernels = pytest.mark.skipif(not runtime_fast.available(),
                                    reason=f"runtime_fast unavailable: {runtime_fast.why_not()}")
@@ -30,17 +30,6 @@ KERNEL = "@nb.kernel("
 
 def _numpy_blocks():
     return one_pass.report()["numpy_blocks"]
-
-
-def _w3(n=N, seed=0):
-    g = sg.Graph()
-    with g.as_default():
-        x = sg.placeholder(sg.float32, [None], name="x")
-        y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-x ** 2)
-                          + sg.log1p(x ** 2))
-        fetches = [y, *sg.gradients(y, [x])]
-    xv = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
-    return g, x, fetches, xv
 
 
 def _w3_by_hand(x):
@@ -53,7 +42,7 @@ def _w3_by_hand(x):
 
 @needs_kernels
 def test_w3_and_its_gradient_are_one_kernel_and_agree_with_float64():
-    g, x, fetches, xv = _w3()
+    g, x, fetches, xv = w3(N)
     with sg.Session(graph=g) as sess:
         source = sess.source(fetches, {x: xv})
         before = _numpy_blocks()
@@ -61,7 +50,7 @@ def test_w3_and_its_gradient_are_one_kernel_and_agree_with_float64():
         assert _numpy_blocks() == before  # every block the kernel's
     assert source.count(KERNEL) == 1 and "rt.run_blocks(fused_one_pass," in source
     # the kernel reads as the module does: the ops and the user's lines named
-    assert "vk.tanh8(" in source and "# Tanh 'Tanh' at test_one_pass_render.py:" in source
+    assert "vk.tanh8(" in source and "# Tanh 'Tanh' at helpers.py:" in source  # (w3's line)
     want_y, want_dx = _w3_by_hand(xv)
     # y: a million terms summed in eight float32 lanes a sub-block, float64 across them
     np.testing.assert_allclose(y, want_y, rtol=1e-6)
@@ -285,7 +274,7 @@ def test_float64_groups_and_groups_with_an_op_without_a_form_keep_the_numpy_kern
 
 
 def test_without_vector_math_or_the_extra_groups_keep_the_numpy_kernel(monkeypatch):
-    g, x, fetches, xv = _w3(70_000)
+    g, x, fetches, xv = w3(70_000)
     with sg.Session(graph=g, options=CompileOptions(vector_math=False)) as sess:
         assert KERNEL not in sess.source(fetches, {x: xv})
     monkeypatch.setattr(runtime_fast, "_state", {"why": "switched off for a test"})
@@ -300,7 +289,7 @@ def test_without_vector_math_or_the_extra_groups_keep_the_numpy_kernel(monkeypat
 
 @needs_kernels
 def test_sessions_on_several_threads_agree():
-    g, x, fetches, xv = _w3()
+    g, x, fetches, xv = w3(N)
     want = None
     results, errors = [], []
     with sg.Session(graph=g) as sess:
@@ -311,11 +300,7 @@ def test_sessions_on_several_threads_agree():
                 results.append(sess.run(fetches, {x: xv}))
             except BaseException as e:  # noqa: BLE001 -- reported below
                 errors.append(e)
-        threads = [threading.Thread(target=work) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        on_threads(work, 4)
     assert not errors
     for y, dx in results:  # the same blocks, whichever thread: the same bits
         assert y == want[0]
@@ -337,7 +322,7 @@ print(repr(float(y)))
 
 @needs_kernels
 def test_an_exported_module_holds_no_one_pass_kernel_and_runs_without_numba(tmp_path):
-    g, x, fetches, xv = _w3(200_003)
+    g, x, fetches, xv = w3(200_003)
     with sg.Session(graph=g) as sess:
         assert KERNEL in sess.source(fetches, {x: xv})
         path = sg.export(fetches, [x], str(tmp_path / "w3mod.py"), session=sess,
