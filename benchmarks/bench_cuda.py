@@ -315,12 +315,7 @@ def w3_setups(target: Target, x_host: np.ndarray, args) -> dict:
         return Way(call, target.sync, [x_host, to_host(out)])
 
     def staticgrad_way():
-        g = sg.Graph()
-        with g.as_default():
-            x = sg.placeholder(sg.float32, [None], name="x")
-            y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-x ** 2)
-                              + sg.log1p(x ** 2))
-            fetches = [y, *sg.gradients(y, [x])]
+        g, x, fetches = w3.graph()
         sess = sg.Session(graph=g, backend=target.backend)
         fn = target.make_callable(sess, fetches, [x], fetch_device=True)
         call = lambda: fn(x_dev)

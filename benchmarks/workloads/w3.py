@@ -44,15 +44,21 @@ def hand_numpy():
     return call, common.as_arrays(call())
 
 
+def graph():
+    """(graph, x, [y, dy/dx]): W3 in staticgrad, x a float32 placeholder of any length."""
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [None], name="x")
+        y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-x ** 2)
+                          + sg.log1p(x ** 2))
+        fetches = [y, *sg.gradients(y, [x])]
+    return g, x, fetches
+
+
 def staticgrad_way(options, fast: bool):
     def setup():
         xv = data()
-        g = sg.Graph()
-        with g.as_default():
-            x = sg.placeholder(sg.float32, [None], name="x")
-            y = sg.reduce_sum(sg.tanh(1.5 * x + 0.3) * sg.sigmoid(x) + 0.5 * sg.exp(-x ** 2)
-                              + sg.log1p(x ** 2))
-            fetches = [y, *sg.gradients(y, [x])]
+        g, x, fetches = graph()
         sess = common.session(g, options)
         if fast:
             fn = sess.make_callable(fetches, [x])
