@@ -19,9 +19,16 @@ figure's median over the rounds. Then `--traced-runs` (1) more children per work
 tracemalloc on (slower, so not timed) for each phase's peak of memory allocated by Python and
 NumPy, and what is left at its end.
 
+`--instructions` counts instead the instructions each child process runs, with valgrind
+(`--tool=cachegrind --cache-sim=no`), once at the workload's size and once at 10 (start-up,
+imports, the warm-up), and reports the difference: a figure the machine's load does not move,
+for comparing commits on a shared machine whose speed drifts from day to day by 2x or more
+(run it in a checkout of each). Under valgrind the chain takes about 8 minutes, W4 one.
+
     python benchmarks/bench_scale.py                       # 5 rounds, chain and w4
     python benchmarks/bench_scale.py --only w4 --runs 11
     python benchmarks/bench_scale.py --steps 5000 --w4-n 1000 --runs 3 --out /tmp/scale.json
+    python benchmarks/bench_scale.py --instructions        # needs valgrind
 """
 
 from __future__ import annotations
@@ -34,7 +41,9 @@ _harness.limit_threads()  # before NumPy is imported
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import resource  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -46,6 +55,7 @@ sys.path.insert(0, ROOT)  # staticgrad from the checkout
 sys.path.insert(0, HERE)  # workloads/
 
 DEFAULT_OUT = os.path.join(HERE, "results", "scale.json")
+INSTRUCTIONS_OUT = os.path.join(HERE, "results", "scale_instructions.json")
 PHASES = ("build", "gradients", "compile", "run")
 FACTOR, OFFSET = 1.0001, 0.01   # the chain's constants (W4's factor)
 STEPS = 25_000                  # 4 ops a step: 100,000 ops
@@ -197,8 +207,44 @@ def child(workload: str, size: int, traced: bool) -> dict:
 # ---------------------------------------------------------------------------------------------
 # the parent
 
+def child_argv(workload: str, size: int) -> list[str]:
+    return [sys.executable, os.path.abspath(__file__), "--child", workload, str(size)]
+
+
+def count_instructions(workload: str, size: int) -> int:
+    """The instructions a child process runs for `workload` at `size` (valgrind's count)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        sys.exit("--instructions needs valgrind (apt install valgrind)")
+    proc = subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no",
+                           "--cachegrind-out-file=/dev/null", *child_argv(workload, size)],
+                          capture_output=True, text=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    result = next((json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
+                   if line.startswith("RESULT ")), None)
+    if proc.returncode or found is None or result is None or "error" in result:
+        sys.exit(f"{workload} under valgrind failed ({proc.returncode}): "
+                 f"{(result or {}).get('error') or proc.stderr[-1500:]}")
+    if result["check"]:
+        sys.exit(f"{workload} computed something else: {result['check']}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions(names: list[str], sizes: dict) -> dict:
+    """{workload: millions of instructions at its size, at 10, and the difference}."""
+    out = {}
+    for name in names:
+        print(f"{name} under valgrind ...", end=" ", flush=True)
+        whole, start = (count_instructions(name, n) / 1e6 for n in (sizes[name], 10))
+        out[name] = {"size": sizes[name], "whole_process_M": whole, "at_10_M": start,
+                     "workload_M": whole - start}
+        print(f"{whole:,.0f} M instructions, {start:,.0f} M of them at size 10: "
+              f"{whole - start:,.0f} M for the workload", flush=True)
+    return out
+
+
 def run_child(workload: str, size: int, traced: bool) -> dict:
-    argv = [sys.executable, os.path.abspath(__file__), "--child", workload, str(size)]
+    argv = child_argv(workload, size)
     if traced:
         argv.append("--traced")
     proc = subprocess.run(argv, capture_output=True, text=True)
@@ -258,8 +304,12 @@ def main(argv=None) -> None:
     parser.add_argument("--only", nargs="+", choices=tuple(WORKLOADS), default=list(WORKLOADS))
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 200 steps, W4 of 300 ops, 1 run, 1 traced run")
-    parser.add_argument("--out", default=DEFAULT_OUT,
-                        help=f"JSON results file (default {os.path.relpath(DEFAULT_OUT)})")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count each workload's instructions with valgrind instead of "
+                             "timing it (load-independent; for comparing commits)")
+    parser.add_argument("--out", help=f"JSON results file (default "
+                                      f"{os.path.relpath(DEFAULT_OUT)}; with --instructions "
+                                      f"{os.path.relpath(INSTRUCTIONS_OUT)})")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -273,6 +323,12 @@ def main(argv=None) -> None:
     if args.quick:
         args.steps, args.w4_n, args.runs, args.traced_runs = 200, 300, 1, 1
     sizes = {"chain": args.steps, "w4": args.w4_n}
+    if args.instructions:
+        counted = instructions(args.only, sizes)
+        _harness.write_json(args.out or INSTRUCTIONS_OUT,
+                            {"environment": _harness.environment(with_platform=True),
+                             "instructions": counted})
+        return
     load_before = os.getloadavg()
     results = {name: {"size": sizes[name], "runs": []} for name in args.only}
     for r in range(args.runs):
@@ -307,7 +363,7 @@ def main(argv=None) -> None:
     env = _harness.environment(with_platform=True)
     env.update(load_average_start=load_before, load_average_end=load_after,
                cpus=os.cpu_count())
-    _harness.write_json(args.out, {"environment": env, "targets": TARGETS,
+    _harness.write_json(args.out or DEFAULT_OUT, {"environment": env, "targets": TARGETS,
                                    "workloads": results})
 
 
