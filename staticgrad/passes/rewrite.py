@@ -153,6 +153,11 @@ def output_kinds(program: Program) -> list[Value]:
     """One output value for each distinct (shape object, dtype) that the program's nodes
     make: enough for a pass to know whether any value is large, or holds one element,
     without testing each of 250,000 values (most share a few shape objects). (Keyed by the
-    dtype's id: dtypes are one object each, and a DType hashes in Python.)"""
-    return list({(id(v.shape), id(v.dtype)): v
-                 for n in walk(program) for v in n.outputs}.values())
+    dtype's id: dtypes are one object each, and a DType hashes in Python.) Made once per
+    program, kept in its plan: fuse, scalars and memory each ask, and the first two pass the
+    same nodes on (values never change shape or dtype, so the list holds while they stay)."""
+    found = program.plan.get("output_kinds")
+    if found is None:
+        found = program.plan["output_kinds"] = list(
+            {(id(v.shape), id(v.dtype)): v for n in walk(program) for v in n.outputs}.values())
+    return found
