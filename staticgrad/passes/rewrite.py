@@ -31,8 +31,9 @@ def rewrite(program: Program, visit, scoped: tuple = (), region=None) -> Program
     of each region (by default: rewrite(region, visit, scoped))."""
     subst: dict[int, Value] = {}     # id(old value) -> new value
     replaced: dict[int, Node] = {}   # id(old node) -> new node (for control deps, fetches)
-    # a node that others wait on, or that is fetched as an op, stays a node
-    kept = waited_on(program)
+    # a node that others wait on, or that is fetched as an op, stays a node: found when a
+    # visit first drops one (most passes over most programs drop none)
+    kept = None
     nodes = []
     append = nodes.append
     untouched = subst.keys().isdisjoint  # (the loop runs once per node: its tests are inline)
@@ -69,8 +70,11 @@ def rewrite(program: Program, visit, scoped: tuple = (), region=None) -> Program
             nodes.extend(result[:-1])
             nested = nested or any([n.regions for n in result])
             result = result[-1]
-        if not isinstance(result, Node) and id(original) in kept:
-            result = node
+        if not isinstance(result, Node):
+            if kept is None:
+                kept = waited_on(program)
+            if id(original) in kept:
+                result = node
         if isinstance(result, Node):
             nested = nested or bool(result.regions)
             append(result)
