@@ -39,6 +39,8 @@ from .rewrite import reads_variable, rewrite, same_type
 PASS_THROUGH = {"Identity", "StopGradient", "PlaceholderWithDefault"}
 UNIFORM_LIMIT = 1024  # constants up to this size are checked for holding one number
 SAME_SHAPE_NOOPS = {"Reshape", "BroadcastTo", "SumTo", "Squeeze", "ExpandDims"}
+# the producers of a value that `_is` may find holds one number everywhere (not a constant)
+SPREADS = {"BroadcastTo", "Fill", "OnesLike", "ZerosLike"}
 
 
 def simplify(program: Program) -> Program:
@@ -49,6 +51,8 @@ def simplify(program: Program) -> Program:
         if out is None:
             return node
         x = _simplified(node, out)
+        if x is None:
+            return node  # (most nodes)
         for _ in range(4):  # a new node may simplify again (a factor folded to -1: a Neg)
             if not isinstance(x, Node):
                 break
@@ -56,8 +60,6 @@ def simplify(program: Program) -> Program:
             if again is None:
                 break
             x = again
-        if x is None:
-            return node
         return [x] if isinstance(x, Value) else x
     return rewrite(program, visit)
 
@@ -94,6 +96,8 @@ def _simplified(node, out):
     if t == "Mul":
         a, b = ins
         for x, c in ((a, b), (b, a)):
+            if c.const is None and _producer_type(c) not in SPREADS:
+                continue  # (most products: c cannot be a known number)
             if _is(c, 1):
                 return _if_same(out, x)
             if _is(c, -1) and same_type(out, x):  # x * -1 -> -x
