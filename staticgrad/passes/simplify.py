@@ -73,12 +73,13 @@ RULE_TYPES = PASS_THROUGH | SAME_SHAPE_NOOPS | {
 def _simplified(node, out):
     """A Value equal to `out`, or a simpler Node computing it, or None."""
     t, ins = node.type, node.inputs
-    if node.opdef.elementwise and node.opdef.broadcasts \
-            and any([v.producer is not None and v.producer.type == "BroadcastTo"
-                     for v in ins]):
-        unspread = _unspread(node, out)
-        if unspread is not None:
-            return unspread
+    if node.opdef.elementwise and node.opdef.broadcasts:
+        for v in ins:  # (a loop, not any([...]): once per elementwise node)
+            if v.producer is not None and v.producer.type == "BroadcastTo":
+                unspread = _unspread(node, out)
+                if unspread is not None:
+                    return unspread
+                break
     if t not in RULE_TYPES:
         return None  # (most nodes: sin, exp, matmul...)
     if t in PASS_THROUGH or (t == "AddN" and len(ins) == 1):
