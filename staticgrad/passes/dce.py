@@ -11,22 +11,23 @@ from .rewrite import map_regions
 
 def eliminate_dead_code(program: Program) -> Program:
     program = map_regions(program, eliminate_dead_code)
-    live: set[int] = set()
+    # the live nodes themselves, hashed by identity (not their ids: no int object per node);
+    # None, the producer of feeds and constants, goes in too rather than being tested for
+    live: set = set()
     for f in program.fetches:
-        if isinstance(f, Value) and f.producer is not None:
-            live.add(id(f.producer))
+        if isinstance(f, Value):
+            live.add(f.producer)
         elif isinstance(f, Node):
-            live.add(id(f))
-    add = live.add
+            live.add(f)
+    add, update = live.add, live.update
     for node in reversed(program.nodes):  # (once per node: its tests inline)
-        if id(node) not in live and not node.opdef.stateful and \
+        if node not in live and not node.opdef.stateful and \
                 not (node.regions and has_effects(node)):
             continue
-        add(id(node))
-        for v in node.runtime_inputs() if node.static_uses else node.inputs:
-            if v.producer is not None:
-                add(id(v.producer))
+        add(node)
+        update([v.producer for v in
+                (node.runtime_inputs() if node.static_uses else node.inputs)])
         if node.controls:
-            live.update([id(c) for c in node.controls])
-    return Program([n for n in program.nodes if id(n) in live], program.feeds,
+            update(node.controls)
+    return Program([n for n in program.nodes if n in live], program.feeds,
                    program.fetches, owned=program.owned, nested=program.nested)

@@ -16,13 +16,13 @@ SMALL = 1024  # results up to this size may be larger than their inputs
 
 def fold_constants(program: Program) -> Program:
     def visit(node):
-        if (node.opdef.stateful or not node.opdef.computes or node.members or node.controls
-                or not node.outputs):
-            return node
         uses = node.static_uses
         for i, v in enumerate(node.inputs):  # (a loop, not any(): once per node)
             if v.const is None and (not uses or i not in uses):
-                return node  # an input known only when it runs
+                return node  # an input known only when it runs (most nodes: the first test)
+        if (node.opdef.stateful or not node.opdef.computes or node.members or node.controls
+                or not node.outputs):
+            return node
         if node.regions:
             return node  # (its regions' work is its op's to say, not a kernel's)
         # never grow a constant beyond the largest one it comes from (a broadcast of a scalar

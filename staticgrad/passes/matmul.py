@@ -4,11 +4,14 @@ copy; the transpose itself goes if nothing else reads it."""
 
 from __future__ import annotations
 
-from ..ir import Program, make_node
+from ..ir import Program, make_node, walk
 from .rewrite import reads_variable, rewrite
 
 
 def fold_transposes_into_matmul(program: Program) -> Program:
+    if not any([n.type == "MatMul" for n in walk(program)]):
+        return program  # no product: no rewriting walk
+
     def visit(node):
         if node.type != "MatMul" or node.controls:
             return node

@@ -31,8 +31,9 @@ def prune(fetches, fed) -> list[Operation]:
             # constant, the shape of a tensor of known shape), or an input read only for a
             # shape that is fully known; then whatever produces it need not run (nor be fed),
             # unless it waits on ops (control dependencies): they run, as in TF1
-            if t._static is not None and not t.op.opdef.stateful and not waits(t.op):
-                continue
+            if t._static is not None and not t.op.opdef.stateful and (
+                    not (t.op.inputs or t.op.control_inputs) or not waits(t.op)):
+                continue  # (a constant made of nothing waits on nothing: `waits` not asked)
             if shape_inputs and i in shape_inputs and t._shape.is_fully_defined():
                 continue
             stack.append(t.op)

@@ -31,8 +31,9 @@ def rewrite(program: Program, visit, scoped: tuple = (), region=None) -> Program
     of each region (by default: rewrite(region, visit, scoped))."""
     subst: dict[int, Value] = {}     # id(old value) -> new value
     replaced: dict[int, Node] = {}   # id(old node) -> new node (for control deps, fetches)
-    # a node that others wait on, or that is fetched as an op, stays a node
-    kept = waited_on(program)
+    # a node that others wait on, or that is fetched as an op, stays a node: found when a
+    # visit first drops one (most passes over most programs drop none)
+    kept = None
     nodes = []
     append = nodes.append
     untouched = subst.keys().isdisjoint  # (the loop runs once per node: its tests are inline)
@@ -69,8 +70,11 @@ def rewrite(program: Program, visit, scoped: tuple = (), region=None) -> Program
             nodes.extend(result[:-1])
             nested = nested or any([n.regions for n in result])
             result = result[-1]
-        if not isinstance(result, Node) and id(original) in kept:
-            result = node
+        if not isinstance(result, Node):
+            if kept is None:
+                kept = waited_on(program)
+            if id(original) in kept:
+                result = node
         if isinstance(result, Node):
             nested = nested or bool(result.regions)
             append(result)
@@ -153,6 +157,11 @@ def output_kinds(program: Program) -> list[Value]:
     """One output value for each distinct (shape object, dtype) that the program's nodes
     make: enough for a pass to know whether any value is large, or holds one element,
     without testing each of 250,000 values (most share a few shape objects). (Keyed by the
-    dtype's id: dtypes are one object each, and a DType hashes in Python.)"""
-    return list({(id(v.shape), id(v.dtype)): v
-                 for n in walk(program) for v in n.outputs}.values())
+    dtype's id: dtypes are one object each, and a DType hashes in Python.) Made once per
+    program, kept in its plan: fuse, scalars and memory each ask, and the first two pass the
+    same nodes on (values never change shape or dtype, so the list holds while they stay)."""
+    found = program.plan.get("output_kinds")
+    if found is None:
+        found = program.plan["output_kinds"] = list(
+            {(id(v.shape), id(v.dtype)): v for n in walk(program) for v in n.outputs}.values())
+    return found

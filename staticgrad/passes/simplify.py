@@ -39,6 +39,8 @@ from .rewrite import reads_variable, rewrite, same_type
 PASS_THROUGH = {"Identity", "StopGradient", "PlaceholderWithDefault"}
 UNIFORM_LIMIT = 1024  # constants up to this size are checked for holding one number
 SAME_SHAPE_NOOPS = {"Reshape", "BroadcastTo", "SumTo", "Squeeze", "ExpandDims"}
+# the producers of a value that `_is` may find holds one number everywhere (not a constant)
+SPREADS = {"BroadcastTo", "Fill", "OnesLike", "ZerosLike"}
 
 
 def simplify(program: Program) -> Program:
@@ -49,6 +51,8 @@ def simplify(program: Program) -> Program:
         if out is None:
             return node
         x = _simplified(node, out)
+        if x is None:
+            return node  # (most nodes)
         for _ in range(4):  # a new node may simplify again (a factor folded to -1: a Neg)
             if not isinstance(x, Node):
                 break
@@ -56,8 +60,6 @@ def simplify(program: Program) -> Program:
             if again is None:
                 break
             x = again
-        if x is None:
-            return node
         return [x] if isinstance(x, Value) else x
     return rewrite(program, visit)
 
@@ -71,12 +73,13 @@ RULE_TYPES = PASS_THROUGH | SAME_SHAPE_NOOPS | {
 def _simplified(node, out):
     """A Value equal to `out`, or a simpler Node computing it, or None."""
     t, ins = node.type, node.inputs
-    if node.opdef.elementwise and node.opdef.broadcasts \
-            and any([v.producer is not None and v.producer.type == "BroadcastTo"
-                     for v in ins]):
-        unspread = _unspread(node, out)
-        if unspread is not None:
-            return unspread
+    if node.opdef.elementwise and node.opdef.broadcasts:
+        for v in ins:  # (a loop, not any([...]): once per elementwise node)
+            if v.producer is not None and v.producer.type == "BroadcastTo":
+                unspread = _unspread(node, out)
+                if unspread is not None:
+                    return unspread
+                break
     if t not in RULE_TYPES:
         return None  # (most nodes: sin, exp, matmul...)
     if t in PASS_THROUGH or (t == "AddN" and len(ins) == 1):
@@ -94,6 +97,8 @@ def _simplified(node, out):
     if t == "Mul":
         a, b = ins
         for x, c in ((a, b), (b, a)):
+            if c.const is None and _producer_type(c) not in SPREADS:
+                continue  # (most products: c cannot be a known number)
             if _is(c, 1):
                 return _if_same(out, x)
             if _is(c, -1) and same_type(out, x):  # x * -1 -> -x
