@@ -91,9 +91,10 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     override = thread.override_map.get(op_type)
     if override is not None:
         attrs = {**attrs, "_gradient_op_type": override}  # (not the caller's dict)
+    # (the walk to the user's frame starts at this one's caller: this frame is never it)
     op = Operation(graph, op_type, name, inputs, attrs,
                    graph._current_control_inputs() if thread.control_stack else (),
-                   user_location(), opdef)
+                   user_location(skip_frames=1), opdef)
     try:
         check_arity(opdef, len(inputs))
         if attrs or opdef.attrs:
@@ -111,19 +112,19 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     if len(outs) == 1:
         (shape, dt), = outs
         op.outputs = (Tensor(op, 0, dt, shared_shape(shape)),)
-        ctx.out_shapes, ctx.out_dtypes = [shape], [dt]
     else:
         op.outputs = tuple([Tensor(op, i, dt, shared_shape(shape))
                             for i, (shape, dt) in enumerate(outs)])
-        ctx.out_shapes = [shape for shape, _ in outs]
-        ctx.out_dtypes = [dt for _, dt in outs]
     # most ops read a value known only at run time: then nothing is folded (fold_static's
-    # first test, without the call)
+    # first test, without the call), and the ctx's outputs, which only folding reads, are
+    # not filled in
     for v in in_values:
         if v is None and not (opdef.static_inputs or opdef.shape_inputs
                               or op_type in STATIC_SOURCES):
             break
     else:
+        ctx.out_shapes = [shape for shape, _ in outs]
+        ctx.out_dtypes = [dt for _, dt in outs]
         values = fold_static(opdef, ctx)
         if values is not None:
             for t, v in zip(op.outputs, values):
