@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import format_location, user_location
 from ..graph import Tensor, _graph_element, get_default_graph
-from .creation import apply1
+from .creation import create_operation
 
 # -- converting Python values to tensors --------------------------------------------------------
 
@@ -29,7 +29,10 @@ def constant(value, dtype=None, shape=None, name=None, graph=None) -> Tensor:
         arr, dtype = found
     else:
         arr, dtype = _constant_array(value, dtype, shape, name)
-    return apply1("Const", [], {"value": arr, "dtype": dtype}, name=name or "Const", graph=g)
+    # (on its graph, known: what apply1 would do, without its two calls, nor their two frames
+    # for each Const's walk to the user's line)
+    op = create_operation(g, "Const", [], {"value": arr, "dtype": dtype}, name or "Const")
+    return op.outputs[0]
 
 
 # (dtype, type, number, sign) -> (read-only array, dtype): constants are never written, so

@@ -145,15 +145,25 @@ BRANCHES_OPEN = [0]
 def apply(op_type: str, inputs: list, attrs=None, name=None, graph=None):
     """Create an op on the graph of its inputs (or the default graph); return its outputs."""
     if graph is None:
-        graph = inputs[0].graph if inputs else get_default_graph()
-        if BRANCHES_OPEN[0] and inputs:  # a cond's branch function is building its branch:
-            default = get_default_graph()  # ops go there, reading the graph around it
-            if default is not graph and hasattr(default, "capture"):
-                graph = default
+        graph = _graph_for(inputs)
     # (each op its own attrs dict: a shared empty one was written into through op.attrs)
-    op = create_operation(graph, op_type, inputs, dict(attrs or {}), name)
-    return op.outputs
+    return create_operation(graph, op_type, inputs, dict(attrs or {}), name).outputs
 
 
 def apply1(op_type: str, inputs: list, attrs=None, name=None, graph=None) -> Tensor:
-    return apply(op_type, inputs, attrs, name, graph)[0]
+    """`apply`'s first output. (Its own call of create_operation, not apply's: nearly every
+    op is made through here, and each frame between the user's and create_operation's is
+    one more step of the walk to the user's line.)"""
+    if graph is None:
+        graph = _graph_for(inputs)
+    return create_operation(graph, op_type, inputs, dict(attrs or {}), name).outputs[0]
+
+
+def _graph_for(inputs: list):
+    """The graph an op of these inputs goes to: theirs, or the default graph."""
+    graph = inputs[0].graph if inputs else get_default_graph()
+    if BRANCHES_OPEN[0] and inputs:  # a cond's branch function is building its branch:
+        default = get_default_graph()  # ops go there, reading the graph around it
+        if default is not graph and hasattr(default, "capture"):
+            graph = default
+    return graph
