@@ -140,6 +140,10 @@ def is_tensor_like(value) -> bool:
 def convert_operands(x, y) -> tuple[Tensor, Tensor]:
     """A two-input op's operands as tensors; a Python value takes the dtype of the tensor
     beside it (`x * 2` with x float32 multiplies by a float32 2)."""
+    if type(x) is Tensor:  # (the common case, at every binary op: a tensor needs no converting)
+        if type(y) is Tensor:
+            return x, y
+        return x, convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
     if is_tensor_like(x):
         x = convert_to_tensor(x)
         y = convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
