@@ -101,14 +101,16 @@ class TensorShape:
 
     def is_compatible_with(self, other) -> bool:
         other = as_shape(other)
-        if self.dims is None or other.dims is None:
-            return True
+        if self.dims is None or other.dims is None or self.dims == other.dims:
+            return True  # (equal dims, the common case: without the walk below)
         if len(self.dims) != len(other.dims):
             return False
         return all(a is None or b is None or a == b for a, b in zip(self.dims, other.dims))
 
     def merge_with(self, other) -> TensorShape:
         other = as_shape(other)
+        if self.dims == other.dims:  # (the common case: nothing to merge, this shape is it)
+            return self
         if not self.is_compatible_with(other):
             raise ValueError(f"shapes {self} and {other} are not compatible")
         if self.dims is None:

@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import format_location, user_location
 from ..graph import Tensor, _graph_element, get_default_graph
-from .creation import apply1
+from .creation import create_operation
 
 # -- converting Python values to tensors --------------------------------------------------------
 
@@ -29,7 +29,10 @@ def constant(value, dtype=None, shape=None, name=None, graph=None) -> Tensor:
         arr, dtype = found
     else:
         arr, dtype = _constant_array(value, dtype, shape, name)
-    return apply1("Const", [], {"value": arr, "dtype": dtype}, name=name or "Const", graph=g)
+    # (on its graph, known: what apply1 would do, without its two calls, nor their two frames
+    # for each Const's walk to the user's line)
+    op = create_operation(g, "Const", [], {"value": arr, "dtype": dtype}, name or "Const")
+    return op.outputs[0]
 
 
 # (dtype, type, number, sign) -> (read-only array, dtype): constants are never written, so
@@ -137,6 +140,10 @@ def is_tensor_like(value) -> bool:
 def convert_operands(x, y) -> tuple[Tensor, Tensor]:
     """A two-input op's operands as tensors; a Python value takes the dtype of the tensor
     beside it (`x * 2` with x float32 multiplies by a float32 2)."""
+    if type(x) is Tensor:  # (the common case, at every binary op: a tensor needs no converting)
+        if type(y) is Tensor:
+            return x, y
+        return x, convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)
     if is_tensor_like(x):
         x = convert_to_tensor(x)
         y = convert_to_tensor(y, dtype_hint=x.dtype, graph=x.graph)

@@ -91,9 +91,10 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     override = thread.override_map.get(op_type)
     if override is not None:
         attrs = {**attrs, "_gradient_op_type": override}  # (not the caller's dict)
+    # (the walk to the user's frame starts at this one's caller: this frame is never it)
     op = Operation(graph, op_type, name, inputs, attrs,
                    graph._current_control_inputs() if thread.control_stack else (),
-                   user_location(), opdef)
+                   user_location(skip_frames=1), opdef)
     try:
         check_arity(opdef, len(inputs))
         if attrs or opdef.attrs:
@@ -111,19 +112,19 @@ def create_operation(graph, op_type: str, inputs: list, attrs: dict, name=None) 
     if len(outs) == 1:
         (shape, dt), = outs
         op.outputs = (Tensor(op, 0, dt, shared_shape(shape)),)
-        ctx.out_shapes, ctx.out_dtypes = [shape], [dt]
     else:
         op.outputs = tuple([Tensor(op, i, dt, shared_shape(shape))
                             for i, (shape, dt) in enumerate(outs)])
-        ctx.out_shapes = [shape for shape, _ in outs]
-        ctx.out_dtypes = [dt for _, dt in outs]
     # most ops read a value known only at run time: then nothing is folded (fold_static's
-    # first test, without the call)
+    # first test, without the call), and the ctx's outputs, which only folding reads, are
+    # not filled in
     for v in in_values:
         if v is None and not (opdef.static_inputs or opdef.shape_inputs
                               or op_type in STATIC_SOURCES):
             break
     else:
+        ctx.out_shapes = [shape for shape, _ in outs]
+        ctx.out_dtypes = [dt for _, dt in outs]
         values = fold_static(opdef, ctx)
         if values is not None:
             for t, v in zip(op.outputs, values):
@@ -144,15 +145,25 @@ BRANCHES_OPEN = [0]
 def apply(op_type: str, inputs: list, attrs=None, name=None, graph=None):
     """Create an op on the graph of its inputs (or the default graph); return its outputs."""
     if graph is None:
-        graph = inputs[0].graph if inputs else get_default_graph()
-        if BRANCHES_OPEN[0] and inputs:  # a cond's branch function is building its branch:
-            default = get_default_graph()  # ops go there, reading the graph around it
-            if default is not graph and hasattr(default, "capture"):
-                graph = default
+        graph = _graph_for(inputs)
     # (each op its own attrs dict: a shared empty one was written into through op.attrs)
-    op = create_operation(graph, op_type, inputs, dict(attrs or {}), name)
-    return op.outputs
+    return create_operation(graph, op_type, inputs, dict(attrs or {}), name).outputs
 
 
 def apply1(op_type: str, inputs: list, attrs=None, name=None, graph=None) -> Tensor:
-    return apply(op_type, inputs, attrs, name, graph)[0]
+    """`apply`'s first output. (Its own call of create_operation, not apply's: nearly every
+    op is made through here, and each frame between the user's and create_operation's is
+    one more step of the walk to the user's line.)"""
+    if graph is None:
+        graph = _graph_for(inputs)
+    return create_operation(graph, op_type, inputs, dict(attrs or {}), name).outputs[0]
+
+
+def _graph_for(inputs: list):
+    """The graph an op of these inputs goes to: theirs, or the default graph."""
+    graph = inputs[0].graph if inputs else get_default_graph()
+    if BRANCHES_OPEN[0] and inputs:  # a cond's branch function is building its branch:
+        default = get_default_graph()  # ops go there, reading the graph around it
+        if default is not graph and hasattr(default, "capture"):
+            graph = default
+    return graph

@@ -115,6 +115,8 @@ def register(op_type: str, infer, numpy, grad=None, attrs=None, **kw) -> OpDef:
 
 def check_arity(opdef: OpDef, n: int) -> None:
     """ValueError unless `n` inputs fit the op."""
+    if n == opdef.arity:  # (the common case, asked at every op created)
+        return
     lo, hi = (opdef.arity, opdef.arity) if isinstance(opdef.arity, int) else opdef.arity
     if n < lo or (hi is not None and n > hi):
         want = str(lo) if lo == hi else f"at least {lo}" if hi is None else f"{lo} to {hi}"
