@@ -163,3 +163,51 @@ def test_a_node_between_the_add_and_the_relu_keeps_them_apart():
             np.testing.assert_allclose(
                 sess.run(y, feed),
                 np.maximum(feed[x] + feed[b], 0).sum() + np.exp(feed[x]).sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("loops", [pytest.param(True, marks=needs_loops), False])
+def test_a_last_axis_of_one_sums_as_numpy_does(monkeypatch, loops):
+    _both_ways(monkeypatch, loops)  # (np.sum adds a column of [N, 1] pairwise, not in order)
+    rng = np.random.default_rng(5)
+    dy, f = rng.standard_normal((2, 65536, 1)).astype(np.float32)
+    g, db = conv_fast.relu_grad_bias_sum(dy, f)
+    want = np.multiply(dy, np.greater(f, 0))
+    np.testing.assert_array_equal(g, want)
+    assert db.tobytes() == np.sum(want, axis=(0,)).tobytes()
+
+
+@pytest.mark.parametrize("loops", [pytest.param(True, marks=needs_loops), False])
+def test_a_transposed_input_keeps_numpys_layout_and_sum(monkeypatch, loops):
+    _both_ways(monkeypatch, loops)  # (a later reduction's order follows the layout)
+    rng = np.random.default_rng(6)
+    x, dy, f = (a.T for a in rng.standard_normal((3, 512, 256)).astype(np.float32))
+    b = rng.standard_normal(512).astype(np.float32)
+    got, want = conv_fast.bias_relu(x, b), np.maximum(x + b, 0)
+    np.testing.assert_array_equal(got, want)
+    assert got.strides == want.strides
+    g, db = conv_fast.relu_grad_bias_sum(dy, f)
+    want = np.multiply(dy, np.greater(f, 0))
+    assert g.strides == want.strides
+    assert db.tobytes() == np.sum(want, axis=(0,)).tobytes()
+
+
+def test_a_transposed_layer_is_the_same_with_and_without_the_pass():
+    rng = np.random.default_rng(7)
+    g = sg.Graph()
+    with g.as_default():
+        x = sg.placeholder(sg.float32, [512, 256], name="x")
+        b = sg.Variable(rng.standard_normal(512).astype(np.float32), name="b")
+        y = sg.nn.relu(sg.transpose(x) + b)
+        w = sg.constant(rng.standard_normal((512, 256)).astype(np.float32))
+        loss = sg.reduce_sum(sg.transpose(y) * w)
+        fetches = [sg.reduce_sum(y, axis=1), sg.gradients(loss, [b])[0]]
+        init = sg.global_variables_initializer()
+    feed = {x: rng.standard_normal((512, 256)).astype(np.float32)}
+    results = []
+    for off in ({"fuse"}, {"fuse", "epilogues"}):  # (fuse's own blocks lay out as C arrays)
+        with g.as_default(), sg.Session(options=sg.CompileOptions(disable=off)) as sess:
+            sess.run(init)
+            results.append(sess.run(fetches, feed))
+            assert ("rt.bias_relu" in sess.source(fetches, feed)) == ("epilogues" not in off)
+    for on, off in zip(*results):
+        assert on.tobytes() == off.tobytes()
