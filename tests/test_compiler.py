@@ -28,8 +28,8 @@ def test_options_name_real_passes_and_switch_them_off():
 
 def test_pipeline_is_one_visible_list():
     assert compiler.PASS_NAMES == ("fold", "simplify", "expand", "merge_scans", "cse",
-                                   "negations", "transpose_matmul", "dce", "fuse", "scalars",
-                                   "memory", "partition")  # (the CUDA backend's partition)
+                                   "negations", "transpose_matmul", "dce", "epilogues", "fuse",
+                                   "scalars", "memory", "partition")  # (CUDA's partition)
 
 
 # -- the corpus, with each pass switched off -----------------------------------------------------

@@ -10,9 +10,10 @@
                   conv_blocked.py convolution in blocks of the batch on every core (a plan
                   with convolutions holds the BLAS to one thread, products.py splitting its
                   large products between staticgrad's threads)
-    expand.py, scalars.py, memory.py
-                  its own passes: composite ops as NumPy steps, the scalar fast path, and
-                  the memory plan (free after last use, out= into dying buffers)
+    expand.py, epilogues.py, scalars.py, memory.py
+                  its own passes: composite ops as NumPy steps, a bias add and ReLU (and
+                  their gradients) in one pass each, the scalar fast path, and the memory
+                  plan (free after last use, out= into dying buffers)
 
     policy.py     its policies for the shared passes: what fuse may group (FUSE)
 
@@ -30,6 +31,7 @@ import numpy as np
 from ...ops.table import REGISTRY
 from ..base import Backend, Rendered
 from . import fast, one_pass, runtime
+from .epilogues import fuse_epilogues
 from .expand import expand_composites
 from .lowering import REGION_FORMS
 from .memory import plan_memory
@@ -50,12 +52,13 @@ class NumpyBackend(Backend):
     def configured(self, options) -> Backend:
         """Without vector math (CompileOptions(vector_math=False): an export, the NumPy-only
         path), a float32 log1p is expanded into its NumPy steps too, none left for
-        runtime_fast's log1p (expand.py)."""
+        runtime_fast's log1p (expand.py), and no epilogue is fused (epilogues.py)."""
         return self if options.vector_math else _WITHOUT_VECTOR_MATH
 
     @property
     def late_passes(self) -> tuple:
         return (
+            ("epilogues", fuse_epilogues),  # bias add + ReLU, and their gradients: one pass
             ("fuse", self.fuse),            # elementwise groups, run in blocks (FUSE)
             ("scalars", hold_scalars),      # one-element chains on NumPy scalars
             ("memory", plan_memory),        # free after last use, reuse buffers
@@ -88,6 +91,10 @@ BACKEND = NumpyBackend()
 
 class _WithoutVectorMath(NumpyBackend):
     early_passes = (("expand", functools.partial(expand_composites, vector_math=False)),)
+
+    @property
+    def late_passes(self) -> tuple:  # (rt's epilogue functions are not in an export's rt)
+        return tuple(p for p in super().late_passes if p[0] != "epilogues")
 
 
 _WITHOUT_VECTOR_MATH = _WithoutVectorMath()

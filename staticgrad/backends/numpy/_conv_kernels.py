@@ -273,3 +273,31 @@ def avg_pool_grad(dy, divisors, ksize, strides, top, left, overlap, dx):
                         else:
                             for k in range(c):
                                 row[k] = zero + share[k]
+
+
+@njit(**_OPTIONS)
+def bias_relu(x, b, y):
+    """y[i, :] = np.maximum(x[i, :] + b, 0), rows i of [rows, C] arrays (y may be x): a
+    NaN stays, and a sum of -0 gives +0, as np.maximum's."""
+    rows, c = x.shape
+    zero = b.dtype.type(0)
+    for i in range(rows):
+        row, out = x[i], y[i]
+        for k in range(c):
+            v = row[k] + b[k]
+            out[k] = v if (v > zero) | (v != v) else zero
+
+
+@njit(**_OPTIONS)
+def relu_grad_bias_sum(dy, f, g, db):
+    """g[i, :] = dy[i, :] * (f[i, :] > 0) (times 1 or 0, as ReluGrad's product with a
+    boolean), rows i of [rows, C] arrays (g may be dy or f), and db += each row of g in
+    order: np.sum over the leading axes, whose rows NumPy adds one after the other."""
+    rows, c = dy.shape
+    one, zero = db.dtype.type(1), db.dtype.type(0)
+    for i in range(rows):
+        grad, kept, out = dy[i], f[i], g[i]
+        for k in range(c):
+            v = grad[k] * (one if kept[k] > zero else zero)
+            out[k] = v
+            db[k] += v

@@ -294,3 +294,46 @@ def avg_pool_grad(input_shape, dy, ksize, strides, padding):
                                                      *corner, overlap, dx[lo:hi]),
                 dx.shape[0], dx.size, POOL_MIN_SPLIT)
     return dx
+
+
+# -- a layer's epilogue: the bias add and ReLU, and their gradients (backends/numpy/epilogues.py)
+
+def bias_relu(x, b, out=None):
+    """np.maximum(x + b, 0) for x of shape [..., C] and a bias b of shape [C], in one pass
+    (NumPy makes two, the first slow where C is short); into `out` if given (x's buffer)."""
+    kernels = _state.get("kernels") or _load()
+    if kernels is None or x.dtype not in _DTYPES or b.dtype != x.dtype or not x.size or \
+            not (x if out is None else out).flags.c_contiguous or \
+            (out is not None and out.dtype != x.dtype):
+        # (NumPy's steps, and NumPy's choice of layout for a new array: a transpose's sum
+        # is laid out as the transpose, which a later reduction's order follows)
+        y = np.add(x, b, out=out)
+        return np.maximum(y, 0, out=y)
+    if out is None:
+        out = np.empty(x.shape, x.dtype)
+    c = x.shape[-1]
+    kernels.bias_relu(_contiguous(x).reshape(-1, c), _contiguous(b), out.reshape(-1, c))
+    return out
+
+
+def relu_grad_bias_sum(dy, f, out=None):
+    """(ReluGrad(dy, f), its sum over every axis but the last): a ReLU's gradient and the
+    gradient of the bias added before it, in one pass (NumPy makes a mask array, the product
+    and the sum); the gradient into `out` if given (dy's or f's buffer). The sum adds the
+    rows in order, as np.sum over the leading axes does."""
+    kernels = _state.get("kernels") or _load()
+    c = dy.shape[-1]
+    if kernels is None or dy.dtype not in _DTYPES or f.dtype != dy.dtype or not dy.size or \
+            c == 1 or not (out.flags.c_contiguous if out is not None else
+                           dy.flags.c_contiguous and f.flags.c_contiguous) or \
+            (out is not None and out.dtype != dy.dtype):
+        # (NumPy's steps where its sum would not add whole rows in order: a gradient laid
+        # out as a transpose, or a last axis of 1, which np.sum adds pairwise)
+        g = np.multiply(dy, np.greater(f, 0), out=out)
+        return g, np.sum(g, axis=tuple(range(g.ndim - 1)))
+    if out is None:
+        out = np.empty(dy.shape, dy.dtype)
+    db = np.zeros(c, dy.dtype)
+    kernels.relu_grad_bias_sum(_contiguous(dy).reshape(-1, c), _contiguous(f).reshape(-1, c),
+                               out.reshape(-1, c), db)
+    return out, db

@@ -65,6 +65,9 @@ OUT_FORMS = {
     "Floor": "np.floor({0}, out={out})",
     # the mask is made before anything is written: out may be either input's buffer
     "ReluGrad": "np.multiply({0}, np.greater({1}, 0), out={out})",
+    # a layer's epilogue (epilogues.py); the second's out= is its first result's buffer
+    "BiasRelu": "rt.bias_relu({0}, {1}, out={out})",
+    "ReluGradBiasSum": "rt.relu_grad_bias_sum({0}, {1}, out={out})",
     "TanhGrad": "np.multiply({1}, np.subtract(1, np.square({0}, out={out}), out={out}), "
                 "out={out})",
     # dy * (y * (1 - y)), in those float32 steps, all in out (no temporary)

@@ -62,7 +62,8 @@ def plan_memory(program: Program) -> Program:
             free_after[node] = dead
     write_into: dict[int, Value] = {}
     for node in walk(program):
-        if node.type in OUT_FORMS and len(node.outputs) == 1 and not node.members:
+        # (an op of several results writes its first into out=: ReluGradBiasSum)
+        if node.type in OUT_FORMS and node.outputs and not node.members:
             out = node.outputs[0]
             late = [node.inputs[i] for i in READS_AFTER_OUT.get(node.type, ())]
             for v in node.runtime_inputs():

@@ -30,6 +30,7 @@ from ...ops.state_ops import Store
 from ...ops.table import get_opdef
 from ..base import Rendered
 from . import fast, parts, products, regions
+from .epilogues import EPILOGUES, ops_of
 from .fused import render_group
 from .lowering import NO_WEAK_LITERALS, out_form
 from .one_pass_render import render_one_pass, takes_one_pass
@@ -308,7 +309,12 @@ class _NumpyWalk(Walk):
             outs = [make(v.name) for v in outputs]
         if opdef.draws_random:
             self.random_ops.append(op)
-        body.append(comment(op) if opdef is not _TRANSFER else node_comment(node))
+        if opdef is _TRANSFER:
+            body.append(node_comment(node))
+        elif node.type in EPILOGUES:  # (a bias add and its ReLU...: each op's comment)
+            body.extend([comment(o) for o in ops_of(node)])
+        else:
+            body.append(comment(op))
         if isinstance(code, Store):
             memory = self.memory
             value = code.in_place if memory and id(node) in memory.in_place else code.value

@@ -1,0 +1,147 @@
+"""A layer's epilogue in one pass over memory: the bias add and ReLU after a convolution (or
+any large [..., C] value), and their two gradients. A late pass of the NumPy backend, with
+vector math on.
+
+    BiasAdd = np.add(Conv2D, b, out=Conv2D)          Relu = rt.bias_relu(Conv2D, b,
+    Relu = np.maximum(BiasAdd, 0, out=BiasAdd)   ->                      out=Conv2D)
+
+    g = np.multiply(dy, np.greater(Relu, 0), out=dy)
+    db = np.sum(g, axis=(0, 1, 2))               ->  g, db = rt.relu_grad_bias_sum(dy, Relu,
+                                                                                   out=dy)
+
+NumPy makes two passes over the activations for the first (the add slow besides, as NumPy
+loops over the short last axis C once per row) and three for the second, with a mask array;
+numba's loops in conv_fast make one each, where the `[fast]` extra is installed (elsewhere
+the same NumPy steps as before run inside rt's functions). The results are the same: the
+same additions, maxima and products, and the bias gradient's sum adds the rows in order, as
+np.sum over the leading axes does.
+
+Fused groups (passes/fuse.py) take neither: a group reads values of its own shape or single
+numbers, and ends only in sums of everything, where these read a [C] vector and end in a
+sum to [C].
+
+What is replaced: a Relu whose input is an Add of a value x of at least FUSE.min_elements
+float32 or float64 elements and a vector b of x's last size, read by that Relu alone, just
+before it (a variable's read, b, is then read where it was); and a SumTo of a large ReluGrad's
+result over every axis but the last (the first such sum, if several), computed where the
+ReluGrad was. Nodes other nodes wait on stay as they are.
+"""
+
+from __future__ import annotations
+
+from ...ir import Node, Program, Value, make_node
+from ...ops.table import OpDef
+from ...passes.rewrite import map_regions, rewrite, waited_on
+from .policy import FUSE
+
+
+def _bias_relu_infer(ctx):
+    return [(ctx.in_shapes[0], ctx.in_dtypes[0])]
+
+
+def _relu_grad_bias_sum_infer(ctx):
+    shape = ctx.in_shapes[0]
+    return [(shape, ctx.in_dtypes[0]), (shape[-1:], ctx.in_dtypes[0])]
+
+
+BIAS_RELU = OpDef("BiasRelu", _bias_relu_infer, "rt.bias_relu({0}, {1})",
+                  differentiable=False, new_array=True, arity=2,
+                  doc="np.maximum(x + b, 0), b of x's last size, in one pass")
+RELU_GRAD_BIAS_SUM = OpDef("ReluGradBiasSum", _relu_grad_bias_sum_infer,
+                           "rt.relu_grad_bias_sum({0}, {1})", differentiable=False,
+                           new_array=True, arity=2,
+                           doc="ReluGrad(dy, f) and its sum over all axes but the last, in "
+                               "one pass")
+
+
+def fuse_epilogues(program: Program) -> Program:
+    """The program with its bias-add-and-ReLU pairs and their gradients as one node each."""
+    program = map_regions(program, fuse_epilogues)
+    nodes = program.nodes
+    readers: dict[int, int] = {}  # id(Value) -> how many inputs of nodes read it
+    sums: dict[int, Node] = {}    # id(a ReluGrad's result) -> the first SumTo to fuse with it
+    for node in nodes:
+        for v in node.runtime_inputs():
+            readers[id(v)] = readers.get(id(v), 0) + 1
+        if node.type == "SumTo" and id(node.inputs[0]) not in sums and _sums_rows(node):
+            sums[id(node.inputs[0])] = node
+    fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
+    waited = waited_on(program)
+    # Both are known by their values, which stay the same objects when a visit's node is a
+    # copy reading what an earlier visit replaced (an owned program's copies take their
+    # nodes' values: ir.Node.with_inputs); a copy with values of its own is left as it is.
+    adds = set()  # id(the result of an Add taken into the Relu just after it)
+    for before, node in zip(nodes, nodes[1:]):
+        if node.type == "Relu" and node.inputs[0].producer is before and \
+                _bias_add(before) is not None and readers[id(before.outputs[0])] == 1 and \
+                id(before.outputs[0]) not in fetched and id(before) not in waited:
+            adds.add(id(before.outputs[0]))
+    pairs = {id(v): s for v, s in ((g.outputs[0], sums.get(id(g.outputs[0]))) for g in nodes
+                                   if g.type == "ReluGrad")
+             if s is not None and id(s) not in waited and not s.controls and _large_float(v)}
+    if not adds and not pairs:
+        return program
+    fused_sums: dict[int, Value] = {}  # id(a fused SumTo's result) -> the value replacing it
+
+    def visit(node):
+        if node.outputs and id(node.outputs[0]) in adds:
+            return []  # (read by the Relu after it alone, which reads its inputs instead)
+        if node.type == "Relu" and id(node.inputs[0]) in adds:
+            add = node.inputs[0].producer
+            made = _made(BIAS_RELU, _bias_add(add), node, node.outputs)
+            made.attrs = {"ops": _ops(add, node)}
+            return made
+        if node.type == "ReluGrad" and id(node.outputs[0]) in pairs:
+            total = pairs[id(node.outputs[0])]
+            both = _made(RELU_GRAD_BIAS_SUM, node.inputs, node,
+                         node.outputs + total.outputs)
+            both.attrs = {"ops": _ops(node, total)}
+            fused_sums[id(total.outputs[0])] = both.outputs[1]
+            return ([both], [both.outputs[0]])
+        if node.type == "SumTo" and id(node.outputs[0]) in fused_sums:
+            return [fused_sums[id(node.outputs[0])]]
+        return node
+
+    return rewrite(program, visit, region=lambda region: region)
+
+
+def _made(opdef: OpDef, inputs, node: Node, replaced: tuple) -> Node:
+    """A node of `opdef` in `node`'s place (its op, its control inputs), whose values are
+    named as `replaced`, the values they stand for, and stand for the same graph tensors."""
+    made = make_node(opdef, {}, inputs, node.origin, node.controls,
+                     names=[v.name for v in replaced])
+    for new, old in zip(made.outputs, replaced):
+        new.tensor = old.tensor
+    return made
+
+
+def _ops(*nodes: Node) -> tuple:
+    return tuple(n.origin for n in nodes if n.origin is not None)
+
+
+EPILOGUES = frozenset({BIAS_RELU.type, RELU_GRAD_BIAS_SUM.type})
+
+
+def ops_of(node: Node) -> tuple:
+    """The graph ops an epilogue node computes, in order (its comment names each)."""
+    return node.attrs["ops"]
+
+
+def _bias_add(node: Node) -> tuple[Value, Value] | None:
+    """(x, b) of an Add of a large float x of shape [..., C] and a vector b of shape [C]."""
+    if node.type != "Add" or node.controls:
+        return None
+    for x, b in (node.inputs, node.inputs[::-1]):
+        if _large_float(x) and b.dtype is x.dtype and b.shape.dims == x.shape.dims[-1:]:
+            return x, b
+    return None
+
+
+def _sums_rows(node: Node) -> bool:
+    """Is SumTo `node` a sum over every axis of its input but the last?"""
+    x, out = node.inputs[0], node.outputs[0]
+    return _large_float(x) and out.shape.dims == x.shape.dims[-1:]
+
+
+def _large_float(v: Value) -> bool:
+    return v.dtype.name in ("float32", "float64") and FUSE.large(v) and v.shape.ndims >= 2
