@@ -185,10 +185,21 @@ class Recorder:
             record(args, kwargs, plan)
             return plan
         compile_plan.__wrapped__ = original
+        self._wrapper = compile_plan
+        self._swap(original, compile_plan)
+
+    def uninstall(self) -> None:
+        """Put back the compile_plan that install wrapped."""
+        self._swap(self._wrapper, self.original)
+
+    def _swap(self, old, new) -> None:
+        """compile_plan `new` in every loaded staticgrad module holding `old` (only those:
+        asking every module of sys.modules for an attribute can raise, as torch.classes's
+        __getattr__ does)."""
         for name, module in list(sys.modules.items()):
             if (name == "staticgrad" or name.startswith("staticgrad.")) \
-                    and getattr(module, "compile_plan", None) is original:
-                module.compile_plan = compile_plan
+                    and getattr(module, "compile_plan", None) is old:
+                module.compile_plan = new
 
     def record(self, args, kwargs, plan) -> None:
         try:

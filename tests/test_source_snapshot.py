@@ -22,7 +22,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import sys
 import traceback
 
 import numpy as np
@@ -162,10 +161,7 @@ def test_the_product_split_threshold_a_test_changed_is_recorded(monkeypatch):
         with source_corpus.pinned({}, True), sg.Session(graph=graph) as sess:
             sess.source(y, {x: np.zeros((2, 8, 8, 1), np.float32)})
     finally:
-        for module in list(sys.modules.values()):
-            if getattr(getattr(module, "compile_plan", None), "__wrapped__", None) \
-                    is recorder.original:
-                module.compile_plan = recorder.original
+        recorder.uninstall()
         monkeypatch.undo()
     (entry,) = recorder.entries.values()
     assert "rt.matmul(" in entry["source"]
