@@ -19,6 +19,7 @@ from __future__ import annotations
 from .ir import Node, Program, Value, assigned_by, previous_write, variable_of, written_by
 from .ops.table import NodeCtx
 from .passes.partition import check as check_partition
+from .passes.rewrite import stale_output_kinds
 
 
 class VerificationError(AssertionError):
@@ -34,6 +35,9 @@ def verify(program: Program, after: str = "", place=None, host: str | None = Non
     between backends only through a Transfer (passes/partition.py)."""
     where = f" after pass {after!r}" if after else ""
     _verify_body(program, where, None)
+    if stale_output_kinds(program):
+        raise VerificationError(f"the program's plan holds output kinds (passes/rewrite.py's "
+                                f"output_kinds) of other nodes than its own{where}")
     if place is not None:
         wrong = check_partition(program, place, host, fetch_on)
         if wrong:

@@ -29,6 +29,22 @@ def test_verifier_catches_a_broken_program():
         verify(Program([wrong], p.feeds, [wrong.outputs[0]]))
 
 
+def test_verifier_catches_output_kinds_kept_for_other_nodes():
+    """fuse, scalars and memory read `output_kinds` from the program's plan, made once: a
+    pass that changed the nodes but kept the plan would make them skip work."""
+    import dataclasses
+
+    from staticgrad.passes.rewrite import output_kinds
+    x = sg.placeholder(sg.float32, [2, 3], name="x")
+    p = program_for([sg.exp(x), sg.reduce_sum(x)], {x: X})
+    assert len(output_kinds(p)) == 2  # [2, 3] and [] float32
+    verify(p)  # (kept for its own nodes: fine)
+    kept_plan = dataclasses.replace(p, nodes=p.nodes[:1], fetches=p.fetches[:1])
+    with pytest.raises(VerificationError, match="output kinds .* of other nodes"):
+        verify(kept_plan, "a pass")
+    verify(Program(p.nodes[:1], p.feeds, p.fetches[:1]))  # (a new program: a plan of its own)
+
+
 def test_verifier_checks_each_region_as_a_closed_program():
     x = vector()
     outer = Body(x)

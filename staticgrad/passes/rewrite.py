@@ -162,6 +162,18 @@ def output_kinds(program: Program) -> list[Value]:
     same nodes on (values never change shape or dtype, so the list holds while they stay)."""
     found = program.plan.get("output_kinds")
     if found is None:
-        found = program.plan["output_kinds"] = list(
-            {(id(v.shape), id(v.dtype)): v for n in walk(program) for v in n.outputs}.values())
+        found = program.plan["output_kinds"] = list(_kinds(program).values())
     return found
+
+
+def stale_output_kinds(program: Program) -> bool:
+    """Does the program's plan hold an output_kinds list its nodes no longer make (a pass
+    that changed the nodes but kept the plan: dataclasses.replace(program, nodes=...))? The
+    verifier asks."""
+    found = program.plan.get("output_kinds")
+    return found is not None and \
+        {(id(v.shape), id(v.dtype)) for v in found} != _kinds(program).keys()
+
+
+def _kinds(program: Program) -> dict:
+    return {(id(v.shape), id(v.dtype)): v for n in walk(program) for v in n.outputs}
