@@ -57,8 +57,10 @@ def cse(program: Program) -> Program:
         like = first_of_kind.setdefault(kind, node)
         if like is node:
             return node  # the first of its kind: nothing before it to equal
-        # (every earlier node of this kind is in `seen`: the first one goes in now, the
-        # others went in as they came)
+        # (two nodes with equal full keys are of one kind: the kind is the key's start and
+        # its first input, a constant counted as None. So an earlier equal node is of this
+        # kind, and every earlier node of this kind is in `seen`: the first one goes in
+        # now, the others went in as they came)
         seen.setdefault(key(like, attrs), like)
         first = seen.setdefault(key(node, attrs), node)
         if first is node or node.regions or first.regions:  # (a region's work unseen)

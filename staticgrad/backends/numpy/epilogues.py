@@ -24,7 +24,8 @@ What is replaced: a Relu whose input is an Add of a value x of at least FUSE.min
 float32 or float64 elements and a vector b of x's last size, read by that Relu alone, just
 before it (a variable's read, b, is then read where it was); and a SumTo of a large ReluGrad's
 result over every axis but the last (the first such sum, if several), computed where the
-ReluGrad was. Nodes other nodes wait on stay as they are.
+ReluGrad was. Nodes other nodes wait on stay as they are. An error in the node names the
+Relu (or the ReluGrad) and its user's line.
 """
 
 from __future__ import annotations
@@ -76,9 +77,13 @@ def fuse_epilogues(program: Program) -> Program:
                 _bias_add(before) is not None and readers[id(before.outputs[0])] == 1 and \
                 id(before.outputs[0]) not in fetched and id(before) not in waited:
             adds.add(id(before.outputs[0]))
-    pairs = {id(v): s for v, s in ((g.outputs[0], sums.get(id(g.outputs[0]))) for g in nodes
-                                   if g.type == "ReluGrad")
-             if s is not None and id(s) not in waited and not s.controls and _large_float(v)}
+    pairs = {}  # id(a ReluGrad's result) -> the SumTo of it taken into the same node
+    for node in nodes:
+        if node.type == "ReluGrad":
+            total = sums.get(id(node.outputs[0]))
+            if total is not None and id(total) not in waited and not total.controls and \
+                    _large_float(node.outputs[0]):
+                pairs[id(node.outputs[0])] = total
     if not adds and not pairs:
         return program
     fused_sums: dict[int, Value] = {}  # id(a fused SumTo's result) -> the value replacing it
