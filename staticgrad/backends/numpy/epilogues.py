@@ -93,14 +93,11 @@ def fuse_epilogues(program: Program) -> Program:
             return []  # (read by the Relu after it alone, which reads its inputs instead)
         if node.type == "Relu" and id(node.inputs[0]) in adds:
             add = node.inputs[0].producer
-            made = _made(BIAS_RELU, _bias_add(add), node, node.outputs)
-            made.attrs = {"ops": _ops(add, node)}
-            return made
+            return _made(BIAS_RELU, _bias_add(add), node, node.outputs, (add, node))
         if node.type == "ReluGrad" and id(node.outputs[0]) in pairs:
             total = pairs[id(node.outputs[0])]
-            both = _made(RELU_GRAD_BIAS_SUM, node.inputs, node,
-                         node.outputs + total.outputs)
-            both.attrs = {"ops": _ops(node, total)}
+            both = _made(RELU_GRAD_BIAS_SUM, node.inputs, node, node.outputs + total.outputs,
+                         (node, total))
             fused_sums[id(total.outputs[0])] = both.outputs[1]
             return ([both], [both.outputs[0]])
         if node.type == "SumTo" and id(node.outputs[0]) in fused_sums:
@@ -110,26 +107,20 @@ def fuse_epilogues(program: Program) -> Program:
     return rewrite(program, visit, region=lambda region: region)
 
 
-def _made(opdef: OpDef, inputs, node: Node, replaced: tuple) -> Node:
+def _made(opdef: OpDef, inputs, node: Node, replaced: tuple, absorbed: tuple) -> Node:
     """A node of `opdef` in `node`'s place (its op, its control inputs), whose values are
-    named as `replaced`, the values they stand for, and stand for the same graph tensors."""
+    named as `replaced`, the values they stand for, and stand for the same graph tensors.
+    Its attr "ops" holds the graph ops of the nodes it absorbed, in order: its comment
+    names each (render.py)."""
     made = make_node(opdef, {}, inputs, node.origin, node.controls,
                      names=[v.name for v in replaced])
     for new, old in zip(made.outputs, replaced):
         new.tensor = old.tensor
+    made.attrs = {"ops": tuple(n.origin for n in absorbed if n.origin is not None)}
     return made
 
 
-def _ops(*nodes: Node) -> tuple:
-    return tuple(n.origin for n in nodes if n.origin is not None)
-
-
 EPILOGUES = frozenset({BIAS_RELU.type, RELU_GRAD_BIAS_SUM.type})
-
-
-def ops_of(node: Node) -> tuple:
-    """The graph ops an epilogue node computes, in order (its comment names each)."""
-    return node.attrs["ops"]
 
 
 def _bias_add(node: Node) -> tuple[Value, Value] | None:

@@ -30,7 +30,7 @@ from ...ops.state_ops import Store
 from ...ops.table import get_opdef
 from ..base import Rendered
 from . import fast, parts, products, regions
-from .epilogues import EPILOGUES, ops_of
+from .epilogues import EPILOGUES
 from .fused import render_group
 from .lowering import NO_WEAK_LITERALS, out_form
 from .one_pass_render import render_one_pass, takes_one_pass
@@ -312,7 +312,7 @@ class _NumpyWalk(Walk):
         if opdef is _TRANSFER:
             body.append(node_comment(node))
         elif node.type in EPILOGUES:  # (a bias add and its ReLU...: each op's comment)
-            body.extend([comment(o) for o in ops_of(node)])
+            body.extend([comment(o) for o in node.attrs["ops"]])
         else:
             body.append(comment(op))
         if isinstance(code, Store):
