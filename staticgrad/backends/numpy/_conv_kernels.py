@@ -289,15 +289,20 @@ def bias_relu(x, b, y):
 
 
 @njit(**_OPTIONS)
-def relu_grad_bias_sum(dy, f, g, db):
-    """g[i, :] = dy[i, :] * (f[i, :] > 0) (times 1 or 0, as ReluGrad's product with a
-    boolean), rows i of [rows, C] arrays (g may be dy or f), and db += each row of g in
-    order: np.sum over the leading axes, whose rows NumPy adds one after the other."""
-    rows, c = dy.shape
+def relu_grad_bias_sum(dy, f, g, db, k_lo, k_hi):
+    """g[i, k] = dy[i, k] * (f[i, k] > 0) (times 1 or 0, as ReluGrad's product with a
+    boolean) for the channels k_lo <= k < k_hi of rows i of [rows, C] arrays (g may be dy or
+    f), and db[k] = the sum of g[:, k], its rows added in order: np.sum over the leading
+    axes, whose rows NumPy adds one after the other. The sums are kept in an array of this
+    call's own until the end, so that two calls on neighbouring channels (two threads) do
+    not write one cache line at every row."""
+    rows = dy.shape[0]
     one, zero = db.dtype.type(1), db.dtype.type(0)
+    acc = np.zeros(k_hi - k_lo, db.dtype)
     for i in range(rows):
         grad, kept, out = dy[i], f[i], g[i]
-        for k in range(c):
+        for k in range(k_lo, k_hi):
             v = grad[k] * (one if kept[k] > zero else zero)
             out[k] = v
-            db[k] += v
+            acc[k - k_lo] += v
+    db[k_lo:k_hi] = acc

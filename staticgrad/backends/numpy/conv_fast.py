@@ -14,8 +14,8 @@ batch in blocks whose im2col slab stays in the cache, one product per block, on 
   kernel offsets; MaxPoolGrad makes several passes per offset).
 
 Each loop splits the batch between NUMBA_NUM_THREADS threads (the number of CPUs unless set):
-the caller's and a small pool's, which wait on a lock when idle; pools only from
-POOL_MIN_SPLIT elements, as a second thread did not make them faster here. numba's own threads
+the caller's and a small pool's, which wait on a lock when idle; from a size of its own for
+each kind of loop (below). numba's own threads
 (`prange`, OpenMP) spin after each loop, and on two cores they slowed the OpenBLAS product
 that follows (benchmarks/README.md, "Convolution").
 
@@ -87,10 +87,17 @@ def _load():
 
 
 MIN_SPLIT = 1 << 18  # elements a call reads or writes, under which one thread does it all
-# the same for the pooling loops, which run at memory speed: on this project's two cores a
-# second thread made no pool faster up to batch 128 of 28x28x32 (3.2M elements), and the
-# hand-off slowed the smaller ones by 0.1-0.2 ms (benchmarks/README.md, "Convolution")
-POOL_MIN_SPLIT = 1 << 23
+# the same for the pooling loops, by the input's elements. Measured on this project's two
+# cores, each loop alone on a quiet machine (benchmarks/README.md, "Convolution"): at batch
+# 128 of 28x28x32 (3.2M elements) a second thread took max pooling from 1.33 to 0.91 ms,
+# average pooling from 1.39 to 0.54, its gradient from 2.45 to 1.08; at 1.6M elements no
+# forward pool was faster. The max pooling gradient compares as well as it moves: from
+# 0.8M elements two threads took it from 0.62 to 0.46 ms.
+POOL_MIN_SPLIT = 1 << 21
+MAX_POOL_GRAD_MIN_SPLIT = 1 << 19
+# the bias add with its ReLU, and the ReLU's gradient with the bias gradient's sum (whose
+# threads take halves of the channels, not of the rows, so that each sum keeps its order)
+EPILOGUE_MIN_SPLIT = MIN_SPLIT
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -252,7 +259,7 @@ def max_pool_grad(x, y, dy, ksize, strides, padding):
     x, y, dy = _contiguous(x), _contiguous(y), _contiguous(dy)
     over_batch(lambda lo, hi: kernels.max_pool_grad(x[lo:hi], y[lo:hi], dy[lo:hi], ksize,
                                                      strides, *corner, overlap, dx[lo:hi]),
-                x.shape[0], x.size, POOL_MIN_SPLIT)
+                x.shape[0], x.size, MAX_POOL_GRAD_MIN_SPLIT)
     return dx
 
 
@@ -312,7 +319,9 @@ def bias_relu(x, b, out=None):
     if out is None:
         out = np.empty(x.shape, x.dtype)
     c = x.shape[-1]
-    kernels.bias_relu(_contiguous(x).reshape(-1, c), _contiguous(b), out.reshape(-1, c))
+    rows, b, y = _contiguous(x).reshape(-1, c), _contiguous(b), out.reshape(-1, c)
+    over_batch(lambda lo, hi: kernels.bias_relu(rows[lo:hi], b, y[lo:hi]), len(rows), x.size,
+               EPILOGUE_MIN_SPLIT)
     return out
 
 
@@ -333,7 +342,13 @@ def relu_grad_bias_sum(dy, f, out=None):
         return g, np.sum(g, axis=tuple(range(g.ndim - 1)))
     if out is None:
         out = np.empty(dy.shape, dy.dtype)
-    db = np.zeros(c, dy.dtype)
-    kernels.relu_grad_bias_sum(_contiguous(dy).reshape(-1, c), _contiguous(f).reshape(-1, c),
-                               out.reshape(-1, c), db)
+    db = np.empty(c, dy.dtype)
+    dy2, f2, g2 = (_contiguous(a).reshape(-1, c) for a in (dy, f, out))
+    # the threads take the channels in halves (each channel's sum in one thread, its rows in
+    # order), cut at whole cache lines: a thread's part of a row is one line or more
+    lanes = 64 // dy.itemsize
+    parts = max(c // lanes, 1)
+    over_batch(lambda lo, hi: kernels.relu_grad_bias_sum(
+        dy2, f2, g2, db, lo * lanes, c if hi == parts else hi * lanes), parts, dy.size,
+        EPILOGUE_MIN_SPLIT)
     return out, db

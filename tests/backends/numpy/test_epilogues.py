@@ -79,6 +79,26 @@ def test_relu_grad_bias_sum_against_hand_numpy(monkeypatch, loops, dtype, into):
                                _hand_relu_grad_bias_sum(dy, f)[1][finite], rtol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # (inf * 0, in NumPy)
+@needs_loops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("channels", [6, 16, 40, 64])
+def test_split_between_threads_the_results_are_the_same_bit_for_bit(monkeypatch, dtype,
+                                                                     channels):
+    # every call split (three parts where there are enough rows or whole cache lines of
+    # channels): the ReLU's rows, and the bias gradient's channels, each sum in one thread
+    monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
+    monkeypatch.setitem(conv_fast._state, "threads", 3)
+    x, b = _awkward((5, 7, 3, channels), dtype), _awkward((channels,), dtype, seed=1)
+    np.testing.assert_array_equal(conv_fast.bias_relu(x, b), _hand_bias_relu(x, b))
+    dy, f = _awkward((5, 7, 3, channels), dtype, seed=2), _awkward((5, 7, 3, channels), dtype,
+                                                                     seed=3)
+    want_g, _ = _hand_relu_grad_bias_sum(dy, f)
+    g, db = conv_fast.relu_grad_bias_sum(dy, f)
+    np.testing.assert_array_equal(g, want_g)
+    np.testing.assert_array_equal(db, np.sum(want_g, axis=(0, 1, 2)))
+
+
 def _conv_net(batch=4, hw=16, channels=16):
     """A conv -> bias -> relu -> pool -> dense training step on variables: (graph, feed,
     its tensors). The activations are batch x hw x hw x channels: 16,384 by default, under
