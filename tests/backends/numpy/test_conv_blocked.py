@@ -34,6 +34,10 @@ CASES = [  # (input shape, kernel, out channels, strides, padding, dilations)
     ((1, 6, 6, 3), 3, 2, (1, 1), "SAME", (1, 1)),
     ((7, 6, 7, 2), 2, 3, (2, 2), ((1, 0), (0, 1)), (1, 1)),
     ((4, 9, 9, 2), 3, 3, (1, 1), "SAME", (2, 2)),
+    # one input channel: the windows copied by NumPy from a zero-bordered block (_Windows)
+    ((5, 9, 8, 1), 5, 3, (2, 1), "SAME", (1, 1)),
+    ((4, 9, 9, 1), 3, 2, (1, 2), ((2, 0), (1, 3)), (2, 1)),
+    ((3, 8, 7, 1), 2, 2, (3, 2), "VALID", (1, 1)),
 ]
 
 
@@ -519,3 +523,29 @@ def test_a_child_forked_while_another_thread_holds_the_lock_does_not_hang():
     finally:
         let_go.set()
         holder.join()
+
+
+@needs_blocks
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,k,strides,padding,dilations", [
+    ((5, 7, 6, 1), 3, (1, 1), "SAME", (1, 1)), ((4, 9, 8, 1), 5, (2, 1), "SAME", (1, 1)),
+    ((4, 9, 9, 1), 3, (1, 2), ((2, 0), (1, 3)), (2, 1)), ((3, 8, 7, 1), 2, (3, 2), "VALID",
+                                                          (1, 1)),
+    ((2, 6, 6, 1), 3, (2, 2), ((4, 4), (0, 5)), (1, 1)), ((3, 5, 5, 2), 3, (1, 1), "SAME",
+                                                          (1, 1))])
+def test_one_channel_windows_are_numbas_im2col_element_for_element(shape, k, strides, padding,
+                                                                   dilations, dtype):
+    # blocks of 2 images (the last one short), each filling the slab over the one before
+    x = _arrays(4, shape, dtype=dtype)[0]
+    pads = ref.resolve_pads(padding, shape[1:3], (k, k), strides, dilations)
+    out_hw = ref.output_hw(shape[1:3], (k, k), strides, pads, dilations)
+    top_left = (pads[0][0], pads[1][0])
+    kernels = conv_fast._load()
+    slab = np.full((2, *out_hw, k, k, shape[3]), np.nan, dtype)
+    windows = conv_blocked._Windows(kernels, x, slab, top_left, strides, dilations)
+    assert (windows.padded is not None) == (shape[3] == 1)
+    for start in range(0, shape[0], 2):
+        end = min(start + 2, shape[0])
+        want = np.empty((end - start, *slab.shape[1:]), dtype)
+        kernels.im2col(x[start:end], *top_left, strides, dilations, want)
+        np.testing.assert_array_equal(windows(start, end), want)
