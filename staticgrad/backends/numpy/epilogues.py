@@ -59,6 +59,8 @@ def fuse_epilogues(program: Program) -> Program:
     """The program with its bias-add-and-ReLU pairs and their gradients as one node each."""
     program = map_regions(program, fuse_epilogues)
     nodes = program.nodes
+    if not any(node.type in _EPILOGUE_ENDS for node in nodes):
+        return program  # (most plans: no more than this one look at each node)
     readers: dict[int, int] = {}  # id(Value) -> how many inputs of nodes read it
     sums: dict[int, Node] = {}    # id(a ReluGrad's result) -> the first SumTo to fuse with it
     for node in nodes:
@@ -121,6 +123,7 @@ def _made(opdef: OpDef, inputs, node: Node, replaced: tuple, absorbed: tuple) ->
 
 
 EPILOGUES = frozenset({BIAS_RELU.type, RELU_GRAD_BIAS_SUM.type})
+_EPILOGUE_ENDS = frozenset({"Relu", "ReluGrad"})  # the op each fused pair is found from
 
 
 def _bias_add(node: Node) -> tuple[Value, Value] | None:
