@@ -1,7 +1,8 @@
 """The numba loops of conv_fast (imported by it only when numba is usable; see there why).
 
 Each loop runs over the images of the batch it is given; conv_fast gives each of its threads
-a part of the batch (nogil), so that no two threads write one element. Arrays are NHWC and
+a part of the batch (nogil), or for the epilogues a part of the rows or of the channels, so
+that no two threads write one element. Arrays are NHWC and
 C-contiguous; the channel loop is innermost, where LLVM vectorizes it. Compiled on first use
 for each dtype and cached on disk by numba (cache=True).
 
@@ -294,8 +295,9 @@ def relu_grad_bias_sum(dy, f, g, db, k_lo, k_hi):
     boolean) for the channels k_lo <= k < k_hi of rows i of [rows, C] arrays (g may be dy or
     f), and db[k] = the sum of g[:, k], its rows added in order: np.sum over the leading
     axes, whose rows NumPy adds one after the other. The sums are kept in an array of this
-    call's own until the end, so that two calls on neighbouring channels (two threads) do
-    not write one cache line at every row."""
+    call's own until the end, so that calls on neighbouring channels (other threads) do not
+    write db's cache lines at every row. (Their parts of g may share a line at the cut, as
+    a row's start is not aligned to one: slower there, never wrong.)"""
     rows = dy.shape[0]
     one, zero = db.dtype.type(1), db.dtype.type(0)
     acc = np.zeros(k_hi - k_lo, db.dtype)

@@ -20,7 +20,8 @@ of one thread where two threads with one product each reach 1.6-1.8x (benchmarks
 "Convolution"). Holding it needs threadpoolctl (part of the `[fast]` extra); without it
 conv_fast keeps the whole-batch lowering.
 
-Slabs are allocated per call (one per thread), so the memory plan has no workspace to count.
+Slabs are allocated per call (one per thread, and with one input channel a zero-bordered
+copy of a block beside each: `_Windows`), so the memory plan has no workspace to count.
 """
 
 from __future__ import annotations
@@ -177,12 +178,14 @@ def _blocks(lo: int, hi: int, size: int):
 class _Windows:
     """The im2col slab of a block of images: `windows(start, end)` fills `slab` with the
     windows of x[start:end] and returns the part it filled. numba's im2col copies a window
-    row at a time; with one input channel a row is kh or kw elements, too few to copy well
+    row at a time; with one input channel a row is kw elements, too few to copy well
     (3.7 ns an element for a 3x3 window), so there the block is copied once into a buffer
     whose border stays 0 and each of the kh*kw window offsets is one strided NumPy copy of it,
     a long run of elements each (lenet's and cnn3's first layers, a block of 37 28x28 images:
     966 us with numba, 228 with NumPy for 3x3; 5x5: 679 against 358). From two channels on,
-    numba's rows were as fast or faster. The same elements either way."""
+    numba's rows were as fast or faster; and numba's too where the bordered block would be
+    larger than a slab (pads and strides far larger than the window). The same elements
+    either way."""
 
     def __init__(self, kernels, x, slab, top_left, strides, dilations):
         self.kernels, self.x, self.slab = kernels, x, slab
@@ -192,7 +195,10 @@ class _Windows:
             (oh, ow, kh, kw), (top, left) = slab.shape[1:5], top_left
             rows = max(top + x.shape[1], (oh - 1) * strides[0] + (kh - 1) * dilations[0] + 1)
             cols = max(left + x.shape[2], (ow - 1) * strides[1] + (kw - 1) * dilations[1] + 1)
-            self.padded = np.zeros((len(slab), rows, cols, 1), x.dtype)
+            # (not where the bordered block would outgrow a slab: pads of 600 and strides of
+            # 200 around a 3x3 window made 350 MB for 64 images of 28x28)
+            if len(slab) * rows * cols * x.itemsize <= max(slab.nbytes, SLAB_BYTES):
+                self.padded = np.zeros((len(slab), rows, cols, 1), x.dtype)
 
     def __call__(self, start: int, end: int):
         part = self.slab[:end - start]

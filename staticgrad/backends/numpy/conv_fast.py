@@ -15,9 +15,9 @@ batch in blocks whose im2col slab stays in the cache, one product per block, on 
 
 Each loop splits the batch between NUMBA_NUM_THREADS threads (the number of CPUs unless set):
 the caller's and a small pool's, which wait on a lock when idle; from a size of its own for
-each kind of loop (below). numba's own threads
-(`prange`, OpenMP) spin after each loop, and on two cores they slowed the OpenBLAS product
-that follows (benchmarks/README.md, "Convolution").
+each kind of loop (below). numba's own threads (`prange`, OpenMP) spin after each loop, and
+on two cores they slowed the OpenBLAS product that follows (benchmarks/README.md,
+"Convolution").
 
 The results are runtime_conv's: the same matrix products on the same matrices; sums of the
 same terms in the same order, except the gradients where windows overlap (col2im, the pooling
@@ -88,15 +88,16 @@ def _load():
 
 MIN_SPLIT = 1 << 18  # elements a call reads or writes, under which one thread does it all
 # the same for the pooling loops, by the input's elements. Measured on this project's two
-# cores, each loop alone on a quiet machine (benchmarks/README.md, "Convolution"): at batch
-# 128 of 28x28x32 (3.2M elements) a second thread took max pooling from 1.33 to 0.91 ms,
-# average pooling from 1.39 to 0.54, its gradient from 2.45 to 1.08; at 1.6M elements no
-# forward pool was faster. The max pooling gradient compares as well as it moves: from
-# 0.8M elements two threads took it from 0.62 to 0.46 ms.
+# cores, each loop alone on a quiet machine (benchmarks/README.md, "Pooling and the
+# epilogues on both threads"): at batch 128 of 28x28x32 (3.2M elements) a second thread
+# took max pooling from 1.33 to 0.91 ms, average pooling from 1.39 to 0.54, its gradient
+# from 2.45 to 1.08; at 1.6M elements no forward pool was faster. The max pooling gradient
+# compares as well as it moves: two threads took it from 1.66 to 1.03 ms at 1.6M elements,
+# 0.62 to 0.46 at 0.8M, 0.22 to 0.20 at 0.26M.
 POOL_MIN_SPLIT = 1 << 21
 MAX_POOL_GRAD_MIN_SPLIT = 1 << 19
 # the bias add with its ReLU, and the ReLU's gradient with the bias gradient's sum (whose
-# threads take halves of the channels, not of the rows, so that each sum keeps its order)
+# threads take parts of the channels, not of the rows, so that each sum keeps its order)
 EPILOGUE_MIN_SPLIT = MIN_SPLIT
 
 
@@ -344,8 +345,8 @@ def relu_grad_bias_sum(dy, f, out=None):
         out = np.empty(dy.shape, dy.dtype)
     db = np.empty(c, dy.dtype)
     dy2, f2, g2 = (_contiguous(a).reshape(-1, c) for a in (dy, f, out))
-    # the threads take the channels in halves (each channel's sum in one thread, its rows in
-    # order), cut at whole cache lines: a thread's part of a row is one line or more
+    # the threads take parts of the channels (each channel's sum in one thread, its rows in
+    # order), cut at multiples of a cache line's elements: each part of a row spans a line
     lanes = 64 // dy.itemsize
     parts = max(c // lanes, 1)
     over_batch(lambda lo, hi: kernels.relu_grad_bias_sum(

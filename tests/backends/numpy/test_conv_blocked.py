@@ -528,11 +528,13 @@ def test_a_child_forked_while_another_thread_holds_the_lock_does_not_hang():
 @needs_blocks
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,k,strides,padding,dilations", [
-    ((5, 7, 6, 1), 3, (1, 1), "SAME", (1, 1)), ((4, 9, 8, 1), 5, (2, 1), "SAME", (1, 1)),
-    ((4, 9, 9, 1), 3, (1, 2), ((2, 0), (1, 3)), (2, 1)), ((3, 8, 7, 1), 2, (3, 2), "VALID",
-                                                          (1, 1)),
-    ((2, 6, 6, 1), 3, (2, 2), ((4, 4), (0, 5)), (1, 1)), ((3, 5, 5, 2), 3, (1, 1), "SAME",
-                                                          (1, 1))])
+    ((5, 7, 6, 1), 3, (1, 1), "SAME", (1, 1)),
+    ((4, 9, 8, 1), 5, (2, 1), "SAME", (1, 1)),
+    ((4, 9, 9, 1), 3, (1, 2), ((2, 0), (1, 3)), (2, 1)),
+    ((3, 8, 7, 1), 2, (3, 2), "VALID", (1, 1)),
+    ((2, 6, 6, 1), 3, (2, 2), ((4, 4), (0, 5)), (1, 1)),  # pads larger than the window
+    ((3, 5, 5, 2), 3, (1, 1), "SAME", (1, 1)),  # two channels: numba's im2col
+])
 def test_one_channel_windows_are_numbas_im2col_element_for_element(shape, k, strides, padding,
                                                                    dilations, dtype):
     # blocks of 2 images (the last one short), each filling the slab over the one before
@@ -549,3 +551,17 @@ def test_one_channel_windows_are_numbas_im2col_element_for_element(shape, k, str
         want = np.empty((end - start, *slab.shape[1:]), dtype)
         kernels.im2col(x[start:end], *top_left, strides, dilations, want)
         np.testing.assert_array_equal(windows(start, end), want)
+
+
+@needs_blocks
+def test_one_channel_windows_take_no_more_memory_than_a_slab():
+    # pads and strides far larger than the window: the bordered block would be 600x600 an
+    # image for a 7x7x3x3 slab; numba's im2col, which pads nothing, makes these windows
+    x = _arrays(5, (64, 28, 28, 1), dtype=np.float32)[0]
+    slab = np.empty((64, 7, 7, 3, 3, 1), np.float32)
+    windows = conv_blocked._Windows(conv_fast._load(), x, slab, (300, 300), (100, 100), (1, 1))
+    assert windows.padded is None
+    w = _arrays(6, (3, 3, 1, 2), dtype=np.float32)[0]
+    pads = ((300, 300), (300, 300))
+    np.testing.assert_array_equal(conv_fast.conv2d(x, w, (100, 100), pads, (1, 1)),
+                                  ref.conv2d(x, w, (100, 100), pads, (1, 1)))

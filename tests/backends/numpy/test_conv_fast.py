@@ -271,6 +271,7 @@ def test_pooling_gradients_leave_no_stale_memory():
 def test_the_batch_split_between_threads(monkeypatch):
     monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
     monkeypatch.setattr(conv_fast, "POOL_MIN_SPLIT", 0)
+    monkeypatch.setattr(conv_fast, "MAX_POOL_GRAD_MIN_SPLIT", 0)
     monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)
     x, w = _arrays((5, 6, 6, 3), np.float32, (3, 3, 3, 4))
     pads = ref.resolve_pads("SAME", (6, 6), (3, 3), (1, 1))

@@ -81,22 +81,38 @@ def test_relu_grad_bias_sum_against_hand_numpy(monkeypatch, loops, dtype, into):
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # (inf * 0, in NumPy)
 @needs_loops
+@pytest.mark.parametrize("into", [None, "dy", "f"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("channels", [6, 16, 40, 64])
+@pytest.mark.parametrize("channels", [6, 16, 17, 33, 40, 64, 65])
 def test_split_between_threads_the_results_are_the_same_bit_for_bit(monkeypatch, dtype,
-                                                                     channels):
+                                                                     channels, into):
     # every call split (three parts where there are enough rows or whole cache lines of
     # channels): the ReLU's rows, and the bias gradient's channels, each sum in one thread
-    monkeypatch.setattr(conv_fast, "MIN_SPLIT", 0)
+    monkeypatch.setattr(conv_fast, "EPILOGUE_MIN_SPLIT", 0)
     monkeypatch.setitem(conv_fast._state, "threads", 3)
+    kernels, spans = conv_fast._load(), {"rows": [], "channels": []}
+    real_relu, real_grad = kernels.bias_relu, kernels.relu_grad_bias_sum
+    monkeypatch.setattr(kernels, "bias_relu",
+                        lambda x, b, y: spans["rows"].append(len(x)) or real_relu(x, b, y))
+    monkeypatch.setattr(kernels, "relu_grad_bias_sum", lambda *args: spans["channels"].append(
+        args[-2:]) or real_grad(*args))
     x, b = _awkward((5, 7, 3, channels), dtype), _awkward((channels,), dtype, seed=1)
-    np.testing.assert_array_equal(conv_fast.bias_relu(x, b), _hand_bias_relu(x, b))
+    want = _hand_bias_relu(x, b)
+    assert conv_fast.bias_relu(x, b).tobytes() == want.tobytes()
+    assert spans["rows"] == [35, 35, 35]
     dy, f = _awkward((5, 7, 3, channels), dtype, seed=2), _awkward((5, 7, 3, channels), dtype,
                                                                      seed=3)
     want_g, _ = _hand_relu_grad_bias_sum(dy, f)
-    g, db = conv_fast.relu_grad_bias_sum(dy, f)
-    np.testing.assert_array_equal(g, want_g)
-    np.testing.assert_array_equal(db, np.sum(want_g, axis=(0, 1, 2)))
+    want_db = np.sum(want_g, axis=(0, 1, 2))
+    out = {None: None, "dy": dy, "f": f}[into]  # (the memory plan's in-place forms)
+    g, db = conv_fast.relu_grad_bias_sum(dy, f, out=out)
+    assert g.tobytes() == want_g.tobytes() and db.tobytes() == want_db.tobytes()
+    # the channels cut into min(3, whole cache lines) parts at cache-line multiples, in order
+    lanes = 64 // np.dtype(dtype).itemsize
+    cuts = sorted(spans["channels"])
+    assert len(cuts) == min(3, max(channels // lanes, 1))
+    assert cuts[0][0] == 0 and cuts[-1][1] == channels
+    assert all(a[1] == b[0] and a[1] % lanes == 0 for a, b in zip(cuts, cuts[1:]))
 
 
 def _conv_net(batch=4, hw=16, channels=16):
