@@ -1,10 +1,10 @@
 """The numba loops of conv_fast (imported by it only when numba is usable; see there why).
 
 Each loop runs over the images of the batch it is given; conv_fast gives each of its threads
-a part of the batch (nogil), or for the epilogues a part of the rows or of the channels, so
-that no two threads write one element. Arrays are NHWC and
-C-contiguous; the channel loop is innermost, where LLVM vectorizes it. Compiled on first use
-for each dtype and cached on disk by numba (cache=True).
+a part of the batch (nogil), or for bias_relu a part of the rows, so that no two threads
+write one element. Arrays are NHWC and C-contiguous; the channel loop is innermost, where
+LLVM vectorizes it. Compiled on first use for each dtype and cached on disk by numba
+(cache=True).
 
 Padding is never materialized: a window position outside the input reads 0 (convolution,
 average pooling) or -inf (max pooling), as runtime_conv's padded arrays do.
@@ -290,21 +290,15 @@ def bias_relu(x, b, y):
 
 
 @njit(**_OPTIONS)
-def relu_grad_bias_sum(dy, f, g, db, k_lo, k_hi):
-    """g[i, k] = dy[i, k] * (f[i, k] > 0) (times 1 or 0, as ReluGrad's product with a
-    boolean) for the channels k_lo <= k < k_hi of rows i of [rows, C] arrays (g may be dy or
-    f), and db[k] = the sum of g[:, k], its rows added in order: np.sum over the leading
-    axes, whose rows NumPy adds one after the other. The sums are kept in an array of this
-    call's own until the end, so that calls on neighbouring channels (other threads) do not
-    write db's cache lines at every row. (Their parts of g may share a line at the cut, as
-    a row's start is not aligned to one: slower there, never wrong.)"""
-    rows = dy.shape[0]
+def relu_grad_bias_sum(dy, f, g, db):
+    """g[i, :] = dy[i, :] * (f[i, :] > 0) (times 1 or 0, as ReluGrad's product with a
+    boolean), rows i of [rows, C] arrays (g may be dy or f), and db += each row of g in
+    order: np.sum over the leading axes, whose rows NumPy adds one after the other."""
+    rows, c = dy.shape
     one, zero = db.dtype.type(1), db.dtype.type(0)
-    acc = np.zeros(k_hi - k_lo, db.dtype)
     for i in range(rows):
         grad, kept, out = dy[i], f[i], g[i]
-        for k in range(k_lo, k_hi):
+        for k in range(c):
             v = grad[k] * (one if kept[k] > zero else zero)
             out[k] = v
-            acc[k - k_lo] += v
-    db[k_lo:k_hi] = acc
+            db[k] += v
