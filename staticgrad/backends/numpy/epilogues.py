@@ -61,49 +61,62 @@ def fuse_epilogues(program: Program) -> Program:
     nodes = program.nodes
     if not any(node.type in _EPILOGUE_ENDS for node in nodes):
         return program  # (most plans: no more than this one look at each node)
+    # The nodes to fuse are known by their graph ops: a visit may be given a copy of one (its
+    # inputs replaced by what an earlier visit substituted), which in a program not owned
+    # (a region's) has values of its own, but the same op. An op that made more than one
+    # node here is left alone.
+    made: dict[int, int] = {}  # id(op) -> how many nodes it made
     readers: dict[int, int] = {}  # id(Value) -> how many inputs of nodes read it
     sums: dict[int, Node] = {}    # id(a ReluGrad's result) -> the first SumTo to fuse with it
     for node in nodes:
+        made[id(node.origin)] = made.get(id(node.origin), 0) + 1
         for v in node.runtime_inputs():
             readers[id(v)] = readers.get(id(v), 0) + 1
         if node.type == "SumTo" and id(node.inputs[0]) not in sums and _sums_rows(node):
             sums[id(node.inputs[0])] = node
+
+    def known(node) -> bool:
+        return node.origin is not None and made[id(node.origin)] == 1
+
     fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
     waited = waited_on(program)
-    # Both are known by their values, which stay the same objects when a visit's node is a
-    # copy reading what an earlier visit replaced (an owned program's copies take their
-    # nodes' values: ir.Node.with_inputs); a copy with values of its own is left as it is.
-    adds = set()  # id(the result of an Add taken into the Relu just after it)
+    adds = set()  # id(the op of an Add taken into the Relu just after it)
     for before, node in zip(nodes, nodes[1:]):
-        if node.type == "Relu" and node.inputs[0].producer is before and \
-                _bias_add(before) is not None and readers[id(before.outputs[0])] == 1 and \
-                id(before.outputs[0]) not in fetched and id(before) not in waited:
-            adds.add(id(before.outputs[0]))
-    pairs = {}  # id(a ReluGrad's result) -> the SumTo of it taken into the same node
+        if node.type == "Relu" and node.inputs[0].producer is before and known(before) and \
+                known(node) and _bias_add(before) is not None and \
+                readers[id(before.outputs[0])] == 1 and id(before.outputs[0]) not in fetched \
+                and id(before) not in waited:
+            adds.add(id(before.origin))
+    pairs = {}  # id(the op of a ReluGrad) -> the SumTo taken into the same node (as it is here:
+    # a copy has its names and tensors)
     for node in nodes:
-        if node.type == "ReluGrad":
+        if node.type == "ReluGrad" and known(node):
             total = sums.get(id(node.outputs[0]))
-            if total is not None and id(total) not in waited and not total.controls and \
-                    _large_float(node.outputs[0]):
-                pairs[id(node.outputs[0])] = total
+            if total is not None and known(total) and id(total) not in waited and \
+                    not total.controls and _large_float(node.outputs[0]):
+                pairs[id(node.origin)] = total
     if not adds and not pairs:
         return program
-    fused_sums: dict[int, Value] = {}  # id(a fused SumTo's result) -> the value replacing it
+    dropped: dict[int, Node] = {}  # id(an Add's op) -> the Add as visited (its inputs now)
+    fused_sums: dict[int, Value] = {}  # id(a fused SumTo's op) -> the value replacing it
 
     def visit(node):
-        if node.outputs and id(node.outputs[0]) in adds:
+        key = id(node.origin)
+        if node.type == "Add" and key in adds:
+            dropped[key] = node
             return []  # (read by the Relu after it alone, which reads its inputs instead)
-        if node.type == "Relu" and id(node.inputs[0]) in adds:
-            add = node.inputs[0].producer
+        if node.type == "Relu" and node.inputs[0].producer is not None and \
+                id(node.inputs[0].producer.origin) in dropped:
+            add = dropped[id(node.inputs[0].producer.origin)]
             return _made(BIAS_RELU, _bias_add(add), node, node.outputs, (add, node))
-        if node.type == "ReluGrad" and id(node.outputs[0]) in pairs:
-            total = pairs[id(node.outputs[0])]
+        if node.type == "ReluGrad" and key in pairs:
+            total = pairs[key]
             both = _made(RELU_GRAD_BIAS_SUM, node.inputs, node, node.outputs + total.outputs,
                          (node, total))
-            fused_sums[id(total.outputs[0])] = both.outputs[1]
+            fused_sums[id(total.origin)] = both.outputs[1]
             return ([both], [both.outputs[0]])
-        if node.type == "SumTo" and id(node.outputs[0]) in fused_sums:
-            return [fused_sums[id(node.outputs[0])]]
+        if node.type == "SumTo" and key in fused_sums:
+            return [fused_sums[key]]
         return node
 
     return rewrite(program, visit, region=lambda region: region)

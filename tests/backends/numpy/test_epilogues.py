@@ -248,3 +248,45 @@ def test_a_transposed_layer_is_the_same_with_and_without_the_pass():
     for on, off in zip(*results):
         assert on.tobytes() == off.tobytes()
 
+
+def _two_layers_in_a_cond():
+    """Two dense layers with bias and ReLU inside a cond's branch (a region, whose program
+    is not owned: a node there is copied with values of its own when an earlier one is
+    replaced), their loss differentiated through the cond: (graph, feed, tensors)."""
+    g = sg.Graph()
+    with g.as_default():
+        rng = np.random.default_rng(3)
+        x = sg.placeholder(sg.float32, [512, 64], name="x")
+        p = sg.placeholder(sg.bool, [], name="p")
+        w1, w2 = (sg.Variable(rng.normal(0, 0.2, s).astype(np.float32))
+                  for s in [(64, 256), (256, 256)])
+        b1, b2 = (sg.Variable(rng.normal(0, 0.2, 256).astype(np.float32)) for _ in range(2))
+
+        def layers():
+            h = sg.nn.relu(sg.matmul(x, w1) + b1)
+            return sg.nn.relu(sg.matmul(h, w2) + b2)
+
+        y = sg.cond(p, layers, lambda: sg.matmul(x, w1))
+        loss = sg.reduce_sum(sg.square(y))
+        grads = sg.gradients(loss, [w1, b1, w2, b2])
+        init = sg.global_variables_initializer()
+    feed = {x: rng.standard_normal((512, 64)).astype(np.float32), p: True}
+    return g, feed, [loss, *grads], init
+
+
+@pytest.mark.parametrize("loops", [pytest.param(True, marks=needs_loops), False])
+def test_in_a_conds_branches_every_layer_is_fused_and_the_same(monkeypatch, loops):
+    _both_ways(monkeypatch, loops)
+    g, feed, fetches, init = _two_layers_in_a_cond()
+    results, sources = [], []
+    for options in (ON, OFF):
+        with sg.Session(graph=g, options=options) as sess:
+            sess.run(init)
+            results.append(sess.run(fetches, feed))
+            sources.append(sess.source(fetches, feed))
+    for a, b in zip(*results):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    on, off = sources
+    assert on.count("= rt.bias_relu(") == 4  # both layers, in the branch and its gradient's
+    assert on.count("= rt.relu_grad_bias_sum(") == 2
+    assert "rt.bias_relu" not in off and "rt.relu_grad_bias_sum" not in off
