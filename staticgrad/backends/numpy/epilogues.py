@@ -24,7 +24,8 @@ What is replaced: a Relu whose input is an Add of a value x of at least FUSE.min
 float32 or float64 elements and a vector b of x's last size, read by that Relu alone, just
 before it (a variable's read, b, is then read where it was); and a SumTo of a large ReluGrad's
 result over every axis but the last (the first such sum, if several), computed where the
-ReluGrad was. Nodes other nodes wait on stay as they are. An error in the node names the
+ReluGrad was. Nodes other nodes wait on stay as they are, and so do the nodes of a graph op
+that made more than one node of the program (or of none). An error in the node names the
 Relu (or the ReluGrad) and its user's line.
 """
 
@@ -87,8 +88,9 @@ def fuse_epilogues(program: Program) -> Program:
                 readers[id(before.outputs[0])] == 1 and id(before.outputs[0]) not in fetched \
                 and id(before) not in waited:
             adds.add(id(before.origin))
-    pairs = {}  # id(the op of a ReluGrad) -> the SumTo taken into the same node (as it is here:
-    # a copy has its names and tensors)
+    # id(the op of a ReluGrad) -> the SumTo taken into the same node (as it is here: a copy
+    # has its names and tensors)
+    pairs = {}
     for node in nodes:
         if node.type == "ReluGrad" and known(node):
             total = sums.get(id(node.outputs[0]))
@@ -105,6 +107,7 @@ def fuse_epilogues(program: Program) -> Program:
         if node.type == "Add" and key in adds:
             dropped[key] = node
             return []  # (read by the Relu after it alone, which reads its inputs instead)
+        # (a dropped Add has one reader, the Relu just after it: this one)
         if node.type == "Relu" and node.inputs[0].producer is not None and \
                 id(node.inputs[0].producer.origin) in dropped:
             add = dropped[id(node.inputs[0].producer.origin)]
