@@ -59,44 +59,9 @@ RELU_GRAD_BIAS_SUM = OpDef("ReluGradBiasSum", _relu_grad_bias_sum_infer,
 def fuse_epilogues(program: Program) -> Program:
     """The program with its bias-add-and-ReLU pairs and their gradients as one node each."""
     program = map_regions(program, fuse_epilogues)
-    nodes = program.nodes
-    if not any(node.type in _EPILOGUE_ENDS for node in nodes):
+    if not any(node.type in _EPILOGUE_ENDS for node in program.nodes):
         return program  # (most plans: no more than this one look at each node)
-    # The nodes to fuse are known by their graph ops: a visit may be given a copy of one (its
-    # inputs replaced by what an earlier visit substituted), which in a program not owned
-    # (a region's) has values of its own, but the same op. An op that made more than one
-    # node here is left alone.
-    made: dict[int, int] = {}  # id(op) -> how many nodes it made
-    readers: dict[int, int] = {}  # id(Value) -> how many inputs of nodes read it
-    sums: dict[int, Node] = {}    # id(a ReluGrad's result) -> the first SumTo to fuse with it
-    for node in nodes:
-        made[id(node.origin)] = made.get(id(node.origin), 0) + 1
-        for v in node.runtime_inputs():
-            readers[id(v)] = readers.get(id(v), 0) + 1
-        if node.type == "SumTo" and id(node.inputs[0]) not in sums and _sums_rows(node):
-            sums[id(node.inputs[0])] = node
-
-    def known(node) -> bool:
-        return node.origin is not None and made[id(node.origin)] == 1
-
-    fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
-    waited = waited_on(program)
-    adds = set()  # id(the op of an Add taken into the Relu just after it)
-    for before, node in zip(nodes, nodes[1:]):
-        if node.type == "Relu" and node.inputs[0].producer is before and known(before) and \
-                known(node) and _bias_add(before) is not None and \
-                readers[id(before.outputs[0])] == 1 and id(before.outputs[0]) not in fetched \
-                and id(before) not in waited:
-            adds.add(id(before.origin))
-    # id(the op of a ReluGrad) -> the SumTo taken into the same node (as it is here: a copy
-    # has its names and tensors)
-    pairs = {}
-    for node in nodes:
-        if node.type == "ReluGrad" and known(node):
-            total = sums.get(id(node.outputs[0]))
-            if total is not None and known(total) and id(total) not in waited and \
-                    not total.controls and _large_float(node.outputs[0]):
-                pairs[id(node.origin)] = total
+    adds, pairs = _fusible(program)
     if not adds and not pairs:
         return program
     dropped: dict[int, Node] = {}  # id(an Add's op) -> the Add as visited (its inputs now)
@@ -123,6 +88,48 @@ def fuse_epilogues(program: Program) -> Program:
         return node
 
     return rewrite(program, visit, region=lambda region: region)
+
+
+def _fusible(program: Program) -> tuple[set[int], dict[int, Node]]:
+    """(adds, pairs): the ids of the graph ops of the Adds to take into the Relu just after
+    each, and for the ops of the ReluGrads to fuse, the SumTo of each (as it is here: a copy
+    has its names and tensors).
+
+    The nodes to fuse are known by their graph ops: a visit may be given a copy of one (its
+    inputs replaced by what an earlier visit substituted), which in a program not owned (a
+    region's) has values of its own, but the same op. An op that made more than one node
+    here is left alone."""
+    nodes = program.nodes
+    made: dict[int, int] = {}  # id(op) -> how many nodes it made
+    readers: dict[int, int] = {}  # id(Value) -> how many inputs of nodes read it
+    sums: dict[int, Node] = {}    # id(a ReluGrad's result) -> the first SumTo to fuse with it
+    for node in nodes:
+        made[id(node.origin)] = made.get(id(node.origin), 0) + 1
+        for v in node.runtime_inputs():
+            readers[id(v)] = readers.get(id(v), 0) + 1
+        if node.type == "SumTo" and id(node.inputs[0]) not in sums and _sums_rows(node):
+            sums[id(node.inputs[0])] = node
+
+    def known(node) -> bool:
+        return node.origin is not None and made[id(node.origin)] == 1
+
+    fetched = {id(f) for f in program.fetches if isinstance(f, Value)}
+    waited = waited_on(program)
+    adds = set()
+    for before, node in zip(nodes, nodes[1:]):
+        if node.type == "Relu" and node.inputs[0].producer is before and known(before) and \
+                known(node) and _bias_add(before) is not None and \
+                readers[id(before.outputs[0])] == 1 and id(before.outputs[0]) not in fetched \
+                and id(before) not in waited:
+            adds.add(id(before.origin))
+    pairs = {}
+    for node in nodes:
+        if node.type == "ReluGrad" and known(node):
+            total = sums.get(id(node.outputs[0]))
+            if total is not None and known(total) and id(total) not in waited and \
+                    not total.controls and _large_float(node.outputs[0]):
+                pairs[id(node.origin)] = total
+    return adds, pairs
 
 
 def _made(opdef: OpDef, inputs, node: Node, replaced: tuple, absorbed: tuple) -> Node:
