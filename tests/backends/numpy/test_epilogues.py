@@ -252,49 +252,6 @@ def test_a_transposed_layer_is_the_same_with_and_without_the_pass():
         assert on.tobytes() == off.tobytes()
 
 
-def _two_layers_in_a_cond():
-    """Two dense layers with bias and ReLU inside a cond's branch (a region, whose program
-    is not owned: a node there is copied with values of its own when an earlier one is
-    replaced), their loss differentiated through the cond: (graph, feed, tensors)."""
-    g = sg.Graph()
-    with g.as_default():
-        rng = np.random.default_rng(3)
-        x = sg.placeholder(sg.float32, [512, 64], name="x")
-        p = sg.placeholder(sg.bool, [], name="p")
-        w1, w2 = (sg.Variable(rng.normal(0, 0.2, s).astype(np.float32))
-                  for s in [(64, 256), (256, 256)])
-        b1, b2 = (sg.Variable(rng.normal(0, 0.2, 256).astype(np.float32)) for _ in range(2))
-
-        def layers():
-            h = sg.nn.relu(sg.matmul(x, w1) + b1)
-            return sg.nn.relu(sg.matmul(h, w2) + b2)
-
-        y = sg.cond(p, layers, lambda: sg.matmul(x, w1))
-        loss = sg.reduce_sum(sg.square(y))
-        grads = sg.gradients(loss, [w1, b1, w2, b2])
-        init = sg.global_variables_initializer()
-    feed = {x: rng.standard_normal((512, 64)).astype(np.float32), p: True}
-    return g, feed, [loss, *grads], init
-
-
-@pytest.mark.parametrize("loops", [pytest.param(True, marks=needs_loops), False])
-def test_in_a_conds_branches_every_layer_is_fused_and_the_same(monkeypatch, loops):
-    _both_ways(monkeypatch, loops)
-    g, feed, fetches, init = _two_layers_in_a_cond()
-    results, sources = [], []
-    for options in (ON, OFF):
-        with sg.Session(graph=g, options=options) as sess:
-            sess.run(init)
-            results.append(sess.run(fetches, feed))
-            sources.append(sess.source(fetches, feed))
-    for a, b in zip(*results):
-        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
-    on, off = sources
-    assert on.count("= rt.bias_relu(") == 4  # both layers, in the branch and its gradient's
-    assert on.count("= rt.relu_grad_bias_sum(") == 2
-    assert "rt.bias_relu" not in off and "rt.relu_grad_bias_sum" not in off
-
-
 def _two_layers(x, w1, b1, w2, b2):
     h = sg.nn.relu(sg.matmul(x, w1) + b1)
     return sg.nn.relu(sg.matmul(h, w2) + b2)
@@ -303,6 +260,47 @@ def _two_layers(x, w1, b1, w2, b2):
 def _layer_vars(rng):
     return [sg.Variable(rng.normal(0, 0.2, s).astype(np.float32))
             for s in [(64, 256), (256,), (256, 256), (256,)]]
+
+
+def _sources_on_and_off(g, init, fetches, feed):
+    """The plan's source with the pass on and off, once every fetch has been found the same
+    byte for byte both ways."""
+    results, sources = [], []
+    for options in (ON, OFF):
+        with sg.Session(graph=g, options=options) as sess:
+            sess.run(init)
+            results.append(sess.run(fetches, feed))
+            sources.append(sess.source(fetches, feed))
+    for a, b in zip(*results):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    return sources
+
+
+def _two_layers_in_a_cond():
+    """Two dense layers with bias and ReLU inside a cond's branch (a region, whose program
+    is not owned: a node there is copied with values of its own when an earlier one is
+    replaced), their loss differentiated through the cond: (graph, init, fetches, feed)."""
+    g = sg.Graph()
+    with g.as_default():
+        rng = np.random.default_rng(3)
+        x = sg.placeholder(sg.float32, [512, 64], name="x")
+        p = sg.placeholder(sg.bool, [], name="p")
+        params = _layer_vars(rng)
+        y = sg.cond(p, lambda: _two_layers(x, *params), lambda: sg.matmul(x, params[0]))
+        loss = sg.reduce_sum(sg.square(y))
+        fetches = [loss, *sg.gradients(loss, params)]
+        init = sg.global_variables_initializer()
+    feed = {x: rng.standard_normal((512, 64)).astype(np.float32), p: True}
+    return g, init, fetches, feed
+
+
+@pytest.mark.parametrize("loops", [pytest.param(True, marks=needs_loops), False])
+def test_in_a_conds_branches_every_layer_is_fused_and_the_same(monkeypatch, loops):
+    _both_ways(monkeypatch, loops)
+    on, off = _sources_on_and_off(*_two_layers_in_a_cond())
+    assert on.count("= rt.bias_relu(") == 4  # both layers, in the branch and its gradient's
+    assert on.count("= rt.relu_grad_bias_sum(") == 2
+    assert "rt.bias_relu" not in off and "rt.relu_grad_bias_sum" not in off
 
 
 def test_a_program_not_owned_has_every_layer_fused():
@@ -352,14 +350,8 @@ def test_a_bias_add_read_elsewhere_in_a_branch_stays():
         y = sg.cond(sg.constant(True), branch, lambda: sg.reduce_sum(x))
         init = sg.global_variables_initializer()
     feed = {x: rng.standard_normal((512, 256)).astype(np.float32)}
-    results, sources = [], []
-    for options in (ON, OFF):
-        with sg.Session(graph=g, options=options) as sess:
-            sess.run(init)
-            results.append(sess.run(y, feed))
-            sources.append(sess.source(y, feed))
-    assert np.asarray(results[0]).tobytes() == np.asarray(results[1]).tobytes()
-    assert "rt.bias_relu" not in sources[0]
+    on, _ = _sources_on_and_off(g, init, [y], feed)
+    assert "rt.bias_relu" not in on
 
 
 def test_in_a_while_loops_body_the_layers_and_their_gradients_are_fused():
@@ -378,13 +370,6 @@ def test_in_a_while_loops_body_the_layers_and_their_gradients_are_fused():
         fetches = [loss, *sg.gradients(loss, params)]
         init = sg.global_variables_initializer()
     feed = {x: rng.standard_normal((512, 64)).astype(np.float32)}
-    results, sources = [], []
-    for options in (ON, OFF):
-        with sg.Session(graph=g, options=options) as sess:
-            sess.run(init)
-            results.append(sess.run(fetches, feed))
-            sources.append(sess.source(fetches, feed))
-    for a, b in zip(*results):
-        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
-    assert sources[0].count("= rt.bias_relu(") >= 2  # the body's two layers
-    assert sources[0].count("= rt.relu_grad_bias_sum(") >= 2  # and the gradient's
+    on, _ = _sources_on_and_off(g, init, fetches, feed)
+    assert on.count("= rt.bias_relu(") >= 2  # the body's two layers
+    assert on.count("= rt.relu_grad_bias_sum(") >= 2  # and the gradient's
