@@ -180,6 +180,9 @@ CONV_CASES = [
     ((2, 9, 7, 3), (3, 3, 3, 2), (2, 1), "SAME", (2, 1)),  # stride and dilation per axis
     ((2, 5, 6, 2), (3, 3, 2, 2), (1, 2), ((1, 0), (2, 1)), (1, 1)),  # explicit padding
     ((2, 4, 4, 3), (1, 1, 3, 5), (1, 1), "VALID", (1, 1)),  # 1x1: a matmul over channels
+    # stride 1, a pad wider than the window's reach: the input gradient cannot be a
+    # convolution of dy with the turned filter (negative padding), so col2im's slice-adds
+    ((2, 4, 5, 2), (3, 3, 2, 3), (1, 1), ((3, 0), (1, 2)), (1, 1)),
 ]
 
 
@@ -343,6 +346,21 @@ def test_pool_gradients(case, dtype):
              ref_max_pool_grad_grad(x, g, *case[1:])]
     for t, v, want in zip(ts, got, wants):
         check(t, v, want, dtype)
+
+
+def test_max_pool_gradient_of_infinities_nans_and_signed_zeros():
+    """Where the windows tile the input, runtime_conv multiplies dy by each offset's mask of
+    first maxima, and inf * 0 is NaN: a dy holding inf, NaN or -0 must still go to its
+    window's first maximum alone, with every other element +0."""
+    x = RNG.integers(-2, 2, (2, 4, 4, 3)).astype(np.float32)  # ties: the first maximum wins
+    kw = _pool_kw(((2, 4, 4, 3), (2, 2), (2, 2), "VALID"))
+    for special in (np.inf, -np.inf, np.nan, -0.0):
+        dy = RNG.uniform(-1, 1, (2, 2, 2, 3)).astype(np.float32)
+        dy[0, 1, 0, 2] = dy[1, 0, 1, 0] = special
+        _, (got,) = run(lambda a, b: sg.gradients(sg.nn.max_pool(a, **kw), a, grad_ys=b),
+                        [x, dy])
+        np.testing.assert_array_equal(got, ref_max_pool_grad(x, dy, (2, 2), (2, 2), "VALID"))
+        assert not np.signbit(got[got == 0]).any(), f"a -0 in the gradient (dy with {special})"
 
 
 def test_pool_aliases_and_unknown_batch():
