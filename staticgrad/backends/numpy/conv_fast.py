@@ -26,7 +26,9 @@ pooling gradient goes to the first maximum of each window, as TF's and runtime_c
 of other dtypes than float32 and float64, and empty ones, go to runtime_conv.
 
 Used where numba imports with its JIT on and the environment variable STATICGRAD_FAST is
-not 0, false, no or off (as runtime_fast); `why_not()` says why not. The loops compile on
+not 0, false, no or off (as runtime_fast); `why_not()` says why not. Only for calls from a
+size (LOOPS_MIN_MACS, LOOPS_MIN_ELEMENTS): smaller ones stay with runtime_conv, so that a
+program of small layers never pays for loading numba. The loops compile on
 first use for each dtype (a few seconds; numba caches them on disk). An export carries
 runtime_conv's kernels (NumPy only), not these.
 """
@@ -84,6 +86,35 @@ def _load():
             _state["threads"] = max(1, int(numba.config.NUMBA_NUM_THREADS))
             _state["kernels"] = _conv_kernels
     return _state.get("kernels")
+
+
+# Calls under these sizes stay with runtime_conv's NumPy kernels (the epilogues with NumPy's
+# steps), numba's loops unloaded: loading them (numba's import and its type system, on the
+# first call of a loop) takes about 0.7 s, while on small arrays runtime_conv's kernels are
+# about as fast as the loops, or slower by tens of microseconds a call (pools). So a program
+# whose every call is small (the digits examples: batches of 32 and 450 8x8 images) never
+# loads numba. Convolutions by multiply-adds: at 29M (cnn3's first layer at batch 128)
+# runtime_conv's forward and filter gradient took 0.8-0.9x of the loops' time, at 462M
+# 1.5-1.7x. Pools and epilogues by elements: runtime_conv's pools are 2-4x slower from 0.5M
+# elements (0.32 against 0.10 ms at 461K). benchmarks/README.md, "Small programs without
+# numba".
+LOOPS_MIN_MACS = 1 << 26
+LOOPS_MIN_ELEMENTS = 1 << 19
+
+
+def _loops_for(size: int, least: int):
+    """numba's loops for a call of `size` (multiply-adds or elements), or None: under
+    `least`, or where the loops are not available."""
+    if size < least:
+        return None
+    return _state.get("kernels") or _load()
+
+
+def conv_macs(positions: tuple, filter_shape: tuple) -> int:
+    """The multiply-adds of a convolution or either of its gradients: the output's (or dy's)
+    leading dims [N, OH, OW] times the filter's size."""
+    return int(np.prod(positions[:3], dtype=np.int64)) * int(np.prod(filter_shape,
+                                                                      dtype=np.int64))
 
 
 MIN_SPLIT = 1 << 18  # elements a call reads or writes, under which one thread does it all
@@ -168,9 +199,9 @@ def _columns(kernels, x, k_hw, strides, pads, dilations, out_hw):
 
 def conv2d(x, w, strides, padding, dilations):
     """runtime_conv.conv2d: one im2col matrix times the filter as a matrix."""
-    kernels = _state.get("kernels") or _load()
     pads = resolve_pads(padding, x.shape[1:3], w.shape[:2], strides, dilations)
     out_hw = ref.output_hw(x.shape[1:3], w.shape[:2], strides, pads, dilations)
+    kernels = _loops_for(conv_macs((x.shape[0], *out_hw), w.shape), LOOPS_MIN_MACS)
     if kernels is None or not _fits(x, w) or min(out_hw) < 1:
         return ref.conv2d(x, w, strides, padding, dilations)
     if conv_blocked.available():
@@ -184,7 +215,7 @@ def conv2d(x, w, strides, padding, dilations):
 
 def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
     """runtime_conv.conv2d_backprop_input: dy times the filter's transpose, then col2im."""
-    kernels = _state.get("kernels") or _load()
+    kernels = _loops_for(conv_macs(dy.shape, w.shape), LOOPS_MIN_MACS)
     input_shape = tuple(int(d) for d in input_shape)
     if kernels is None or not _fits(w, dy) or 0 in input_shape:
         return ref.conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations)
@@ -205,8 +236,8 @@ def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
 
 def conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations):
     """runtime_conv.conv2d_backprop_filter: the im2col matrix's transpose times dy."""
-    kernels = _state.get("kernels") or _load()
     filter_shape = tuple(int(d) for d in filter_shape)
+    kernels = _loops_for(conv_macs(dy.shape, filter_shape), LOOPS_MIN_MACS)
     if kernels is None or not _fits(x, dy) or 0 in filter_shape:
         return ref.conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations)
     pads = resolve_pads(padding, x.shape[1:3], filter_shape[:2], strides, dilations)
@@ -238,7 +269,7 @@ def _tiled(in_hw, ksize, strides, corner, out_hw) -> bool:
 
 def max_pool(x, ksize, strides, padding):
     """runtime_conv.max_pool in one pass."""
-    kernels = _state.get("kernels") or _load()
+    kernels = _loops_for(x.size, LOOPS_MIN_ELEMENTS)
     pads, out_hw = _pool_setup(x.shape, ksize, strides, padding)
     if kernels is None or not _fits(x) or min(out_hw) < 1:
         return ref.max_pool(x, ksize, strides, padding)
@@ -252,7 +283,7 @@ def max_pool(x, ksize, strides, padding):
 def max_pool_grad(x, y, dy, ksize, strides, padding):
     """runtime_conv.max_pool_grad in one pass; where the windows do not overlap, each
     element of the gradient written once, with no zeroing first where they tile the input."""
-    kernels = _state.get("kernels") or _load()
+    kernels = _loops_for(x.size, LOOPS_MIN_ELEMENTS)
     if kernels is None or not _fits(x, y, dy):
         return ref.max_pool_grad(x, y, dy, ksize, strides, padding)
     pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
@@ -275,7 +306,7 @@ def _divisors(ksize, dtype):
 
 def avg_pool(x, ksize, strides, padding):
     """runtime_conv.avg_pool in one pass."""
-    kernels = _state.get("kernels") or _load()
+    kernels = _loops_for(x.size, LOOPS_MIN_ELEMENTS)
     pads, out_hw = _pool_setup(x.shape, ksize, strides, padding)
     if kernels is None or not _fits(x) or min(out_hw) < 1:
         return ref.avg_pool(x, ksize, strides, padding)
@@ -290,8 +321,8 @@ def avg_pool(x, ksize, strides, padding):
 def avg_pool_grad(input_shape, dy, ksize, strides, padding):
     """runtime_conv.avg_pool_grad in one pass; where the windows do not overlap, each
     element of the gradient written once, with no zeroing first where they tile the input."""
-    kernels = _state.get("kernels") or _load()
     input_shape = tuple(int(d) for d in input_shape)
+    kernels = _loops_for(int(np.prod(input_shape, dtype=np.int64)), LOOPS_MIN_ELEMENTS)
     if kernels is None or not _fits(dy) or 0 in input_shape:
         return ref.avg_pool_grad(input_shape, dy, ksize, strides, padding)
     pads = resolve_pads(padding, input_shape[1:3], ksize, strides)
@@ -312,7 +343,7 @@ def avg_pool_grad(input_shape, dy, ksize, strides, padding):
 def bias_relu(x, b, out=None):
     """np.maximum(x + b, 0) for x of shape [..., C] and a bias b of shape [C], in one pass
     (NumPy makes two, the first slow where C is short); into `out` if given (x's buffer)."""
-    kernels = _state.get("kernels") or _load()
+    kernels = _loops_for(x.size, LOOPS_MIN_ELEMENTS)
     if kernels is None or x.dtype not in _DTYPES or b.dtype != x.dtype or not x.size or \
             not (x if out is None else out).flags.c_contiguous or \
             (out is not None and out.dtype != x.dtype):
@@ -334,7 +365,7 @@ def relu_grad_bias_sum(dy, f, out=None):
     gradient of the bias added before it, in one pass (NumPy makes a mask array, the product
     and the sum); the gradient into `out` if given (dy's or f's buffer). The sum adds the
     rows in order, as np.sum over the leading axes does."""
-    kernels = _state.get("kernels") or _load()
+    kernels = _loops_for(dy.size, LOOPS_MIN_ELEMENTS)
     c = dy.shape[-1]
     if kernels is None or dy.dtype not in _DTYPES or f.dtype != dy.dtype or not dy.size or \
             c == 1 or not (out.flags.c_contiguous if out is not None else

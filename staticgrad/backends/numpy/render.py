@@ -29,7 +29,7 @@ from ...ops.kernels import render_format, render_numpy, scalar_literal
 from ...ops.state_ops import Store
 from ...ops.table import get_opdef
 from ..base import Rendered
-from . import fast, parts, products, regions
+from . import conv_fast, fast, parts, products, regions
 from .epilogues import EPILOGUES
 from .fused import render_group
 from .lowering import NO_WEAK_LITERALS, out_form
@@ -71,7 +71,9 @@ class _NumpyWalk(Walk):
         self.uses_one_pass = False          # a fused group is a numba kernel (`nb`)
         # the run holds the BLAS to one thread where the [fast] extra runs one_blas_thread_ops
         # (rt.one_blas_thread says at run time: the source is the same with or without it, and
-        # rendering loads no numba), its large products as rt.matmul
+        # rendering loads no numba), its large products as rt.matmul; only with a convolution
+        # large enough for conv_fast's loops (the others are runtime_conv's, whole-batch
+        # products on the BLAS's own threads)
         self.one_blas_thread = module.one_blas_thread if module is not None else (
             vector_math and self._holds_one_blas_thread_op(program))
         self.kernels = []  # (lines, the op of each line) of each fused group's block kernel
@@ -173,7 +175,7 @@ class _NumpyWalk(Walk):
 
     def _holds_one_blas_thread_op(self, program: Program) -> bool:
         ops = self.one_blas_thread_ops
-        return bool(ops) and any(node.type in ops for node in walk(program))
+        return bool(ops) and any(node.type in ops and _on_loops(node) for node in walk(program))
 
     def copied(self, v: Value, e: str) -> str:
         """A fetch `e` (of value `v`) that the run keeps or shares, as a copy to hand out."""
@@ -479,6 +481,17 @@ def _weak_ok(consumer: Node, v: Value) -> bool:
         if o is not v and o.dtype is dtype and o.const is None:
             return True
     return False
+
+
+def _on_loops(node: Node) -> bool:
+    """Is convolution `node` large enough for conv_fast's loops (conv_blocked's, around
+    one-threaded products), or of a size known only at run time?"""
+    positions = node.outputs[0] if node.type == "Conv2D" else node.inputs[2]
+    filt = node.outputs[0] if node.type == "Conv2DBackpropFilter" else node.inputs[1]
+    dims = [positions.shape.dims, filt.shape.dims]
+    if any(d is None or None in d for d in dims):
+        return True
+    return conv_fast.conv_macs(dims[0], dims[1]) >= conv_fast.LOOPS_MIN_MACS
 
 
 def _split_product(node: Node) -> bool:

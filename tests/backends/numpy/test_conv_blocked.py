@@ -22,6 +22,8 @@ import pytest
 from staticgrad import runtime_conv as ref
 from staticgrad.backends.numpy import conv_blocked, conv_fast
 
+pytestmark = pytest.mark.usefixtures("loops_at_every_size")  # (conftest.py)
+
 needs_blocks = pytest.mark.skipif(
     not (conv_fast.available() and conv_blocked.available()),
     reason="needs numba's loops and threadpoolctl with a BLAS it knows")

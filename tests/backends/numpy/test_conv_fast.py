@@ -24,6 +24,7 @@ from staticgrad.backends.numpy import conv_blocked, conv_fast
 needs_loops = pytest.mark.skipif(not conv_fast.available(),
                                  reason=f"conv_fast's loops unavailable: {conv_fast.why_not()}")
 ROOT = Path(__file__).resolve().parents[3]
+pytestmark = pytest.mark.usefixtures("loops_at_every_size")  # (conftest.py)
 
 CONV_CASES = [  # (input shape, kernel, out channels, strides, padding, dilations)
     (shape, k, o, s, pad, d)
@@ -360,6 +361,54 @@ def test_an_export_carries_runtime_conv_not_the_loops(tmp_path):
     source = (tmp_path / "conv.py").read_text()
     assert "def conv2d(" in source and "def max_pool(" in source
     assert "numba" not in source and "_conv_kernels" not in source and "over_batch" not in source
+
+
+@needs_loops
+def test_calls_go_to_the_loops_from_their_thresholds(monkeypatch):
+    """A convolution of LOOPS_MIN_MACS multiply-adds or more runs on the loops, one of fewer
+    on runtime_conv's kernel; a pool likewise by its input's elements (LOOPS_MIN_ELEMENTS)."""
+    x, w = _arrays((2, 6, 6, 3), np.float32, (3, 3, 3, 4))
+    macs = 2 * 6 * 6 * 4 * (3 * 3 * 3)  # each output element: a 3x3x3 window
+    assert conv_fast.conv_macs((2, 6, 6, 4), w.shape) == macs
+    numpy_calls = []
+    for name in ("conv2d", "max_pool"):
+        real = getattr(ref, name)
+        monkeypatch.setattr(ref, name, lambda *a, real=real, name=name:
+                            numpy_calls.append(name) or real(*a))
+    for macs_least, elements_least, want in ((macs + 1, x.size + 1, ["conv2d", "max_pool"]),
+                                             (macs, x.size, [])):
+        monkeypatch.setattr(conv_fast, "LOOPS_MIN_MACS", macs_least)
+        monkeypatch.setattr(conv_fast, "LOOPS_MIN_ELEMENTS", elements_least)
+        numpy_calls.clear()
+        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
+        conv_fast.max_pool(x, (2, 2), (2, 2), "VALID")
+        assert numpy_calls == want, (macs_least, elements_least)
+
+
+@needs_loops
+def test_a_program_of_small_calls_never_loads_numba():
+    """Under the thresholds every call stays with runtime_conv: the training steps of a small
+    convolutional network (the digits LeNet's shapes, batches of 32 and a last one of 3) and
+    its forward pass on 450 images never import numba, whose load (about 0.7 s) would cost a
+    short program more than its loops save."""
+    code = "\n".join([
+        "import sys", "import numpy as np", "import staticgrad as sg",
+        "x = sg.placeholder(sg.float32, [None, 8, 8, 1])",
+        "net = sg.layers.conv2d(x, 16, 3, padding='same', activation=sg.nn.relu)",
+        "net = sg.layers.max_pooling2d(net, 2, 2)",
+        "net = sg.layers.conv2d(net, 32, 3, padding='same', activation=sg.nn.relu)",
+        "net = sg.layers.average_pooling2d(net, 2, 2)",
+        "loss = sg.reduce_mean(sg.square(net))",
+        "train = sg.train.AdamOptimizer(0.01).minimize(loss)",
+        "with sg.Session() as sess:",
+        "    sess.run(sg.global_variables_initializer())",
+        "    for batch in (32, 32, 3):",
+        "        sess.run(train, {x: np.ones((batch, 8, 8, 1), np.float32)})",
+        "    print(sess.run(loss, {x: np.ones((450, 8, 8, 1), np.float32)}) >= 0)",
+        "print('numba' in sys.modules)"])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.split() == ["True", "False"]
 
 
 def test_switched_off_by_the_environment():

@@ -13,6 +13,7 @@ from tests.passes.helpers import program_for, types
 
 needs_loops = pytest.mark.skipif(not conv_fast.available(),
                                  reason=f"conv_fast's loops unavailable: {conv_fast.why_not()}")
+pytestmark = pytest.mark.usefixtures("loops_at_every_size")  # (conftest.py)
 
 OFF = sg.CompileOptions(disable={"epilogues"}, verify=True)
 ON = sg.CompileOptions(verify=True)

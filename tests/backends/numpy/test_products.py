@@ -125,7 +125,7 @@ def _blas_threads():
 
 
 @needs_blocks
-@pytest.mark.usefixtures("g")
+@pytest.mark.usefixtures("g", "loops_at_every_size")
 @pytest.mark.parametrize("batch", [64, None])
 def test_a_plan_with_convolutions_holds_the_blas_to_one_thread_and_splits_products(
         batch, tmp_path):
@@ -169,7 +169,25 @@ def test_a_plan_without_convolutions_leaves_the_blas_alone():
     assert "one_blas_thread" not in source and "rt.matmul" not in source
 
 
+@needs_blocks
 @pytest.mark.usefixtures("g")
+def test_a_plan_whose_convolutions_stay_with_runtime_conv_holds_nothing(monkeypatch):
+    """Only a convolution large enough for the loops (conv_fast.LOOPS_MIN_MACS) makes the run
+    hold the BLAS to one thread: under it, runtime_conv's whole-batch products keep the
+    BLAS's threads. The net's largest convolution, the filter gradient, is 64 * 16 * 16 * 72
+    multiply-adds."""
+    x, loss, grads = _conv_net(64)
+    feed = {x: np.zeros((64, 16, 16, 1), np.float32)}
+    sources = []
+    for least in (64 * 16 * 16 * 72 + 1, 64 * 16 * 16 * 72):
+        monkeypatch.setattr(conv_fast, "LOOPS_MIN_MACS", least)
+        with sg.Session() as sess:
+            sources.append(sess.source([loss, grads], feed))
+    assert "one_blas_thread" not in sources[0] and "rt.matmul" not in sources[0]
+    assert "with rt.one_blas_thread():" in sources[1] and "rt.matmul(" in sources[1]
+
+
+@pytest.mark.usefixtures("g", "loops_at_every_size")
 def test_without_numbas_loops_the_same_source_runs_on_numpys_own_products(monkeypatch):
     """The source does not depend on the [fast] extra; without its loops (runtime_conv's
     convolutions, whose whole-batch products want OpenBLAS's threads) the run holds nothing
