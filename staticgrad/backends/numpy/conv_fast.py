@@ -35,6 +35,7 @@ runtime_conv's kernels (NumPy only), not these.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -113,8 +114,7 @@ def _loops_for(size: int, least: int):
 def conv_macs(positions: tuple, filter_shape: tuple) -> int:
     """The multiply-adds of a convolution or either of its gradients: the output's (or dy's)
     leading dims [N, OH, OW] times the filter's size."""
-    return int(np.prod(positions[:3], dtype=np.int64)) * int(np.prod(filter_shape,
-                                                                      dtype=np.int64))
+    return math.prod(positions[:3]) * math.prod(filter_shape)  # (Python ints: no overflow)
 
 
 MIN_SPLIT = 1 << 18  # elements a call reads or writes, under which one thread does it all
@@ -322,7 +322,7 @@ def avg_pool_grad(input_shape, dy, ksize, strides, padding):
     """runtime_conv.avg_pool_grad in one pass; where the windows do not overlap, each
     element of the gradient written once, with no zeroing first where they tile the input."""
     input_shape = tuple(int(d) for d in input_shape)
-    kernels = _loops_for(int(np.prod(input_shape, dtype=np.int64)), LOOPS_MIN_ELEMENTS)
+    kernels = _loops_for(math.prod(input_shape), LOOPS_MIN_ELEMENTS)
     if kernels is None or not _fits(dy) or 0 in input_shape:
         return ref.avg_pool_grad(input_shape, dy, ksize, strides, padding)
     pads = resolve_pads(padding, input_shape[1:3], ksize, strides)
