@@ -66,6 +66,8 @@ KNOBS = (
     "staticgrad.codegen.parts:WIDTH",
     # which 2-D products a plan with convolutions writes as rt.matmul (render.py)
     "staticgrad.backends.numpy.conv_blocked:MIN_SPLIT_MACS",
+    # whether a plan's convolutions are large enough for its run to hold the BLAS (render.py)
+    "staticgrad.backends.numpy.conv_fast:LOOPS_MIN_MACS",
 )
 # Where a knob of a recorded corpus lives now, when a refactor moved it: {recorded: current},
 # e.g. "staticgrad.codegen.parts:SPLIT_ABOVE": "staticgrad.backends.numpy.parts:SPLIT_ABOVE".

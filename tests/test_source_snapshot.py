@@ -144,9 +144,10 @@ def test_an_update_rewrites_only_the_records_that_differ(tmp_path):
 
 def test_the_product_split_threshold_a_test_changed_is_recorded(monkeypatch):
     """Which products a plan with convolutions writes as rt.matmul is decided when it renders,
-    by conv_blocked.MIN_SPLIT_MACS: a compile made while a test had lowered it replays with
-    that value (a knob), not today's."""
-    from staticgrad.backends.numpy import conv_blocked
+    by conv_blocked.MIN_SPLIT_MACS, and whether it holds the BLAS at all by
+    conv_fast.LOOPS_MIN_MACS: a compile made while a test had lowered them replays with those
+    values (knobs), not today's."""
+    from staticgrad.backends.numpy import conv_blocked, conv_fast
 
     recorder = source_corpus.Recorder()
     graph = sg.Graph()
@@ -158,6 +159,7 @@ def test_the_product_split_threshold_a_test_changed_is_recorded(monkeypatch):
     recorder.install()
     try:
         monkeypatch.setattr(conv_blocked, "MIN_SPLIT_MACS", 0)  # (a test's split_everything)
+        monkeypatch.setattr(conv_fast, "LOOPS_MIN_MACS", 0)  # (loops_at_every_size)
         with source_corpus.pinned({}, True), sg.Session(graph=graph) as sess:
             sess.source(y, {x: np.zeros((2, 8, 8, 1), np.float32)})
     finally:
@@ -165,6 +167,8 @@ def test_the_product_split_threshold_a_test_changed_is_recorded(monkeypatch):
         monkeypatch.undo()
     (entry,) = recorder.entries.values()
     assert "rt.matmul(" in entry["source"]
+    assert entry["knobs"] == {"staticgrad.backends.numpy.conv_blocked:MIN_SPLIT_MACS": 0,
+                              "staticgrad.backends.numpy.conv_fast:LOOPS_MIN_MACS": 0}
     replayed = source_corpus.compile_source(
         source_corpus.load_graph(recorder.graphs[entry["graph"]]), entry)
     assert replayed == entry["source"]
