@@ -6,14 +6,22 @@ arithmetic (generated code passes the resolved pairs; the strings are the fallba
 spatial size is known only at run time).
 
 - Forward conv: a strided window view of the padded input, copied into one matrix (im2col
-  without a Python loop), times the filter as a matrix.
-- Backward: the filter gradient is one `tensordot` over the same windows; the input gradient
-  multiplies once (out_backprop x filter) and scatter-adds the result back, one slice-add per
-  kernel offset (col2im).
+  without a Python loop; with one input channel, one strided copy per kernel offset), times
+  the filter as a matrix.
+- Backward: the filter gradient is the same matrix's transpose times out_backprop. The input
+  gradient, with stride 1 and several input channels, is the convolution of out_backprop
+  with the filter turned half a turn; otherwise out_backprop times the filter's transpose,
+  scatter-added back one slice-add per kernel offset (col2im).
 - Pools fold over the kernel offsets (np.maximum / np.add, in place, on one strided slice per
-  offset), and so do their gradients. Max pooling pads with -inf and routes each gradient to
-  the first maximum of its window (row-major), as TF does; average pooling divides by the
-  number of non-padding elements of each window, as TF does.
+  offset), and so do their gradients; where the windows tile the input, the max pooling
+  gradient compares the input with the maxima once. Max pooling pads with -inf and routes
+  each gradient to the first maximum of its window (row-major), as TF does; average pooling
+  divides by the number of non-padding elements of each window, as TF does.
+
+Written for small layers too: each call is a few NumPy calls with no per-call set-up beyond
+them (no np.pad, no stride_tricks helpers), since a small network's training step makes
+dozens. conv_fast runs its numba loops instead for large calls where the `[fast]` extra is
+installed.
 
 Every kernel keeps its input's dtype.
 """
