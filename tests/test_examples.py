@@ -157,6 +157,18 @@ def test_benchmark_suite_quick(tmp_path):
             assert (target.parent / png).read_bytes().startswith(b"\x89PNG")
 
 
+def test_digits_benchmark_smoke():
+    """bench_digits.py's alternation of two checkouts (here one commit against itself, and
+    the shortest digits example): each run trains and reports its accuracy; no timing
+    asserted."""
+    pytest.importorskip("sklearn")
+    out = run_script("benchmarks/bench_digits.py", "HEAD", "HEAD", "--runs", "1",
+                     "--example", "digits_logistic", timeout=300)
+    runs = [line for line in out.splitlines() if line.startswith("run 1/1 ")]
+    assert len(runs) == 2 and all("test accuracy: 0.9" in line for line in runs), out
+    assert "old / new: training loop" in out
+
+
 def test_scale_benchmark_quick(tmp_path):
     """The scale benchmark of issue 21 in its smoke mode: both chains, in fresh processes,
     match hand NumPy, and the JSON holds each phase's times and memory; no timing asserted."""
