@@ -10,8 +10,9 @@ spatial size is known only at run time).
   the filter as a matrix.
 - Backward: the filter gradient is the same matrix's transpose times out_backprop. The input
   gradient, with stride 1 and several input channels, is the convolution of out_backprop
-  with the filter turned half a turn; otherwise out_backprop times the filter's transpose,
-  scatter-added back one slice-add per kernel offset (col2im).
+  with the filter turned half a turn (unless a pad is wider than the window reaches);
+  otherwise out_backprop times the filter's transpose, scatter-added back one slice-add per
+  kernel offset (col2im).
 - Pools fold over the kernel offsets (np.maximum / np.add, in place, on one strided slice per
   offset), and so do their gradients; where the windows tile the input, the max pooling
   gradient compares the input with the maxima once. Max pooling pads with -inf and routes
@@ -98,7 +99,8 @@ def _taps(k_hw, strides, dilations, out_hw):
 
 def _columns(x, k_hw, strides, dilations, pads, out_hw):
     """The im2col matrix of x, [N*OH*OW, kh*kw*C]: every window as a row. From two channels
-    on, one copy of the windows' view. With one channel a window's row is kw elements, too
+    on, one copy of the windows' view (the view itself where the windows are x's elements,
+    1x1 of stride 1). With one channel a window's row is kw elements, too
     few for NumPy to copy well, so each kernel offset is one strided copy of the whole batch
     into its column (32 8x8 images, 3x3: 65 us against 89 for the view's copy)."""
     xp = _bordered(x, pads)
@@ -118,10 +120,30 @@ def _padded_zeros(input_shape, pads, dtype):
 
 # -- convolution ---------------------------------------------------------------------------------
 
+def _checked_out_hw(what, in_shape, k_shape, strides, pads, dilations, dy_shape=None):
+    """The window positions along each axis of the convolution of an input of `in_shape`
+    [N, H, W, C] with a filter of `k_shape` [kh, kw, C, O]. ValueError, naming `what`, where
+    the (dilated) window does not fit the padded input, the channels differ, or dy_shape (a
+    gradient's) is not the output's: the graph's shape rules say so first, but a module
+    exported with sizes left free meets them only here."""
+    n, h, w, c = in_shape
+    kh, kw, k_in, k_out = k_shape
+    out_hw = output_hw((h, w), (kh, kw), strides, pads, dilations)
+    if min(out_hw) < 1:
+        raise ValueError(f"{what}: the {kh}x{kw} window (dilations {tuple(dilations)}) does "
+                         f"not fit the {h}x{w} input padded by {tuple(pads)}")
+    if k_in != c:
+        raise ValueError(f"{what}: the input has {c} channels and the filter {k_in}")
+    if dy_shape is not None and tuple(dy_shape) != (n, *out_hw, k_out):
+        raise ValueError(f"{what}: out_backprop has shape {tuple(dy_shape)}, the "
+                         f"convolution's output {(n, *out_hw, k_out)}")
+    return out_hw
+
+
 def conv2d(x, w, strides, padding, dilations):
     """Cross-correlation of x [N, H, W, C] with w [kh, kw, C, O]: [N, OH, OW, O]."""
     pads = resolve_pads(padding, x.shape[1:3], w.shape[:2], strides, dilations)
-    out_hw = output_hw(x.shape[1:3], w.shape[:2], strides, pads, dilations)
+    out_hw = _checked_out_hw("Conv2D", x.shape, w.shape, strides, pads, dilations)
     cols = _columns(x, w.shape[:2], strides, dilations, pads, out_hw)
     return (cols @ w.reshape(-1, w.shape[3])).reshape(x.shape[0], *out_hw, w.shape[3])
 
@@ -131,12 +153,15 @@ def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
 
     With stride 1 and more than one input channel, the convolution of dy with the filter
     turned half a turn and its channels swapped, padded so that every window reaching the
-    input is whole (one im2col and one product). Otherwise, and with one channel (whose
-    product would have one column): dy times the filter's transpose, then each kernel
-    offset's slice added back (col2im)."""
+    input is whole (one im2col and one product). Otherwise (a stride, one channel, whose
+    product would have one column, or a pad wider than the window reaches, which would make
+    that padding negative): dy times the filter's transpose, then each kernel offset's slice
+    added back (col2im)."""
     input_shape = tuple(int(d) for d in input_shape)
     kh, kw, c, o = w.shape
     pads = resolve_pads(padding, input_shape[1:3], (kh, kw), strides, dilations)
+    _checked_out_hw("Conv2DBackpropInput", input_shape, w.shape, strides, pads, dilations,
+                    dy.shape)
     (top, bottom), (left, right) = pads
     (dh, dw) = dilations
     span_h, span_w = (kh - 1) * dh, (kw - 1) * dw
@@ -153,9 +178,12 @@ def conv2d_backprop_input(input_shape, w, dy, strides, padding, dilations):
 
 def conv2d_backprop_filter(x, filter_shape, dy, strides, padding, dilations):
     """Gradient of conv2d with respect to its filter of `filter_shape`, given dy."""
-    k_hw = tuple(int(d) for d in filter_shape[:2])
+    filter_shape = tuple(int(d) for d in filter_shape)
+    k_hw = filter_shape[:2]
     pads = resolve_pads(padding, x.shape[1:3], k_hw, strides, dilations)
-    cols = _columns(x, k_hw, strides, dilations, pads, dy.shape[1:3])
+    out_hw = _checked_out_hw("Conv2DBackpropFilter", x.shape, filter_shape, strides, pads,
+                             dilations, dy.shape)
+    cols = _columns(x, k_hw, strides, dilations, pads, out_hw)
     product = columns_t_dot(cols, dy.reshape(-1, dy.shape[3]))
     return product.reshape(*k_hw, x.shape[3], dy.shape[3])
 

@@ -244,3 +244,29 @@ def test_top_k_over_a_free_dimension_smaller_than_k_is_refused_as_a_session_refu
                 sess.run(top, {x: feed[:, :1]})
             with pytest.raises(ValueError, match=r"k \(2\) is more than the last dimension"):
                 module.run(feed[:, :1])
+
+
+def test_convolution_gradients_refuse_an_out_backprop_of_the_wrong_size(tmp_path):
+    """A convolution's gradients exported with free sizes: an out_backprop whose size is not
+    the convolution's output (which the session's shape rules catch, but the exported module
+    meets only when it runs) raises, naming the op, where runtime_conv's turned-filter input
+    gradient and its filter gradient's windows would take their sizes from it."""
+    with sg.Graph().as_default():
+        dy = sg.placeholder(sg.float32, [2, None, None, 4], name="dy")
+        x = sg.placeholder(sg.float32, [2, None, None, 3], name="x")
+        w = sg.constant(np.ones((3, 3, 3, 4), np.float32))
+        dx = sg.nn.conv2d_backprop_input([2, 6, 6, 3], w, dy, [1, 1, 1, 1], "VALID")
+        dw = sg.nn.conv2d_backprop_filter(x, [3, 3, 3, 4], dy, [1, 1, 1, 1], "VALID")
+        with sg.Session() as sess:
+            sg.export([dx], [dy], tmp_path / "dx.py", session=sess)
+            sg.export([dw], [x, dy], tmp_path / "dw.py", session=sess)
+    exported_dx = _import_exported(str(tmp_path / "dx.py"))
+    exported_dw = _import_exported(str(tmp_path / "dw.py"))
+    right, x_value = np.ones((2, 4, 4, 4), np.float32), np.ones((2, 6, 6, 3), np.float32)
+    assert exported_dx.run(right)[0].shape == (2, 6, 6, 3)
+    assert exported_dw.run(x_value, right)[0].shape == (3, 3, 3, 4)
+    for wrong in (np.ones((2, 5, 5, 4), np.float32), np.ones((2, 3, 3, 4), np.float32)):
+        with pytest.raises(ValueError, match=r"Conv2DBackpropInput: out_backprop has shape"):
+            exported_dx.run(wrong)
+        with pytest.raises(ValueError, match=r"Conv2DBackpropFilter: out_backprop has shape"):
+            exported_dw.run(x_value, wrong)
