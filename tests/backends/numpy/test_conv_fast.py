@@ -363,26 +363,48 @@ def test_an_export_carries_runtime_conv_not_the_loops(tmp_path):
     assert "numba" not in source and "_conv_kernels" not in source and "over_batch" not in source
 
 
-@needs_loops
-def test_calls_go_to_the_loops_from_their_thresholds(monkeypatch):
-    """A convolution of LOOPS_MIN_MACS multiply-adds or more runs on the loops, one of fewer
-    on runtime_conv's kernel; a pool likewise by its input's elements (LOOPS_MIN_ELEMENTS)."""
-    x, w = _arrays((2, 6, 6, 3), np.float32, (3, 3, 3, 4))
+def _entries():
+    """(name, call, size) of each of conv_fast's entries on small float32 arrays: the size its
+    threshold counts (multiply-adds for a convolution, elements for the rest)."""
+    x, w, dy = _arrays((2, 6, 6, 3), np.float32, (3, 3, 3, 4), (2, 6, 6, 4))
+    pool = ((2, 2), (2, 2), "VALID")
+    y = ref.max_pool(x, *pool)
+    (dy_pool,) = _arrays(y.shape, np.float32, seed=2)
     macs = 2 * 6 * 6 * 4 * (3 * 3 * 3)  # each output element: a 3x3x3 window
-    assert conv_fast.conv_macs((2, 6, 6, 4), w.shape) == macs
-    numpy_calls = []
-    for name in ("conv2d", "max_pool"):
-        real = getattr(ref, name)
-        monkeypatch.setattr(ref, name, lambda *a, real=real, name=name:
-                            numpy_calls.append(name) or real(*a))
-    for macs_least, elements_least, want in ((macs + 1, x.size + 1, ["conv2d", "max_pool"]),
-                                             (macs, x.size, [])):
-        monkeypatch.setattr(conv_fast, "LOOPS_MIN_MACS", macs_least)
-        monkeypatch.setattr(conv_fast, "LOOPS_MIN_ELEMENTS", elements_least)
-        numpy_calls.clear()
-        conv_fast.conv2d(x, w, (1, 1), "SAME", (1, 1))
-        conv_fast.max_pool(x, (2, 2), (2, 2), "VALID")
-        assert numpy_calls == want, (macs_least, elements_least)
+    assert conv_fast.conv_macs(dy.shape, w.shape) == macs
+    conv = ((1, 1), "SAME", (1, 1))
+    return [("conv2d", lambda: conv_fast.conv2d(x, w, *conv), macs),
+            ("conv2d_backprop_input",
+             lambda: conv_fast.conv2d_backprop_input(x.shape, w, dy, *conv), macs),
+            ("conv2d_backprop_filter",
+             lambda: conv_fast.conv2d_backprop_filter(x, w.shape, dy, *conv), macs),
+            ("max_pool", lambda: conv_fast.max_pool(x, *pool), x.size),
+            ("max_pool_grad", lambda: conv_fast.max_pool_grad(x, y, dy_pool, *pool), x.size),
+            ("avg_pool", lambda: conv_fast.avg_pool(x, *pool), x.size),
+            ("avg_pool_grad", lambda: conv_fast.avg_pool_grad(x.shape, dy_pool, *pool), x.size),
+            ("bias_relu", lambda: conv_fast.bias_relu(dy, w[0, 0, 0]), dy.size),
+            ("relu_grad_bias_sum", lambda: conv_fast.relu_grad_bias_sum(dy, dy), dy.size)]
+
+
+@needs_loops
+@pytest.mark.parametrize("entry", range(9), ids=lambda i: _entries()[i][0])
+def test_each_entry_goes_to_the_loops_from_its_threshold(entry, monkeypatch):
+    """A call of its threshold's size or more runs numba's loops, a smaller one
+    runtime_conv's kernel (or NumPy's steps) alone: convolutions by multiply-adds
+    (LOOPS_MIN_MACS), pools and epilogues by elements (LOOPS_MIN_ELEMENTS)."""
+    kernels, loops_called = conv_fast._load(), []
+    for name in ("im2col", "col2im", "max_pool", "max_pool_grad", "avg_pool", "avg_pool_grad",
+                 "bias_relu", "relu_grad_bias_sum"):
+        real = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, real=real, name=name:
+                            loops_called.append(name) or real(*a))
+    name, call, size = _entries()[entry]
+    for least, on_loops in ((size + 1, False), (size, True)):
+        monkeypatch.setattr(conv_fast, "LOOPS_MIN_MACS", least)
+        monkeypatch.setattr(conv_fast, "LOOPS_MIN_ELEMENTS", least)
+        loops_called.clear()
+        call()
+        assert bool(loops_called) == on_loops, (name, least, loops_called)
 
 
 @needs_loops

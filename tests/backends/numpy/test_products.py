@@ -174,8 +174,8 @@ def test_a_plan_without_convolutions_leaves_the_blas_alone():
 def test_a_plan_whose_convolutions_stay_with_runtime_conv_holds_nothing(monkeypatch):
     """Only a convolution large enough for the loops (conv_fast.LOOPS_MIN_MACS) makes the run
     hold the BLAS to one thread: under it, runtime_conv's whole-batch products keep the
-    BLAS's threads. The net's largest convolution, the filter gradient, is 64 * 16 * 16 * 72
-    multiply-adds."""
+    BLAS's threads. The net's largest convolutions, the forward one and its filter gradient,
+    are 64 * 16 * 16 * 72 multiply-adds each."""
     x, loss, grads = _conv_net(64)
     feed = {x: np.zeros((64, 16, 16, 1), np.float32)}
     sources = []
@@ -185,6 +185,29 @@ def test_a_plan_whose_convolutions_stay_with_runtime_conv_holds_nothing(monkeypa
             sources.append(sess.source([loss, grads], feed))
     assert "one_blas_thread" not in sources[0] and "rt.matmul" not in sources[0]
     assert "with rt.one_blas_thread():" in sources[1] and "rt.matmul(" in sources[1]
+
+
+@pytest.mark.usefixtures("g")
+@pytest.mark.parametrize("gradient", ["input", "filter"])
+def test_a_convolution_gradient_alone_is_sized_by_its_out_backprop(gradient, monkeypatch):
+    """The hold for a plan whose only convolution is one of the gradients: its multiply-adds
+    are out_backprop's [N, OH, OW] (here 8x4x4, the input being 8x8x8 at stride 2) times the
+    filter's size, whatever the op's other inputs are."""
+    dy = sg.placeholder(sg.float32, [8, 4, 4, 16], name="dy")
+    x = sg.placeholder(sg.float32, [8, 8, 8, 3], name="x")
+    w = sg.constant(np.ones((3, 3, 3, 16), np.float32))
+    if gradient == "input":
+        out = sg.nn.conv2d_backprop_input([8, 8, 8, 3], w, dy, [1, 2, 2, 1], "SAME")
+    else:
+        out = sg.nn.conv2d_backprop_filter(x, [3, 3, 3, 16], dy, [1, 2, 2, 1], "SAME")
+    feed = {dy: np.zeros((8, 4, 4, 16), np.float32), x: np.zeros((8, 8, 8, 3), np.float32)}
+    macs = 8 * 4 * 4 * (3 * 3 * 3 * 16)
+    held = []
+    for least in (macs + 1, macs):
+        monkeypatch.setattr(conv_fast, "LOOPS_MIN_MACS", least)
+        with sg.Session() as sess:
+            held.append("with rt.one_blas_thread():" in sess.source(out, feed))
+    assert held == [False, True]
 
 
 @pytest.mark.usefixtures("g", "loops_at_every_size")
