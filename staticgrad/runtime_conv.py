@@ -100,9 +100,9 @@ def _taps(k_hw, strides, dilations, out_hw):
 def _columns(x, k_hw, strides, dilations, pads, out_hw):
     """The im2col matrix of x, [N*OH*OW, kh*kw*C]: every window as a row. From two channels
     on, one copy of the windows' view (the view itself where the windows are x's elements,
-    1x1 of stride 1). With one channel a window's row is kw elements, too
-    few for NumPy to copy well, so each kernel offset is one strided copy of the whole batch
-    into its column (32 8x8 images, 3x3: 65 us against 89 for the view's copy)."""
+    1x1 of stride 1). With one channel a window's row is kw elements, too few for NumPy to
+    copy well, so each kernel offset is one strided copy of the whole batch into its column
+    (32 8x8 images, 3x3: 65 us against 89 for the view's copy)."""
     xp = _bordered(x, pads)
     (kh, kw), c = k_hw, x.shape[3]
     if c != 1:
