@@ -97,20 +97,27 @@ def _taps(k_hw, strides, dilations, out_hw):
                          slice(j * dw, j * dw + (ow - 1) * sw + 1, sw))
 
 
+def offset_copies(xp, strides, dilations, out):
+    """im2col one kernel offset at a time: out [N, OH, OW, kh, kw, C] filled with each offset's
+    strided slice of the padded input xp [N, H, W, C], one NumPy copy of the whole batch each
+    (with one channel, where a window's row is kw elements, too few to copy well row by row:
+    conv_blocked's one-channel slabs too)."""
+    for i, j, index in _taps(out.shape[3:5], strides, dilations, out.shape[1:3]):
+        out[:, :, :, i, j] = xp[index]
+    return out
+
+
 def _columns(x, k_hw, strides, dilations, pads, out_hw):
     """The im2col matrix of x, [N*OH*OW, kh*kw*C]: every window as a row. From two channels
     on, one copy of the windows' view (the view itself where the windows are x's elements,
-    1x1 of stride 1). With one channel a window's row is kw elements, too few for NumPy to
-    copy well, so each kernel offset is one strided copy of the whole batch into its column
-    (32 8x8 images, 3x3: 65 us against 89 for the view's copy)."""
+    1x1 of stride 1); with one channel, `offset_copies` (32 8x8 images, 3x3: 65 us against 89
+    for the view's copy)."""
     xp = _bordered(x, pads)
     (kh, kw), c = k_hw, x.shape[3]
     if c != 1:
         return _windows(xp, k_hw, strides, dilations, out_hw).reshape(-1, kh * kw * c)
-    cols = np.empty((x.shape[0], *out_hw, kh, kw), x.dtype)
-    for i, j, index in _taps(k_hw, strides, dilations, out_hw):
-        cols[:, :, :, i, j] = xp[index][..., 0]
-    return cols.reshape(-1, kh * kw)
+    cols = np.empty((x.shape[0], *out_hw, kh, kw, 1), x.dtype)
+    return offset_copies(xp, strides, dilations, cols).reshape(-1, kh * kw)
 
 
 def _padded_zeros(input_shape, pads, dtype):
@@ -235,7 +242,7 @@ def _first_max(xp, y, ksize, strides):
 def max_pool_grad(x, y, dy, ksize, strides, padding):
     """Gradient of y = max_pool(x): each dy goes to the first maximum of its window."""
     pads = resolve_pads(padding, x.shape[1:3], ksize, strides)
-    if _tiled(x.shape, ksize, strides, pads, y.shape) and np.isfinite(dy).all():
+    if _exactly_tiled(x.shape, ksize, strides, pads, y.shape) and np.isfinite(dy).all():
         return _max_pool_grad_tiled(x, y, dy, ksize)
     xp = _bordered(x, pads, -np.inf)
     dxp = np.zeros(xp.shape, dtype=dy.dtype)
@@ -244,9 +251,10 @@ def max_pool_grad(x, y, dy, ksize, strides, padding):
     return _crop(dxp, pads, x.shape[1:3])
 
 
-def _tiled(x_shape, ksize, strides, pads, y_shape) -> bool:
-    """Do the windows hold every element of x exactly once, with no padding (a 2x2 pool of
-    stride 2 on even sizes)?"""
+def _exactly_tiled(x_shape, ksize, strides, pads, y_shape) -> bool:
+    """Is x exactly its windows side by side, [N, OH, kh, OW, kw, C], with no padding and no
+    element left over (a 2x2 pool of stride 2 on even sizes)? (conv_fast's `_tiled` allows
+    padding and a last window reaching past the input: its loops index each element.)"""
     return (tuple(ksize) == tuple(strides) and not any(pads[0] + pads[1])
             and y_shape[1] * ksize[0] == x_shape[1] and y_shape[2] * ksize[1] == x_shape[2])
 

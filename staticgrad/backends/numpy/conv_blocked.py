@@ -32,6 +32,8 @@ import threading
 
 import numpy as np
 
+from ...runtime_conv import offset_copies
+
 SLAB_BYTES = 1 << 20  # an im2col slab's size: a block holds as many images as fit, at least 1
 
 _blas: dict = {}
@@ -206,15 +208,9 @@ class _Windows:
             self.kernels.im2col(self.x[start:end], *self.top_left, self.strides, self.dilations,
                                 part)
             return part
-        (oh, ow, kh, kw), (top, left) = part.shape[1:5], self.top_left
-        (sh, sw), (dh, dw), n = self.strides, self.dilations, end - start
-        padded = self.padded[:n]
+        (top, left), padded = self.top_left, self.padded[:end - start]
         padded[:, top:top + self.x.shape[1], left:left + self.x.shape[2]] = self.x[start:end]
-        for i in range(kh):
-            rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
-            for j in range(kw):
-                part[:, :, :, i, j] = padded[:, rows, j * dw:j * dw + (ow - 1) * sw + 1:sw]
-        return part
+        return offset_copies(padded, self.strides, self.dilations, part)
 
 
 def conv2d(kernels, parts, x, w, top_left, strides, dilations, out_hw):
