@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Callable
 
 from .backends import BACKENDS, Backend, get_backend
+from .codegen import pycompile
 from .gcpause import paused_gc
 from .graph import Operation, Tensor
 from .ir import lower, release
@@ -173,6 +174,9 @@ def compile_plan(fetches: list, feeds: list[Tensor], feed_sig: list[tuple], stat
         program.owned = True  # nobody else sees it: passes may reuse its nodes' values
         del ops, spec
         program = run_passes(program, options, consume=True, backend=backend)
+        # a long program's module is compiled partly on helper processes: they start now,
+        # while it is rendered (a node's lines are about 100 characters)
+        pycompile.prepare(len(program.nodes) * 100)
         rendered = backend.render(program, title, options)
         release(program)  # the IR is freed here, before the code is compiled
         del program

@@ -83,7 +83,7 @@ import numpy as np
 from . import runtime
 from .backends import get_backend
 from .backends.numpy import runtime as generated_rt
-from .backends.numpy.parts import compile_module
+from .codegen.pycompile import compile_module
 from .codegen.templates import render_template
 from .errors import OpError, UnimplementedError
 from .graph import Tensor, get_default_session

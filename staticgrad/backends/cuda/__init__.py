@@ -35,6 +35,7 @@ import types
 import numpy as np
 
 from ... import runtime as host_runtime
+from ...codegen.pycompile import compile_module
 from ...devices import parse
 from ...errors import InternalError, UnimplementedError
 from ...ir import Node, Program, Value, bodies
@@ -44,7 +45,6 @@ from ...passes.liveness import liveness
 from ...passes.partition import partition
 from ..base import Backend, BackendUnavailableError, Rendered
 from ..numpy.memory import MemoryPlan, updates_in_place
-from ..numpy.parts import compile_module
 from . import export, library
 from .elementwise import kernel_ok
 from .graphs import GraphRunner

@@ -28,6 +28,7 @@ import linecache
 
 import numpy as np
 
+from ...codegen.pycompile import compile_module
 from ...ops.table import REGISTRY
 from ..base import Backend, Rendered
 from . import fast, one_pass, runtime
@@ -35,7 +36,6 @@ from .epilogues import fuse_epilogues
 from .expand import expand_composites
 from .lowering import REGION_FORMS
 from .memory import plan_memory
-from .parts import compile_module
 from .policy import FUSE
 from .render import render
 from .scalars import hold_scalars

@@ -3,8 +3,8 @@
 CPython compiles a function as one unit, and the cost grows faster than its length: the
 run() of a 100,000-op chain and its gradients (250,000 statements) took 3-5 s and 650 MB of
 memory to compile, against 1.7 s and a few MB for the same statements in functions of about
-a thousand each, compiled one at a time (`compiler.compile_module`). So a run() of more than
-SPLIT_ABOVE lines becomes a few lines calling its parts in order:
+a thousand each, compiled one at a time (`codegen.pycompile.compile_module`). So a run() of
+more than SPLIT_ABOVE lines becomes a few lines calling its parts in order:
 
     def run(x):
         (Tanh, Tanh_1, Tanh_2, ...
@@ -34,7 +34,6 @@ begin with an underscore, so `_part_1` cannot clash with one.
 from __future__ import annotations
 
 import dataclasses
-import types
 
 from ...ir import Value
 
@@ -169,39 +168,3 @@ def _listed(first: str, names: list[str], end: str, width: int) -> list[str]:
         line += end
     lines.append(line)
     return lines
-
-
-# A module longer than this is compiled a top-level definition at a time (see compile_module).
-PIECE_CHARS = 1 << 18
-
-
-def compile_module(source: str, filename: str) -> list[types.CodeType]:
-    """The code objects that, run in order in one namespace, do what the module `source`
-    does: the whole module, or when it is long, each of its top-level definitions apart
-    (with the line numbers they have in `source`). CPython's compiler holds all of a unit's
-    tokens and syntax tree at once, and a long unit costs more a line than a short one: the
-    250,000 lines of a 100,000-op chain's run() split into parts (backends/numpy/parts.py) took 650
-    MB compiled as one module, a few MB a definition at a time, and half the time."""
-    if len(source) <= PIECE_CHARS:
-        return [compile(source, filename, "exec")]
-    codes, start, line = [], 0, 0
-    while start < len(source):
-        cut = source.find("\n\n\ndef ", start)  # the next top-level definition
-        end = len(source) if cut < 0 else cut + 3
-        piece = source[start:end]
-        try:
-            codes.append(_moved(compile(piece, filename, "exec"), line))
-        except SyntaxError:  # not cut between statements after all (inside a string?):
-            return [compile(source, filename, "exec")]  # the module as one unit
-        line += piece.count("\n")
-        start = end
-    return codes
-
-
-def _moved(code: types.CodeType, lines: int) -> types.CodeType:
-    """`code` (and the functions it defines) as if it began `lines` lines further down."""
-    if not lines:
-        return code
-    consts = tuple(_moved(c, lines) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
-    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)

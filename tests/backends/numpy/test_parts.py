@@ -1,6 +1,6 @@
 """A long run() is split into part functions (backends/numpy/parts.py), compiled one at a time
-(parts.compile_module): the same values, bit for bit, as one function; errors still name
-the node and its line; the source stays valid, readable Python."""
+(codegen.pycompile.compile_module): the same values, bit for bit, as one function; errors
+still name the node and its line; the source stays valid, readable Python."""
 
 import ast
 import importlib.util
@@ -10,6 +10,7 @@ import pytest
 
 import staticgrad as sg
 from staticgrad.backends.numpy import parts
+from staticgrad.codegen import pycompile
 from tests.conftest import lineno
 
 
@@ -99,10 +100,10 @@ def test_an_error_in_a_part_names_the_node_and_its_line(g):
 
 
 def test_compile_module_keeps_every_line_number(g, monkeypatch):
-    monkeypatch.setattr(parts, "PIECE_CHARS", 1000)
+    monkeypatch.setattr(pycompile, "PIECE_CHARS", 1000)
     x, fetches = _chain(60)
     source = sg.Session().source(fetches, {x: np.ones(16, np.float32)})
-    codes = parts.compile_module(source, "<check>")
+    codes = pycompile.compile_module(source, "<check>")
     assert len(codes) > 3
     whole = compile(source, "<check>", "exec")
 
