@@ -11,8 +11,10 @@ x is 16 float32 values (W4's). Each child process, as the suite's W4 children do
 the same work on 10 steps untimed (one-time start-up: the templates, the first compile), then
 times, one after another: build (placeholder to L), gradients (`sg.gradients`), compile
 (`sess.run`'s compile, up to the compiled function) and run (its first call). Per phase: wall
-time (perf_counter), CPU time (process_time), peak RSS so far (getrusage's ru_maxrss) and RSS at
-its end (/proc/self/statm). The result is checked against the chain computed directly in NumPy.
+time (perf_counter), CPU time (process_time), the CPU time of staticgrad's compile helpers
+(codegen/pycompile.py: they compile part of a long module in processes of their own, which
+process_time does not count; /proc/PID/stat), peak RSS so far (getrusage's ru_maxrss) and RSS
+at its end (/proc/self/statm). The result is checked against the chain computed directly in NumPy.
 
 The parent runs `--runs` rounds (5), each one child per workload in turn, and reports each
 figure's median over the rounds. Then `--traced-runs` (1) more children per workload run with
@@ -23,7 +25,9 @@ NumPy, and what is left at its end.
 (`--tool=cachegrind --cache-sim=no`), once at the workload's size and once at 10 (start-up,
 imports, the warm-up), and reports the difference: a figure the machine's load does not move,
 for comparing commits on a shared machine whose speed drifts from day to day by 2x or more
-(run it in a checkout of each). Under valgrind the chain takes about 8 minutes, W4 one.
+(run it in a checkout of each). Those children compile without helpers
+(STATICGRAD_COMPILE_HELPERS=0), so that every instruction of the work is counted. Under
+valgrind the chain takes about 8 minutes, W4 one.
 
     python benchmarks/bench_scale.py                       # 5 rounds, chain and w4
     python benchmarks/bench_scale.py --only w4 --runs 11
@@ -113,6 +117,23 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def helpers_cpu_s() -> float:
+    """The CPU seconds staticgrad's compile helpers (codegen/pycompile.py: processes that
+    compile part of a long module beside this one) have used so far, which process_time does
+    not count."""
+    from staticgrad.codegen import pycompile
+
+    total = 0.0
+    for helper in list(pycompile._POOL.idle):
+        try:
+            with open(f"/proc/{helper.process.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    return total
+
+
 class Phases:
     """Each phase's wall and CPU seconds and memory, measured from one mark to the next."""
 
@@ -128,10 +149,12 @@ class Phases:
         if self.traced:
             self.tracemalloc.reset_peak()
         self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.helpers = helpers_cpu_s()
 
     def mark(self, name):
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu, helpers = time.perf_counter(), time.process_time(), helpers_cpu_s()
         entry = {"wall_s": wall - self.wall, "cpu_s": cpu - self.cpu,
+                 "helpers_cpu_s": helpers - self.helpers,
                  "peak_rss_mb": peak_rss_mb(), "rss_mb": rss_now_mb()}
         if self.traced:
             current, peak = self.tracemalloc.get_traced_memory()
@@ -190,7 +213,8 @@ def child(workload: str, size: int, traced: bool) -> dict:
     clock = Phases(traced)
     got = measure(workload, size, traced, clock)
     phases = clock.phases
-    total = {key: sum(p[key] for p in phases.values()) for key in ("wall_s", "cpu_s")}
+    total = {key: sum(p[key] for p in phases.values())
+             for key in ("wall_s", "cpu_s", "helpers_cpu_s")}
     total.update(peak_rss_mb=peak_rss_mb(), rss_mb=phases["run"]["rss_mb"])
     if traced:
         total.update(traced_peak_mb=max(p["traced_peak_mb"] for p in phases.values()),
@@ -218,7 +242,8 @@ def count_instructions(workload: str, size: int) -> int:
         sys.exit("--instructions needs valgrind (apt install valgrind)")
     proc = subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no",
                            "--cachegrind-out-file=/dev/null", *child_argv(workload, size)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True,
+                          env={**os.environ, "STATICGRAD_COMPILE_HELPERS": "0"})
     found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
     result = next((json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
                    if line.startswith("RESULT ")), None)
@@ -269,11 +294,13 @@ def print_table(name: str, size: int, result: dict) -> None:
     print(f"\n{name}: {size:,} {'steps' if name == 'chain' else 'ops'}, {first['ops']:,} graph "
           f"ops + {first['gradient_ops']:,} gradient ops; median of {len(runs)} processes")
     traced = result.get("traced", {})
-    head = f"  {'phase':<10} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>12} {'RSS MB':>8}"
+    head = (f"  {'phase':<10} {'wall s':>8} {'CPU s':>8} {'helpers CPU s':>14} "
+            f"{'peak RSS MB':>12} {'RSS MB':>8}")
     print(head + (f" {'traced peak MB':>15} {'traced end MB':>14}" if traced else ""))
     for part in (*PHASES, "total"):
         m = med[part]
-        line = (f"  {part:<10} {m['wall_s']:>8.3f} {m['cpu_s']:>8.3f} {m['peak_rss_mb']:>12.1f} "
+        line = (f"  {part:<10} {m['wall_s']:>8.3f} {m['cpu_s']:>8.3f} "
+                f"{m.get('helpers_cpu_s', 0.0):>14.3f} {m['peak_rss_mb']:>12.1f} "
                 f"{m['rss_mb']:>8.1f}")
         if traced:
             t = traced[part]
