@@ -27,11 +27,12 @@ from __future__ import annotations
 import atexit
 import marshal
 import os
-import select
+import socket
 import struct
 import subprocess
 import sys
 import threading
+import time
 import types
 from importlib.util import MAGIC_NUMBER
 
@@ -43,19 +44,25 @@ HELPED_CHARS = 1 << 20
 MAX_HELPERS = 7
 OWN_SHARE = 1.25  # this process's share of the compiling, a helper's being 1
 _FLAGS = 0  # compile() flags: none, and none inherited from this module (dont_inherit)
+HELLO_SECONDS = 10.0  # how long a new helper may take to say hello before it is given up
+ANSWER_SECONDS = 30.0  # how long helpers may take beyond this process's share (at least; 10
+#                        times that share's time if longer) before their shares are done here
+MAX_ANSWER = 1 << 30  # the largest answer believed (a code object's marshalled bytes)
 
-# The helper's whole program. A request: the optimization level, the file name, and the
-# pieces, each an 8-byte length and its UTF-8 text, ended by a length of 0; the helper reads
-# it all before it compiles anything (so that this process, writing, never waits for its
-# compiling). Its answer: per piece an 8-byte length and the marshalled code object, or a
-# length of 0 for a piece that is not valid Python on its own, all written once all are
-# compiled (the helper does not wait for this process to read either). First of all, the
-# helper says which CPython it is.
+# The helper's whole program. A request: the optimization level, the recursion limit and the
+# limit on an int literal's digits of this process (which compile() obeys), the file name, and
+# the pieces, each an 8-byte length and its UTF-8 text, ended by a length of 0; the helper
+# reads it all before it compiles anything (so that this process, writing, never waits for
+# its compiling). Its answer: per piece an 8-byte length and the marshalled code object, or
+# nothing for a piece that is not valid Python on its own, or "!" for one it could not
+# compile otherwise (this process then compiles it); all written once all are compiled (the
+# helper does not wait for this process to read either). First of all, the helper says which
+# CPython it is.
 HELPER = r"""
 import marshal, signal, struct, sys
 from importlib.util import MAGIC_NUMBER
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # (Ctrl-C is for the user's process; a helper
-#                                               ends when that process closes its pipe)
+#                                               ends when that process closes its socket)
 read, write = sys.stdin.buffer.read, sys.stdout.buffer.write
 write(MAGIC_NUMBER + struct.pack("<Q", sys.hexversion))
 sys.stdout.flush()
@@ -65,8 +72,14 @@ def number():
         raise SystemExit(0)
     return struct.unpack("<Q", data)[0]
 while True:
-    optimize = number()
-    filename = read(number()).decode()
+    optimize, limit, digits = number(), number(), number()
+    filename = read(number()).decode("utf-8", "surrogateescape")
+    try:
+        sys.setrecursionlimit(limit)
+        if hasattr(sys, "set_int_max_str_digits"):
+            sys.set_int_max_str_digits(digits)
+    except (ValueError, RecursionError):
+        pass
     texts = []
     while True:
         size = number()
@@ -76,17 +89,21 @@ while True:
     answers = []
     for text in texts:
         try:
-            answers.append(marshal.dumps(compile(text.decode(), filename, "exec", 0, True,
-                                                 optimize)))
+            code = compile(text.decode("utf-8", "surrogateescape"), filename, "exec", 0, True,
+                           optimize)
+            answers.append(marshal.dumps(code))
         except SyntaxError:
             answers.append(b"")
+        except Exception:
+            answers.append(b"!")
     for answer in answers:
         write(struct.pack("<Q", len(answer)))
         write(answer)
     sys.stdout.flush()
+    texts = answers = text = code = None  # (not kept while it waits for the next request)
 """
 HELLO = MAGIC_NUMBER + struct.pack("<Q", sys.hexversion)
-HELLO_SECONDS = 10.0  # how long a new helper may take to say hello before it is given up
+_HERE = b"!"  # a helper's answer for a piece it leaves to this process
 
 
 def compile_module(source: str, filename: str) -> list[types.CodeType]:
@@ -110,17 +127,24 @@ def compile_module(source: str, filename: str) -> list[types.CodeType]:
     try:
         shares = _shares(source, pieces, len(helpers) + 1)
         sent = [h.send(source, share, filename) for h, share in zip(helpers, shares[1:])]
-        codes = [_compile(source[start:end], filename) for start, end, _ in shares[0]]
+        began = time.monotonic()
+        # (each code object moved as soon as it is made: the unmoved ones are not all kept)
+        codes = [_moved(_compile(source[start:end], filename), line)
+                 for start, end, line in shares[0]]
+        deadline = time.monotonic() + max(ANSWER_SECONDS, 10 * (time.monotonic() - began))
         for helper, share, ok in zip(helpers, shares[1:], sent):
-            answers = helper.receive(len(share)) if ok else None
-            if answers is None:  # (the helper is gone: its share is compiled here)
-                answers = [_compile(source[start:end], filename) for start, end, _ in share]
-            codes += answers
-    except SyntaxError:  # not cut between statements after all (inside a string?):
-        return [_compile(source, filename)]  # the module as one unit
+            answers = helper.receive(share, deadline) if ok else [None] * len(share)
+            for code, (start, end, line) in zip(answers, share):  # (None: compiled here)
+                if code is None:
+                    code = _compile(source[start:end], filename)
+                codes.append(_moved(code, line))
+    except SyntaxError:  # not cut between statements after all (inside a string?): the
+        _POOL.give_back(helpers)  # module as one unit, the helpers' answers left unread
+        helpers = []
+        return [_compile(source, filename)]
     finally:
         _POOL.give_back(helpers)
-    return [_moved(code, line) for code, (_, _, line) in zip(codes, pieces)]
+    return codes
 
 
 def _compile(text: str, filename: str) -> types.CodeType:
@@ -170,87 +194,108 @@ def prepare(expected_chars: int) -> None:
 # -- the helpers ----------------------------------------------------------------------------
 
 class _Helper:
-    """One helper process and its two pipes. `failed`: it did not answer as it should (then it
-    is closed, and no helper is started again); `pending`: answers sent for and not read (a
-    compile that stopped half-way, at a SyntaxError: then it is closed too)."""
+    """One helper process and the socket it reads and answers on (a socket, not pipes: a
+    write to a helper that died fails with an error here, never a SIGPIPE that would kill a
+    program that set SIGPIPE's default action). `failed`: it did not answer as it should
+    (then it is closed, and no helper is started again); `pending`: from the first byte of a
+    request on, until its answers are all read (a request or an answer cut short, by Ctrl-C
+    or a SyntaxError, leaves it out of step: it is closed, and another takes its place)."""
 
     def __init__(self):
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", HELPER], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+        mine, theirs = socket.socketpair()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", HELPER], stdin=theirs.fileno(),
+                stdout=theirs.fileno(), stderr=subprocess.DEVNULL,
+                start_new_session=True)  # (the terminal's Ctrl-C does not reach it)
+        except BaseException:
+            mine.close()
+            raise
+        finally:
+            theirs.close()
+        if hasattr(socket, "SO_NOSIGPIPE"):  # (macOS: no MSG_NOSIGNAL)
+            mine.setsockopt(socket.SOL_SOCKET, socket.SO_NOSIGPIPE, 1)
+        self.socket = mine
         self.greeted = self.failed = self.pending = False
 
     def send(self, source: str, share: list, filename: str) -> bool:
         """Hand over the pieces `share` of `source`; False if the helper cannot take them.
         (A piece at a time: no copy of the whole share is made.)"""
+        self.pending = True
         try:
-            stdin, stdout = self.process.stdin.fileno(), self.process.stdout
-            if not self.greeted:  # waiting for it at most HELLO_SECONDS
-                ready, _, _ = select.select([stdout], [], [], HELLO_SECONDS)
-                if not ready or _read(stdout, len(HELLO)) != HELLO:
+            if not self.greeted:
+                if self._exactly(len(HELLO), time.monotonic() + HELLO_SECONDS) != HELLO:
                     raise EOFError("the helper is not this CPython")
                 self.greeted = True
-            name = filename.encode()
-            _write(stdin, struct.pack("<QQ", sys.flags.optimize, len(name)) + name)
+            name = filename.encode("utf-8", "surrogateescape")
+            digits = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+            self._send(struct.pack("<QQQQ", sys.flags.optimize, sys.getrecursionlimit(),
+                                   digits, len(name)) + name)
             for start, end, _ in share:
-                text = source[start:end].encode()
-                _write(stdin, struct.pack("<Q", len(text)))
-                _write(stdin, text)
-            _write(stdin, struct.pack("<Q", 0))
-            self.pending = True
+                text = source[start:end].encode("utf-8", "surrogateescape")
+                self._send(struct.pack("<Q", len(text)))
+                self._send(text)
+            self._send(struct.pack("<Q", 0))
             return True
         except (OSError, ValueError, EOFError):
             self.failed = True
             return False
 
-    def receive(self, count: int) -> list | None:
-        """The code objects of the `count` pieces sent, or None if the helper failed. A piece
-        it found invalid raises SyntaxError here, as compiling it here would."""
+    def receive(self, share: list, deadline: float) -> list:
+        """The code objects of the pieces `share` sent, None for each the helper left to this
+        process (all of them if it failed or did not answer by `deadline`). A piece it found
+        invalid raises SyntaxError here, as compiling it here would."""
         try:
             codes = []
-            for _ in range(count):
-                size = struct.unpack("<Q", _read(self.process.stdout, 8))[0]
+            for _ in share:
+                size = struct.unpack("<Q", self._exactly(8, deadline))[0]
                 if not size:
                     raise SyntaxError("a piece of the module is not valid Python on its own")
-                codes.append(marshal.loads(_read(self.process.stdout, size)))
+                if size > MAX_ANSWER:
+                    raise ValueError(f"an answer of {size} bytes")
+                data = self._exactly(size, deadline)
+                code = None if data == _HERE else marshal.loads(data)
+                if code is not None and type(code) is not types.CodeType:
+                    raise ValueError(f"the helper answered a {type(code).__name__}")
+                codes.append(code)
             self.pending = False
             return codes
         except (OSError, ValueError, EOFError, TypeError, struct.error):
             self.failed = True
-            return None
+            return [None] * len(share)
 
-    def close(self) -> None:
-        if self.pending or self.failed:  # (it may be compiling still: nobody will read it)
+    def _send(self, data: bytes) -> None:
+        self.socket.sendall(data, getattr(socket, "MSG_NOSIGNAL", 0))
+
+    def _exactly(self, size: int, deadline: float) -> bytes:
+        """`size` bytes from the helper (EOFError if it ends first, TimeoutError if they
+        have not all come by `deadline`)."""
+        data = bytearray(size)
+        view, got = memoryview(data), 0
+        while got < size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the helper did not answer in time")
+            self.socket.settimeout(left)
+            n = self.socket.recv_into(view[got:])
+            if not n:
+                raise EOFError("the helper's socket ended")
+            got += n
+        return bytes(data)
+
+    def shut(self) -> None:
+        """Close this process's end (the helper then ends at its next read); kill it first
+        if it may be compiling still, for nobody."""
+        if self.pending or self.failed:
             self.process.kill()
-        for pipe in (self.process.stdin, self.process.stdout):
-            try:
-                pipe.close()
-            except OSError:
-                pass
+        self.socket.close()
+
+    def wait(self, deadline: float) -> None:
         try:
-            self.process.wait(timeout=1.0)
+            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-
-
-def _write(fd: int, data: bytes) -> None:
-    """All of `data` into the pipe `fd`."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _read(pipe, size: int) -> bytes:
-    """Exactly `size` bytes from `pipe` (EOFError if it ends first)."""
-    chunks, left = [], size
-    while left:
-        chunk = pipe.read(left)
-        if not chunk:
-            raise EOFError("the helper's pipe ended")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _helpers_wanted() -> int:
@@ -275,23 +320,26 @@ def _can_run_helpers() -> bool:
 
 
 class _Pool:
-    """This process's helpers: idle ones wait in `idle`; a compile takes them all (a second
+    """This process's helpers: idle ones wait in `idle`, and `live` holds every one started
+    and not yet closed, idle or taken. A compile takes the idle ones it can use (a second
     compile at once on another thread gets whichever are left, maybe none)."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.idle: list[_Helper] = []
-        self.started = 0
+        self.live: set[_Helper] = set()
         self.broken = False  # a helper failed: none is started again
+        self.inherited: list[_Helper] = []  # in a forked child: the parent's (see forget)
 
     def _start(self, count: int) -> None:  # (with the lock held)
-        while self.started < count and not self.broken:
+        while len(self.live) < count and not self.broken:
             try:
-                self.idle.append(_Helper())
+                helper = _Helper()
             except OSError:  # no process can be started here
                 self.broken = True
                 return
-            self.started += 1
+            self.live.add(helper)
+            self.idle.append(helper)
 
     def start_all(self) -> None:
         if self.broken or not _can_run_helpers():
@@ -306,41 +354,47 @@ class _Pool:
         with self.lock:
             gone = [h for h in self.idle if h.process.poll() is not None]  # (killed by hand)
             self.idle = [h for h in self.idle if h not in gone]
-            self.started -= len(gone)
+            self.live.difference_update(gone)
             self._start(wanted)
             taken, self.idle = self.idle[:wanted], self.idle[wanted:]
-        for helper in gone:
-            helper.close()
+        _close(gone)
         return taken
 
     def give_back(self, helpers: list[_Helper]) -> None:
         done = [h for h in helpers if h.failed or h.pending or h.process.poll() is not None]
         with self.lock:
             self.idle += [h for h in helpers if h not in done]
-            self.started -= len(done)
+            self.live.difference_update(done)
             if any(h.failed for h in done):
                 self.broken = True
-        for helper in done:
-            helper.close()
+        _close(done)
 
     def close(self) -> None:
         with self.lock:
-            helpers, self.idle = self.idle, []
-        for helper in helpers:
-            helper.close()
+            helpers, self.idle, self.live = list(self.live), [], set()
+        _close(helpers)
 
     def forget(self) -> None:
-        """In a child forked from this process: the parent's helpers are the parent's (its
-        copies of their pipes closed here, so that they see their end when the parent's
-        end); the child starts its own."""
-        for helper in self.idle:
-            for pipe in (helper.process.stdin, helper.process.stdout):
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
+        """In a child forked from this process: the parent's helpers, idle or taken by a
+        thread the child does not have, are the parent's. The child closes its copies of
+        their sockets (so that they end when the parent closes its own, and not when the
+        child does), keeps their process objects (dropped, each would warn that its process
+        still runs), and starts helpers of its own."""
+        for helper in self.live:
+            helper.socket.close()
+        self.inherited += self.live
         self.lock = threading.Lock()
-        self.idle, self.started = [], 0
+        self.idle, self.live = [], set()
+
+
+def _close(helpers: list[_Helper]) -> None:
+    """Close helpers: every socket first, then a second in all to end before they are
+    killed."""
+    for helper in helpers:
+        helper.shut()
+    deadline = time.monotonic() + 1.0
+    for helper in helpers:
+        helper.wait(deadline)
 
 
 _POOL = _Pool()

@@ -41,15 +41,16 @@ def _module(defs: int, tag: str = "") -> str:
 
 
 def _same_code(a, b) -> None:
-    """a and b are the same code: bytecode, names, constants (code objects alike, in turn),
-    first line, line table and column table."""
-    assert (a.co_name, a.co_filename, a.co_firstlineno) == \
-        (b.co_name, b.co_filename, b.co_firstlineno)
-    assert a.co_code == b.co_code
-    assert (a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars) == \
-        (b.co_names, b.co_varnames, b.co_freevars, b.co_cellvars)
+    """a and b are the same code: bytecode, names, flags, sizes, constants (code objects
+    alike, in turn), first line, line, exception and column tables."""
+    for field in ("co_name", "co_qualname", "co_filename", "co_firstlineno", "co_code",
+                  "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_flags",
+                  "co_stacksize", "co_argcount", "co_posonlyargcount", "co_kwonlyargcount",
+                  "co_exceptiontable", "co_linetable"):
+        assert getattr(a, field, None) == getattr(b, field, None), field
     assert list(a.co_lines()) == list(b.co_lines())
-    assert list(a.co_positions()) == list(b.co_positions())
+    if hasattr(a, "co_positions"):
+        assert list(a.co_positions()) == list(b.co_positions())
     assert len(a.co_consts) == len(b.co_consts)
     for x, y in zip(a.co_consts, b.co_consts):
         if hasattr(x, "co_code"):
@@ -59,13 +60,13 @@ def _same_code(a, b) -> None:
 
 
 def _helped(monkeypatch) -> list:
-    """How many pieces each helper's answer held, as compile_module receives them."""
+    """How many pieces each helper compiled, per answer, as compile_module receives them."""
     answers = []
     receive = pycompile._Helper.receive
 
-    def counted(self, count):
-        codes = receive(self, count)
-        answers.append(None if codes is None else len(codes))
+    def counted(self, share, deadline):
+        codes = receive(self, share, deadline)
+        answers.append(sum(code is not None for code in codes))
         return codes
     monkeypatch.setattr(pycompile._Helper, "receive", counted)
     return answers
@@ -105,8 +106,10 @@ def test_helpers_are_kept_for_the_next_module(pool, monkeypatch):
         source = _module(40, tag)
         codes = pycompile.compile_module(source, f"<{tag}>")
         assert _run(codes)["f_3"].__defaults__[0][1] == f"x{tag}"
+        if tag == "one":
+            first = {h.process.pid for h in pool.live}
     assert len(answers) >= 3 and all(answers)
-    assert pool.started <= 2 and not pool.broken
+    assert {h.process.pid for h in pool.live} == first and not pool.broken
 
 
 def test_a_helper_that_dies_leaves_its_share_to_this_process(pool, monkeypatch):
@@ -168,17 +171,19 @@ def test_a_cut_inside_a_string_compiles_the_module_whole(pool, monkeypatch):
     answers = _helped(monkeypatch)
     source = _module(50, "after")
     codes = pycompile.compile_module(source, "<gen>")
-    assert _run(codes)["f_7"].__defaults__[0][1] == "xafter" and all(answers)
+    assert _run(codes)["f_7"].__defaults__[0][1] == "xafter"
+    assert answers and all(answers) and not pool.broken
 
 
 def test_no_helper_is_started_when_switched_off(pool, monkeypatch):
     monkeypatch.setenv("STATICGRAD_COMPILE_HELPERS", "0")
     pycompile.prepare(10 ** 9)
     codes = pycompile.compile_module(_module(50), "<gen>")
-    assert len(codes) == 51 and pool.started == 0 and not pool.idle
+    assert len(codes) == 51 and not pool.live and not pool.idle
 
 
-def test_modules_compiled_on_several_threads_at_once(pool):
+def test_modules_compiled_on_several_threads_at_once(pool, monkeypatch):
+    answers = _helped(monkeypatch)
     results, errors = {}, []
 
     def compile_one(tag):
@@ -193,6 +198,151 @@ def test_modules_compiled_on_several_threads_at_once(pool):
     for t in threads:
         t.join()
     assert not errors and results == {f"t{i}": f"xt{i}" for i in range(6)}
+    assert answers and all(answers)
+
+
+def test_a_request_cut_short_leaves_no_helper_out_of_step(pool, monkeypatch):
+    """Ctrl-C (or any exception) while a share is handed over: the helper got part of a
+    request, and would read the next one out of step (answering the old module's pieces,
+    or waiting for ever). It is closed, and a new one compiles the next module."""
+    for cut_after in (1, 3, 6):  # between the head and a piece, inside the pieces, at the end
+        sends = []
+        real = pycompile._Helper._send
+
+        def interrupted(self, data, real=real, sends=sends, cut_after=cut_after):
+            sends.append(len(data))
+            if len(sends) == cut_after:
+                raise KeyboardInterrupt
+            real(self, data)
+        monkeypatch.setattr(pycompile._Helper, "_send", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            pycompile.compile_module(_module(50, "old"), "<old>")
+        monkeypatch.setattr(pycompile._Helper, "_send", real)
+        answers = _helped(monkeypatch)
+        source = _module(50, f"new{cut_after}")
+        codes = pycompile.compile_module(source, "<new>")
+        names = _run(codes)
+        assert names["f_49"].__defaults__[0][1] == f"xnew{cut_after}"
+        assert [c.co_filename for c in codes] == ["<new>"] * len(codes)
+        assert answers and all(answers) and not pool.broken
+        monkeypatch.undo()
+        monkeypatch.setattr(pycompile, "_POOL", pool)
+        monkeypatch.setattr(pycompile, "PIECE_CHARS", 1_000)
+        monkeypatch.setattr(pycompile, "HELPED_CHARS", 2_000)
+        monkeypatch.setenv("STATICGRAD_COMPILE_HELPERS", "2")
+
+
+def test_a_helper_that_stops_answering_is_not_waited_for(pool, monkeypatch):
+    import signal
+    monkeypatch.setattr(pycompile, "ANSWER_SECONDS", 1.0)
+    send = pycompile._Helper.send
+    stopped = []
+
+    def send_and_stop(self, *args):
+        sent = send(self, *args)
+        os.kill(self.process.pid, signal.SIGSTOP)  # alive, and silent
+        stopped.append(self.process)
+        return sent
+    monkeypatch.setattr(pycompile._Helper, "send", send_and_stop)
+    source = _module(50)
+    codes = pycompile.compile_module(source, "<gen>")
+    assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    assert stopped and all(p.poll() is not None for p in stopped)  # killed and reaped
+    assert pool.broken
+
+
+def test_a_helper_that_says_half_a_hello_is_not_waited_for(pool, monkeypatch, tmp_path):
+    impostor = tmp_path / "python3-slow"
+    impostor.write_text("#!/bin/sh\nprintf 'abc'\nsleep 30\n")
+    impostor.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(impostor))
+    monkeypatch.setattr(pycompile, "HELLO_SECONDS", 1.0)
+    source = _module(50)
+    codes = pycompile.compile_module(source, "<gen>")
+    assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    assert pool.broken and not pool.live
+
+
+def test_a_helper_dying_never_kills_a_program_that_lets_sigpipe_kill(tmp_path):
+    """A program piped to `head` often sets SIGPIPE's default action (death). A helper that
+    died before it read its share must cost that program its help, not its life."""
+    import subprocess
+    script = tmp_path / "sigpipe.py"
+    script.write_text(f"""
+import signal, sys, time
+sys.path.insert(0, {os.getcwd()!r})
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+from staticgrad.codegen import pycompile
+from tests.codegen.test_pycompile import _module
+pycompile.PIECE_CHARS, pycompile.HELPED_CHARS = 1000, 2000
+real = pycompile._Helper.send
+def send(self, *args):  # the helper says hello, then dies before it reads its share
+    assert self._exactly(len(pycompile.HELLO), time.monotonic() + 10) == pycompile.HELLO
+    self.greeted = True
+    self.process.kill()
+    self.process.wait()
+    return real(self, *args)
+pycompile._Helper.send = send
+source = _module(400)
+codes = pycompile.compile_module(source, "<gen>")
+namespace = {{}}
+for code in codes:
+    exec(code, namespace)
+print("alive", namespace["f_399"](1)[0], pycompile._POOL.broken)
+""")
+    env = {**os.environ, "STATICGRAD_COMPILE_HELPERS": "1"}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["alive", "798", "True"]
+
+
+def test_helpers_obey_this_process_s_limits_and_file_name(pool, monkeypatch):
+    """What compile() reads from the process besides the text: the recursion limit (a
+    deeply nested expression), the limit on an int literal's digits, the optimization level
+    (asserts), and a file name that is not UTF-8 (an export to such a path)."""
+    monkeypatch.setattr(sys, "getrecursionlimit", lambda: 6000)  # what is sent
+    sys.setrecursionlimit(6000)
+    try:
+        deep = "\n\n\ndef deep():\n    return " + "-" * 3000 + "1\n"
+        huge = "\n\n\ndef huge():\n    return " + "7" * 5000 + "\n"
+        digits = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(0)
+        source = _module(50) + deep + huge
+        filename = os.fsdecode(b"/tmp/export_\xff.py")
+        answers = _helped(monkeypatch)
+        codes = pycompile.compile_module(source, filename)
+        assert answers and all(answers) and not pool.broken
+        names = _run(codes)
+        assert names["deep"]() == 1 and names["huge"]() == int("7" * 5000)
+        assert {c.co_filename for c in codes} == {filename}
+    finally:
+        sys.setrecursionlimit(1000)
+        sys.set_int_max_str_digits(digits)
+
+
+def test_helpers_compile_as_python_O_does(tmp_path):
+    import subprocess
+    script = tmp_path / "optimized.py"
+    script.write_text(f"""
+import sys
+sys.path.insert(0, {os.getcwd()!r})
+from staticgrad.codegen import pycompile
+pycompile.PIECE_CHARS, pycompile.HELPED_CHARS = 1000, 2000
+body = "\\n\\n\\ndef check_{{}}():\\n    assert False, 'not stripped'\\n    return __debug__\\n"
+source = "X = 1\\n" + "".join(body.format(i) for i in range(200))
+codes = pycompile.compile_module(source, "<gen>")
+namespace = {{}}
+for code in codes:
+    exec(code, namespace)
+print(all(namespace[f"check_{{i}}"]() is False for i in range(200)),
+      bool(pycompile._POOL.live))
+""")
+    env = {**os.environ, "STATICGRAD_COMPILE_HELPERS": "1"}
+    proc = subprocess.run([sys.executable, "-O", str(script)], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True", "True"]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")

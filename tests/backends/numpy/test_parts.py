@@ -128,6 +128,7 @@ def test_an_exported_module_with_parts_runs(g, tmp_path):
     spec = importlib.util.spec_from_file_location("chain", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert "\ndef _part_2(" in open(path).read()
+    with open(path) as f:
+        assert "\ndef _part_2(" in f.read()
     for a, b in zip(module.run(feed), want):
         np.testing.assert_array_equal(a, b)
