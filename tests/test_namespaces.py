@@ -186,3 +186,22 @@ def test_a_subpackage_not_yet_imported_says_to_import_it_and_private_names_stay_
         sg.onnx = importlib.import_module("staticgrad.onnx")
     with pytest.raises(AttributeError, match=r"^module 'staticgrad' has no attribute '_x'$"):
         sg._x  # noqa: B018
+
+
+def test_staticgrad_works_under_python_OO():
+    """`python -OO` drops every docstring: the namespaces and the dynamic mode's functions,
+    which build some of theirs, must still import, and a graph and a tape still run."""
+    import subprocess
+    import sys
+    script = ("import numpy as np, staticgrad as sg, staticgrad.dynamic as d\n"
+              "x = sg.placeholder(sg.float32, [3])\n"
+              "y = sg.reduce_sum(sg.sin(x) * 2.0)\n"
+              "g, = sg.gradients(y, [x])\n"
+              "v, dv = sg.Session().run([y, g], {x: np.ones(3, np.float32)})\n"
+              "t = d.tensor([1.0, 2.0], requires_grad=True)\n"
+              "(t * t).sum().backward()\n"
+              "print(round(float(v), 4), round(float(dv[0]), 4), t.grad.numpy().tolist())\n")
+    proc = subprocess.run([sys.executable, "-OO", "-c", script], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["5.0488", "1.0806", "[2.0,", "4.0]"]

@@ -264,7 +264,8 @@ for _type, _api, _name, _arity in vocabulary.dynamic_entries():
         if _fn is None:
             _fn = _binary_function(_type, f"{_api.doc} (x: input, y: other), elementwise.",
                                    _name)
-        elif not _fn.__doc__.startswith(_api.doc):  # (once: subtract is sub)
+        elif _fn.__doc__ and not _fn.__doc__.startswith(_api.doc):  # (once: subtract is sub;
+            #                                                      none under python -OO)
             _x, _y = _fn.__code__.co_varnames[:2]
             _fn.__doc__ = f"{_api.doc} (x: {_x}, y: {_y}), elementwise. {_fn.__doc__}"
     _ELEMENTWISE_METHODS[_name] = _fn
