@@ -44,7 +44,8 @@ HELPED_CHARS = 1 << 20
 MAX_HELPERS = 7
 OWN_SHARE = 1.25  # this process's share of the compiling, a helper's being 1
 _FLAGS = 0  # compile() flags: none, and none inherited from this module (dont_inherit)
-HELLO_SECONDS = 10.0  # how long a new helper may take to say hello before it is given up
+HELLO_SECONDS = 10.0  # how long new helpers may take to say hello before they are given up
+SEND_SECONDS = 30.0  # how long a helper, which reads a whole request first, may take to read it
 ANSWER_SECONDS = 30.0  # how long helpers may take beyond this process's share (at least; 10
 #                        times that share's time if longer) before their shares are done here
 MAX_ANSWER = 1 << 30  # the largest answer believed (a code object's marshalled bytes)
@@ -55,11 +56,11 @@ MAX_ANSWER = 1 << 30  # the largest answer believed (a code object's marshalled 
 # reads it all before it compiles anything (so that this process, writing, never waits for
 # its compiling). Its answer: per piece an 8-byte length and the marshalled code object, or
 # nothing for a piece that is not valid Python on its own, or "!" for one it could not
-# compile otherwise (this process then compiles it); all written once all are compiled (the
-# helper does not wait for this process to read either). First of all, the helper says which
-# CPython it is.
+# compile otherwise or that warned (this process then compiles it, and its warnings and
+# warning filters are the user's); all written once all are compiled (the helper does not
+# wait for this process to read either). First of all, the helper says which CPython it is.
 HELPER = r"""
-import marshal, signal, struct, sys
+import marshal, signal, struct, sys, warnings
 from importlib.util import MAGIC_NUMBER
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # (Ctrl-C is for the user's process; a helper
 #                                               ends when that process closes its socket)
@@ -73,7 +74,7 @@ def number():
     return struct.unpack("<Q", data)[0]
 while True:
     optimize, limit, digits = number(), number(), number()
-    filename = read(number()).decode("utf-8", "surrogateescape")
+    filename = read(number()).decode("utf-8", "surrogatepass")
     try:
         sys.setrecursionlimit(limit)
         if hasattr(sys, "set_int_max_str_digits"):
@@ -89,9 +90,11 @@ while True:
     answers = []
     for text in texts:
         try:
-            code = compile(text.decode("utf-8", "surrogateescape"), filename, "exec", 0, True,
-                           optimize)
-            answers.append(marshal.dumps(code))
+            with warnings.catch_warnings(record=True) as warned:
+                warnings.simplefilter("always")
+                code = compile(text.decode("utf-8", "surrogatepass"), filename, "exec", 0,
+                               True, optimize)
+            answers.append(b"!" if warned else marshal.dumps(code))
         except SyntaxError:
             answers.append(b"")
         except Exception:
@@ -123,10 +126,14 @@ def compile_module(source: str, filename: str) -> list[types.CodeType]:
         pieces.append((start, end, line))
         line += source.count("\n", start, end)
         start = end
-    helpers = _POOL.take(len(source)) if len(source) > HELPED_CHARS else []
+    helpers = []
     try:
+        if len(source) > HELPED_CHARS:
+            helpers = _POOL.take(len(source))
         shares = _shares(source, pieces, len(helpers) + 1)
-        sent = [h.send(source, share, filename) for h, share in zip(helpers, shares[1:])]
+        hello_by = time.monotonic() + HELLO_SECONDS  # (for them all: never one after another)
+        sent = [h.send(source, share, filename, hello_by)
+                for h, share in zip(helpers, shares[1:])]
         began = time.monotonic()
         # (each code object moved as soon as it is made: the unmoved ones are not all kept)
         codes = [_moved(_compile(source[start:end], filename), line)
@@ -203,6 +210,7 @@ class _Helper:
 
     def __init__(self):
         mine, theirs = socket.socketpair()
+        theirs.setblocking(True)  # (socket.setdefaulttimeout would make it non-blocking)
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", HELPER], stdin=theirs.fileno(),
@@ -218,21 +226,23 @@ class _Helper:
         self.socket = mine
         self.greeted = self.failed = self.pending = False
 
-    def send(self, source: str, share: list, filename: str) -> bool:
-        """Hand over the pieces `share` of `source`; False if the helper cannot take them.
-        (A piece at a time: no copy of the whole share is made.)"""
+    def send(self, source: str, share: list, filename: str, hello_by: float) -> bool:
+        """Hand over the pieces `share` of `source`; False if the helper cannot take them
+        (a new one that has not said hello by `hello_by`). A piece at a time: no copy of the
+        whole share is made."""
         self.pending = True
         try:
             if not self.greeted:
-                if self._exactly(len(HELLO), time.monotonic() + HELLO_SECONDS) != HELLO:
+                if self._exactly(len(HELLO), hello_by) != HELLO:
                     raise EOFError("the helper is not this CPython")
                 self.greeted = True
-            name = filename.encode("utf-8", "surrogateescape")
+            self.socket.settimeout(SEND_SECONDS)  # (for each sendall)
+            name = filename.encode("utf-8", "surrogatepass")
             digits = getattr(sys, "get_int_max_str_digits", lambda: 0)()
             self._send(struct.pack("<QQQQ", sys.flags.optimize, sys.getrecursionlimit(),
                                    digits, len(name)) + name)
             for start, end, _ in share:
-                text = source[start:end].encode("utf-8", "surrogateescape")
+                text = source[start:end].encode("utf-8", "surrogatepass")
                 self._send(struct.pack("<Q", len(text)))
                 self._send(text)
             self._send(struct.pack("<Q", 0))
@@ -269,14 +279,13 @@ class _Helper:
 
     def _exactly(self, size: int, deadline: float) -> bytes:
         """`size` bytes from the helper (EOFError if it ends first, TimeoutError if they
-        have not all come by `deadline`)."""
+        have not all come by `deadline`: socket.timeout, BlockingIOError)."""
         data = bytearray(size)
         view, got = memoryview(data), 0
         while got < size:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("the helper did not answer in time")
-            self.socket.settimeout(left)
+            # (past the deadline, what has come is still read: a timeout of 0 raises
+            # BlockingIOError only when nothing is there)
+            self.socket.settimeout(max(0.0, deadline - time.monotonic()))
             n = self.socket.recv_into(view[got:])
             if not n:
                 raise EOFError("the helper's socket ended")
@@ -370,8 +379,11 @@ class _Pool:
         _close(done)
 
     def close(self) -> None:
+        """At exit: every helper closed, and none started after (by a daemon thread, or an
+        atexit function that runs after this one)."""
         with self.lock:
             helpers, self.idle, self.live = list(self.live), [], set()
+            self.broken = True
         _close(helpers)
 
     def forget(self) -> None:

@@ -251,16 +251,79 @@ def test_a_helper_that_stops_answering_is_not_waited_for(pool, monkeypatch):
     assert pool.broken
 
 
-def test_a_helper_that_says_half_a_hello_is_not_waited_for(pool, monkeypatch, tmp_path):
+def test_helpers_that_say_half_a_hello_are_not_waited_for(pool, monkeypatch, tmp_path):
+    """Two of them: one wait for both, not one after the other."""
+    import time
     impostor = tmp_path / "python3-slow"
     impostor.write_text("#!/bin/sh\nprintf 'abc'\nsleep 30\n")
     impostor.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(impostor))
-    monkeypatch.setattr(pycompile, "HELLO_SECONDS", 1.0)
-    source = _module(50)
+    monkeypatch.setattr(pycompile, "HELLO_SECONDS", 1.5)
+    source = _module(100)
+    began = time.monotonic()
     codes = pycompile.compile_module(source, "<gen>")
+    assert time.monotonic() - began < 2.9
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
     assert pool.broken and not pool.live
+
+
+def test_a_default_socket_timeout_of_the_program_changes_nothing(pool, monkeypatch):
+    """socket.setdefaulttimeout makes new sockets non-blocking: the helper's end, its stdin
+    and stdout, must not be (a read would find nothing there and the helper die)."""
+    import socket
+    monkeypatch.setattr(socket, "_GLOBAL_DEFAULT_TIMEOUT", socket._GLOBAL_DEFAULT_TIMEOUT)
+    before = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(5)
+    try:
+        answers = _helped(monkeypatch)
+        source = _module(60)
+        codes = pycompile.compile_module(source, "<gen>")
+    finally:
+        socket.setdefaulttimeout(before)
+    assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    assert answers and all(answers) and not pool.broken
+
+
+def test_answers_that_came_in_time_are_read_after_the_deadline(pool):
+    """Past the deadline (this process paused, or busy with a failed helper's share), what
+    a helper has already answered is still read rather than thrown away."""
+    import time
+    pycompile.prepare(10 ** 9)
+    helper = pool.take(10 ** 9)[0]
+    source = _module(30)
+    share = [(0, len(source), 0)]
+    assert helper.send(source, share, "<gen>", time.monotonic() + 10)
+    time.sleep(0.5)  # (it answers meanwhile)
+    codes = helper.receive(share, time.monotonic() - 1)
+    pool.give_back([helper])
+    assert codes[0] is not None and not helper.failed and not pool.broken
+    _same_code(codes[0], compile(source, "<gen>", "exec", 0, True))
+
+
+def test_a_piece_that_warns_warns_here(pool, monkeypatch):
+    """A helper's warnings would go nowhere: a piece that warns is compiled in this process
+    instead, where the user's warning filters see it (and turn it into an error where they
+    say so, as without helpers)."""
+    import warnings
+    source = _module(60) + '\n\n\ndef escape():\n    return "\\d"\n'
+    answers = _helped(monkeypatch)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        codes = pycompile.compile_module(source, "<gen>")
+    assert _run(codes)["escape"]() == "\\d"
+    assert any("escape" in str(w.message) for w in warned)
+    assert answers and not pool.broken
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SyntaxError):
+            pycompile.compile_module(source, "<gen>")
+
+
+def test_no_helper_starts_after_the_pool_is_closed(pool):
+    pycompile.prepare(10 ** 9)
+    pool.close()
+    codes = pycompile.compile_module(_module(50), "<gen>")
+    assert len(codes) == 51 and not pool.live and not pool.idle
 
 
 def test_a_helper_dying_never_kills_a_program_that_lets_sigpipe_kill(tmp_path):
@@ -301,6 +364,7 @@ def test_helpers_obey_this_process_s_limits_and_file_name(pool, monkeypatch):
     """What compile() reads from the process besides the text: the recursion limit (a
     deeply nested expression), the limit on an int literal's digits, the optimization level
     (asserts), and a file name that is not UTF-8 (an export to such a path)."""
+    limit = sys.getrecursionlimit()
     monkeypatch.setattr(sys, "getrecursionlimit", lambda: 6000)  # what is sent
     sys.setrecursionlimit(6000)
     try:
@@ -309,15 +373,15 @@ def test_helpers_obey_this_process_s_limits_and_file_name(pool, monkeypatch):
         digits = sys.get_int_max_str_digits()
         sys.set_int_max_str_digits(0)
         source = _module(50) + deep + huge
-        filename = os.fsdecode(b"/tmp/export_\xff.py")
         answers = _helped(monkeypatch)
-        codes = pycompile.compile_module(source, filename)
-        assert answers and all(answers) and not pool.broken
-        names = _run(codes)
-        assert names["deep"]() == 1 and names["huge"]() == int("7" * 5000)
-        assert {c.co_filename for c in codes} == {filename}
+        for filename in (os.fsdecode(b"/tmp/export_\xff.py"), "/tmp/\ud800.py"):
+            codes = pycompile.compile_module(source, filename)
+            assert answers and all(answers) and not pool.broken
+            names = _run(codes)
+            assert names["deep"]() == 1 and names["huge"]() == int("7" * 5000)
+            assert {c.co_filename for c in codes} == {filename}
     finally:
-        sys.setrecursionlimit(1000)
+        sys.setrecursionlimit(limit)
         sys.set_int_max_str_digits(digits)
 
 
