@@ -13,7 +13,8 @@ runs them all in order. TorchInductor farms out its kernels' compilation the sam
 The helpers are plain `python -I -S -c HELPER` processes of this very interpreter (no site
 packages, no environment, never the user's program, which a multiprocessing "spawn" would
 import again), started when a large plan is being compiled (`prepare`) and kept for later
-ones; each reads pieces and answers with their code objects. They are an optimization only:
+ones (each ends after IDLE_SECONDS without work); each reads pieces and answers with their
+code objects. They are an optimization only:
 a helper that cannot start, answers wrongly or dies has its share compiled here instead,
 and then no helper is started again in this process. They see nothing but the source
 staticgrad generated, which this process would compile all the same.
@@ -49,6 +50,7 @@ SEND_SECONDS = 30.0  # how long a helper, which reads a whole request first, may
 ANSWER_SECONDS = 30.0  # how long helpers may take beyond this process's share (at least; 10
 #                        times that share's time if longer) before their shares are done here
 MAX_ANSWER = 1 << 30  # the largest answer believed (a code object's marshalled bytes)
+IDLE_SECONDS = 60  # a helper idle this long ends (this process stops using it 10 s sooner)
 
 # The helper's whole program. A request: the optimization level, the recursion limit and the
 # limit on an int literal's digits of this process (which compile() obeys), the file name, and
@@ -59,8 +61,9 @@ MAX_ANSWER = 1 << 30  # the largest answer believed (a code object's marshalled 
 # compile otherwise or that warned (this process then compiles it, and its warnings and
 # warning filters are the user's); all written once all are compiled (the helper does not
 # wait for this process to read either). First of all, the helper says which CPython it is.
+# A helper with no request for IDLE_SECONDS ends.
 HELPER = r"""
-import marshal, signal, struct, sys, warnings
+import marshal, select, signal, struct, sys, warnings
 from importlib.util import MAGIC_NUMBER
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # (Ctrl-C is for the user's process; a helper
 #                                               ends when that process closes its socket)
@@ -73,6 +76,8 @@ def number():
         raise SystemExit(0)
     return struct.unpack("<Q", data)[0]
 while True:
+    if not select.select([sys.stdin], [], [], IDLE_SECONDS)[0]:
+        raise SystemExit(0)  # (idle: its memory back to the system)
     optimize, limit, digits = number(), number(), number()
     filename = read(number()).decode("utf-8", "surrogatepass")
     try:
@@ -195,7 +200,7 @@ def prepare(expected_chars: int) -> None:
     they are ready when it is compiled (the compiler calls this before it renders a large
     program: a helper takes 20-50 ms to start)."""
     if expected_chars > HELPED_CHARS:
-        _POOL.start_all()
+        _POOL.start(expected_chars)
 
 
 # -- the helpers ----------------------------------------------------------------------------
@@ -213,7 +218,8 @@ class _Helper:
         theirs.setblocking(True)  # (socket.setdefaulttimeout would make it non-blocking)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", HELPER], stdin=theirs.fileno(),
+                [sys.executable, "-I", "-S", "-c",
+                 HELPER.replace("IDLE_SECONDS", str(IDLE_SECONDS))], stdin=theirs.fileno(),
                 stdout=theirs.fileno(), stderr=subprocess.DEVNULL,
                 start_new_session=True)  # (the terminal's Ctrl-C does not reach it)
         except BaseException:
@@ -225,6 +231,12 @@ class _Helper:
             mine.setsockopt(socket.SOL_SOCKET, socket.SO_NOSIGPIPE, 1)
         self.socket = mine
         self.greeted = self.failed = self.pending = False
+        self.used = time.monotonic()  # when it last answered (or started)
+
+    def stale(self) -> bool:
+        """Has it ended, or will it end soon, idle (IDLE_SECONDS)?"""
+        return self.process.poll() is not None or \
+            time.monotonic() - self.used > IDLE_SECONDS - 10
 
     def send(self, source: str, share: list, filename: str, hello_by: float) -> bool:
         """Hand over the pieces `share` of `source`; False if the helper cannot take them
@@ -268,7 +280,7 @@ class _Helper:
                 if code is not None and type(code) is not types.CodeType:
                     raise ValueError(f"the helper answered a {type(code).__name__}")
                 codes.append(code)
-            self.pending = False
+            self.pending, self.used = False, time.monotonic()
             return codes
         except (OSError, ValueError, EOFError, TypeError, struct.error):
             self.failed = True
@@ -350,22 +362,27 @@ class _Pool:
             self.live.add(helper)
             self.idle.append(helper)
 
-    def start_all(self) -> None:
-        if self.broken or not _can_run_helpers():
-            return
-        with self.lock:
-            self._start(_helpers_wanted())
+    def start(self, chars: int) -> None:
+        """Have the helpers a module of `chars` characters would use started."""
+        self._ready(chars, take=False)
 
     def take(self, chars: int) -> list[_Helper]:
+        """The helpers for a module of `chars` characters, out of the idle ones (started as
+        needed)."""
+        return self._ready(chars, take=True)
+
+    def _ready(self, chars: int, take: bool) -> list[_Helper]:
         if self.broken or not _can_run_helpers():
             return []
         wanted = min(_helpers_wanted(), chars // HELPED_CHARS)
         with self.lock:
-            gone = [h for h in self.idle if h.process.poll() is not None]  # (killed by hand)
+            gone = [h for h in self.idle if h.stale()]  # (ended idle, or killed by hand)
             self.idle = [h for h in self.idle if h not in gone]
             self.live.difference_update(gone)
             self._start(wanted)
-            taken, self.idle = self.idle[:wanted], self.idle[wanted:]
+            taken = []
+            if take:
+                taken, self.idle = self.idle[:wanted], self.idle[wanted:]
         _close(gone)
         return taken
 

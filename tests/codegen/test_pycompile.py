@@ -455,3 +455,23 @@ def test_a_plan_compiled_with_helpers_runs_and_names_its_lines(g, pool, monkeypa
     with pytest.raises(sg.errors.InvalidArgumentError) as info:
         sess.run(picked, {x: feed, idx: [7]})
     assert "pick" in str(info.value) and f":{line}" in str(info.value)
+
+
+def test_idle_helpers_end_and_are_replaced(pool, monkeypatch):
+    """A helper with nothing to do for IDLE_SECONDS ends (its memory back to the system);
+    this process stops using one 10 s before that, so that none ends as it is handed work."""
+    import time
+    monkeypatch.setattr(pycompile, "IDLE_SECONDS", 2)
+    pycompile.prepare(10 ** 9)
+    first = list(pool.idle)
+    time.sleep(3)
+    assert all(h.process.poll() == 0 for h in first)  # ended by themselves
+    monkeypatch.setattr(pycompile, "IDLE_SECONDS", 11)
+    answers = _helped(monkeypatch)
+    codes = pycompile.compile_module(_module(50), "<gen>")
+    assert len(codes) == 51 and answers and all(answers) and not pool.broken
+    second = list(pool.idle)
+    assert second and not set(second) & set(first)
+    time.sleep(1.2)  # idle past IDLE_SECONDS - 10: not used again
+    codes = pycompile.compile_module(_module(50), "<gen>")
+    assert not set(pool.idle) & set(second) and not pool.broken
