@@ -461,10 +461,10 @@ def test_idle_helpers_end_and_are_replaced(pool, monkeypatch):
     """A helper with nothing to do for IDLE_SECONDS ends (its memory back to the system);
     this process stops using one 10 s before that, so that none ends as it is handed work."""
     import time
-    monkeypatch.setattr(pycompile, "IDLE_SECONDS", 2)
+    monkeypatch.setattr(pycompile, "IDLE_SECONDS", 1)
     pycompile.prepare(10 ** 9)
     first = list(pool.idle)
-    time.sleep(3)
+    time.sleep(1.8)
     assert all(h.process.poll() == 0 for h in first)  # ended by themselves
     monkeypatch.setattr(pycompile, "IDLE_SECONDS", 11)
     answers = _helped(monkeypatch)
