@@ -258,11 +258,11 @@ def test_helpers_that_say_half_a_hello_are_not_waited_for(pool, monkeypatch, tmp
     impostor.write_text("#!/bin/sh\nprintf 'abc'\nsleep 30\n")
     impostor.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(impostor))
-    monkeypatch.setattr(pycompile, "HELLO_SECONDS", 1.5)
+    monkeypatch.setattr(pycompile, "HELLO_SECONDS", 2.5)
     source = _module(100)
     began = time.monotonic()
     codes = pycompile.compile_module(source, "<gen>")
-    assert time.monotonic() - began < 2.9
+    assert time.monotonic() - began < 4.6  # (one after the other: 5 s and more)
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
     assert pool.broken and not pool.live
 
@@ -287,13 +287,15 @@ def test_a_default_socket_timeout_of_the_program_changes_nothing(pool, monkeypat
 def test_answers_that_came_in_time_are_read_after_the_deadline(pool):
     """Past the deadline (this process paused, or busy with a failed helper's share), what
     a helper has already answered is still read rather than thrown away."""
+    import select
     import time
     pycompile.prepare(10 ** 9)
     helper = pool.take(10 ** 9)[0]
     source = _module(30)
     share = [(0, len(source), 0)]
     assert helper.send(source, share, "<gen>", time.monotonic() + 10)
-    time.sleep(0.5)  # (it answers meanwhile)
+    select.select([helper.socket], [], [], 30)  # it answers meanwhile
+    time.sleep(0.5)
     codes = helper.receive(share, time.monotonic() - 1)
     pool.give_back([helper])
     assert codes[0] is not None and not helper.failed and not pool.broken
