@@ -59,6 +59,18 @@ def _same_code(a, b) -> None:
             assert type(x) is type(y) and x == y
 
 
+def _same_as_here(codes, source: str, filename: str = "<gen>") -> None:
+    """`codes` are, piece by piece, what this process makes alone (helpers off): a helper's
+    share, answered or compiled here after it failed, is checked as well as the first
+    pieces (which RESULT alone would read)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("STATICGRAD_COMPILE_HELPERS", "0")
+        alone = pycompile.compile_module(source, filename)
+    assert len(codes) == len(alone) > 2
+    for a, b in zip(codes, alone):
+        _same_code(a, b)
+
+
 def _helped(monkeypatch) -> list:
     """How many pieces each helper compiled, per answer, as compile_module receives them."""
     answers = []
@@ -123,6 +135,7 @@ def test_a_helper_that_dies_leaves_its_share_to_this_process(pool, monkeypatch):
     source = _module(50)
     codes = pycompile.compile_module(source, "<gen>")
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    _same_as_here(codes, source)
     assert pool.broken and not pool.idle  # no helper is started again in this process
     monkeypatch.setattr(pycompile._Helper, "send", send)
     answers = _helped(monkeypatch)
@@ -140,6 +153,7 @@ def test_a_helper_killed_while_idle_is_replaced(pool, monkeypatch):
     source = _module(50)
     codes = pycompile.compile_module(source, "<gen>")
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    _same_as_here(codes, source)
     assert answers and all(answers) and not pool.broken
     assert not {h.process.pid for h in pool.idle} & {p.pid for p in killed}
 
@@ -152,6 +166,7 @@ def test_a_helper_that_is_not_this_python_is_not_believed(pool, monkeypatch, tmp
     source = _module(50)
     codes = pycompile.compile_module(source, "<gen>")
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    _same_as_here(codes, source)
     assert pool.broken
 
 
@@ -247,6 +262,7 @@ def test_a_helper_that_stops_answering_is_not_waited_for(pool, monkeypatch):
     source = _module(50)
     codes = pycompile.compile_module(source, "<gen>")
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    _same_as_here(codes, source)
     assert stopped and all(p.poll() is not None for p in stopped)  # killed and reaped
     assert pool.broken
 
@@ -264,6 +280,7 @@ def test_helpers_that_say_half_a_hello_are_not_waited_for(pool, monkeypatch, tmp
     codes = pycompile.compile_module(source, "<gen>")
     assert time.monotonic() - began < 4.6  # (one after the other: 5 s and more)
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    _same_as_here(codes, source)
     assert pool.broken and not pool.live
 
 
@@ -281,6 +298,7 @@ def test_a_default_socket_timeout_of_the_program_changes_nothing(pool, monkeypat
     finally:
         socket.setdefaulttimeout(before)
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
+    _same_as_here(codes, source)
     assert answers and all(answers) and not pool.broken
 
 
