@@ -71,6 +71,18 @@ def _same_as_here(codes, source: str, filename: str = "<gen>") -> None:
         _same_code(a, b)
 
 
+def _after_sending(monkeypatch, action):
+    """Each helper's send followed by action(helper); the real send, to put back."""
+    send = pycompile._Helper.send
+
+    def send_then(self, *args):
+        sent = send(self, *args)
+        action(self)
+        return sent
+    monkeypatch.setattr(pycompile._Helper, "send", send_then)
+    return send
+
+
 def _helped(monkeypatch) -> list:
     """How many pieces each helper compiled, per answer, as compile_module receives them."""
     answers = []
@@ -125,13 +137,7 @@ def test_helpers_are_kept_for_the_next_module(pool, monkeypatch):
 
 
 def test_a_helper_that_dies_leaves_its_share_to_this_process(pool, monkeypatch):
-    send = pycompile._Helper.send
-
-    def send_and_die(self, *args):
-        sent = send(self, *args)
-        self.process.kill()  # before it answers
-        return sent
-    monkeypatch.setattr(pycompile._Helper, "send", send_and_die)
+    send = _after_sending(monkeypatch, lambda helper: helper.process.kill())  # unanswered
     source = _module(50)
     codes = pycompile.compile_module(source, "<gen>")
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
@@ -250,15 +256,12 @@ def test_a_request_cut_short_leaves_no_helper_out_of_step(pool, monkeypatch):
 def test_a_helper_that_stops_answering_is_not_waited_for(pool, monkeypatch):
     import signal
     monkeypatch.setattr(pycompile, "ANSWER_SECONDS", 1.0)
-    send = pycompile._Helper.send
     stopped = []
 
-    def send_and_stop(self, *args):
-        sent = send(self, *args)
-        os.kill(self.process.pid, signal.SIGSTOP)  # alive, and silent
-        stopped.append(self.process)
-        return sent
-    monkeypatch.setattr(pycompile._Helper, "send", send_and_stop)
+    def stop(helper):  # alive, and silent
+        os.kill(helper.process.pid, signal.SIGSTOP)
+        stopped.append(helper.process)
+    _after_sending(monkeypatch, stop)
     source = _module(50)
     codes = pycompile.compile_module(source, "<gen>")
     assert _run(codes)["RESULT"] == _run([compile(source, "<gen>", "exec")])["RESULT"]
